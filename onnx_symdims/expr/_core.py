@@ -1,0 +1,1105 @@
+"""Canonical, hash-consed integer dimension expressions.
+
+A dimension is ``Dim = int | DimExpr``. A constant is always a plain ``int``; a
+``DimExpr`` is a polynomial with integer coefficients over *atoms*: symbols and
+opaque function terms (floor division, modulo, exact division, max, min,
+broadcast, unknown calls). The canonical form is built at construction:
+like terms are collected, constants folded, monomials and terms sorted by a
+structural key, and every rewrite applied holds for **all** integer values of
+the symbols (negative ones too). Structurally equal expressions are the same
+object, so equality and hashing are O(1) identity checks.
+
+Coefficients and constants are kept inside int64. A result that would leave
+that range, or grow past the size guard, is an *unknown*: an opaque value that
+poisons any arithmetic it takes part in and never equals anything but itself.
+
+Example::
+
+    >>> from onnx_symdims.expr import sym
+    >>> b, s = sym("batch"), sym("seq")
+    >>> (2 * s) // 2 is s
+    True
+    >>> (b + s - b) is s
+    True
+    >>> (2 * b) // b
+    2
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+__all__ = [
+    "BroadcastError",
+    "Dim",
+    "DimExpr",
+    "ExprError",
+    "ExprSyntaxError",
+    "InexactDivisionError",
+    "add",
+    "as_int",
+    "broadcast",
+    "call",
+    "ceildiv",
+    "coefficients",
+    "dmax",
+    "dmin",
+    "evaluate",
+    "exact_div",
+    "floordiv",
+    "is_symbolic",
+    "mod",
+    "mul",
+    "neg",
+    "replace_subexpressions",
+    "sub",
+    "substitute",
+    "sym",
+    "unknown",
+]
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+#: A polynomial with more terms than this degrades to an unknown.
+MAX_TERMS = 128
+#: Function terms nested deeper than this degrade to an unknown.
+MAX_DEPTH = 24
+
+
+class ExprError(ValueError):
+    """Base class of the algebra's errors."""
+
+
+class ExprSyntaxError(ExprError):
+    """The text is not an expression of the grammar."""
+
+
+class BroadcastError(ExprError):
+    """Two dims can never be broadcast together (e.g. 2 and 3)."""
+
+
+class InexactDivisionError(ArithmeticError):
+    """An exact division ``a /: b`` whose operands are known not to divide."""
+
+
+# Atom kinds; the character also prefixes the structural sort key of function terms,
+# so that symbols sort first (by name) and function terms after them.
+SYM = "s"
+FLOOR = "f"
+MOD = "m"
+EXACT = "e"
+MAX = "x"
+MIN = "n"
+BCAST = "b"
+CALL = "c"
+_FUNCTION_KEY_PREFIX = "~"
+
+
+class Atom:
+    """A multiplicative factor of a monomial: a symbol or a function term.
+
+    Atoms are interned: build them only through the module's constructors.
+    """
+
+    __slots__ = ("_hash", "args", "depth", "key", "kind", "name")
+
+    kind: str
+    name: str
+    args: tuple[Dim, ...]
+    key: str
+    depth: int
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Atom({self.key})"
+
+
+_ATOMS: dict[tuple, Atom] = {}
+
+
+def _dim_key(d: Dim) -> str:
+    return str(d) if isinstance(d, int) else d.key
+
+
+def _make_atom(kind: str, name: str, args: tuple[Dim, ...]) -> Atom:
+    cache_key = (kind, name, args)
+    atom = _ATOMS.get(cache_key)
+    if atom is not None:
+        return atom
+    atom = Atom()
+    atom.kind = kind
+    atom.name = name
+    atom.args = args
+    if kind == SYM:
+        atom.key = name
+        atom.depth = 0
+    else:
+        inner = ",".join(_dim_key(a) for a in args)
+        atom.key = f"{_FUNCTION_KEY_PREFIX}{kind}{name}({inner})"
+        atom.depth = 1 + max((a.depth for a in args if isinstance(a, DimExpr)), default=0)
+    atom._hash = hash(cache_key)
+    _ATOMS[cache_key] = atom
+    return atom
+
+
+Monomial = tuple  # tuple[Atom, ...], sorted by Atom.key, repeated atoms are powers
+
+
+def _mono_key(mono: Monomial) -> str:
+    return "*".join(a.key for a in mono)
+
+
+class DimExpr:
+    """A canonical symbolic integer expression (never a constant).
+
+    Instances are interned; equality is identity. Use :func:`sym` and the
+    arithmetic operators or module functions to build them.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_hash",
+        "_onnx",
+        "_seed",
+        "_symbols",
+        "const",
+        "depth",
+        "key",
+        "terms",
+        "unknown_reason",
+    )
+
+    terms: tuple[tuple[Monomial, int], ...]
+    const: int
+    key: str
+    depth: int
+    unknown_reason: str | None
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    # -- inspection ---------------------------------------------------------------
+    @property
+    def is_unknown(self) -> bool:
+        """True for an opaque unknown (overflow or size guard)."""
+        return self.unknown_reason is not None
+
+    @property
+    def is_symbol(self) -> bool:
+        """True when the expression is exactly one symbol."""
+        return self.atom is not None and self.atom.kind == SYM
+
+    @property
+    def atom(self) -> Atom | None:
+        """The single atom when the expression is exactly one atom, else None."""
+        if self.const == 0 and len(self.terms) == 1:
+            mono, coeff = self.terms[0]
+            if coeff == 1 and len(mono) == 1:
+                return mono[0]
+        return None
+
+    @property
+    def name(self) -> str | None:
+        """The symbol's name when the expression is a bare symbol."""
+        atom = self.atom
+        return atom.name if atom is not None and atom.kind == SYM else None
+
+    def symbols(self) -> frozenset[str]:
+        """The names of the leaf symbols (never function names)."""
+        cached = self._symbols
+        if cached is None:
+            names: set[str] = set()
+            for mono, _ in self.terms:
+                for atom in mono:
+                    if atom.kind == SYM:
+                        names.add(atom.name)
+                    else:
+                        for arg in atom.args:
+                            if isinstance(arg, DimExpr):
+                                names |= arg.symbols()
+            cached = self._symbols = frozenset(names)
+        return cached
+
+    def coefficients(self) -> tuple[dict[DimExpr, int], int]:
+        """Returns ``({monomial: coefficient}, constant)``; monomials have coefficient 1."""
+        return {_from_terms({mono: 1}, 0): c for mono, c in self.terms}, self.const
+
+    def evaluate(self, bindings: Mapping[str, int]) -> int:
+        """Evaluates under ``bindings`` with floor semantics.
+
+        Raises:
+            KeyError: a symbol has no binding.
+            InexactDivisionError: an exact division does not divide.
+            BroadcastError: a broadcast term is invalid under the bindings.
+            ZeroDivisionError: a division by zero.
+        """
+        if self.unknown_reason is not None:
+            raise ExprError(f"cannot evaluate an unknown ({self.unknown_reason})")
+        total = self.const
+        for mono, coeff in self.terms:
+            value = coeff
+            for atom in mono:
+                value *= _evaluate_atom(atom, bindings)
+            total += value
+        return total
+
+    # -- printing -------------------------------------------------------------------
+    def __str__(self) -> str:
+        from onnx_symdims.expr import _print
+
+        return _print.to_onnx(self)
+
+    def __repr__(self) -> str:
+        if self.unknown_reason is not None:
+            return f"DimExpr(<unknown: {self.unknown_reason}>)"
+        return f"DimExpr({self!s})"
+
+    # -- arithmetic -------------------------------------------------------------------
+    def __add__(self, other: Dim) -> Dim:
+        return add(self, other)
+
+    def __radd__(self, other: Dim) -> Dim:
+        return add(other, self)
+
+    def __sub__(self, other: Dim) -> Dim:
+        return sub(self, other)
+
+    def __rsub__(self, other: Dim) -> Dim:
+        return sub(other, self)
+
+    def __mul__(self, other: Dim) -> Dim:
+        return mul(self, other)
+
+    def __rmul__(self, other: Dim) -> Dim:
+        return mul(other, self)
+
+    def __floordiv__(self, other: Dim) -> Dim:
+        return floordiv(self, other)
+
+    def __rfloordiv__(self, other: Dim) -> Dim:
+        return floordiv(other, self)
+
+    def __mod__(self, other: Dim) -> Dim:
+        return mod(self, other)
+
+    def __rmod__(self, other: Dim) -> Dim:
+        return mod(other, self)
+
+    def __neg__(self) -> Dim:
+        return neg(self)
+
+    def __pos__(self) -> DimExpr:
+        return self
+
+    def exact_div(self, other: Dim) -> Dim:
+        """Exact division ``self /: other`` (the caller asserts it divides)."""
+        return exact_div(self, other)
+
+    def __reduce__(self):
+        # Pickle/copy through the canonical text so interning survives.
+        from onnx_symdims.expr import _print
+
+        return (_unpickle, (_print.to_seed(self),))
+
+
+def _unpickle(text: str) -> Dim:
+    from onnx_symdims.expr import _parse
+
+    return _parse.parse_expr(text)
+
+
+Dim = int | DimExpr
+
+_EXPRS: dict[tuple, DimExpr] = {}
+_unknown_counter = 0
+
+
+def unknown(reason: str = "unknown") -> DimExpr:
+    """A fresh opaque unknown: never equal to any other expression."""
+    global _unknown_counter
+    _unknown_counter += 1
+    e = object.__new__(DimExpr)
+    e.terms = ()
+    e.const = 0
+    e.key = f"?{_unknown_counter}"
+    e.depth = 0
+    e.unknown_reason = reason
+    e._hash = hash(("unknown", _unknown_counter))
+    e._onnx = e._seed = None
+    e._symbols = frozenset()
+    return e
+
+
+def _in_int64(v: int) -> bool:
+    return INT64_MIN <= v <= INT64_MAX
+
+
+def _from_terms(terms: dict[Monomial, int], const: int) -> Dim:
+    """Interns a polynomial from already-canonical monomials (no sum-level rewrites)."""
+    items = [(m, c) for m, c in terms.items() if c != 0]
+    if not _in_int64(const) or not all(_in_int64(c) for _, c in items):
+        return unknown("overflow")
+    if not items:
+        return const
+    if len(items) > MAX_TERMS:
+        return unknown("size")
+    items.sort(key=lambda mc: _mono_key(mc[0]))
+    tterms = tuple(items)
+    cache_key = (tterms, const)
+    e = _EXPRS.get(cache_key)
+    if e is not None:
+        return e
+    depth = max((a.depth for m, _ in items for a in m), default=0)
+    if depth > MAX_DEPTH:
+        return unknown("size")
+    e = object.__new__(DimExpr)
+    e.terms = tterms
+    e.const = const
+    parts = [f"{c}*{_mono_key(m)}" for m, c in items]
+    if const:
+        parts.append(str(const))
+    e.key = "(" + "+".join(parts) + ")" if len(parts) > 1 or items[0][1] != 1 else parts[0][2:]
+    e.depth = depth
+    e.unknown_reason = None
+    e._hash = hash(cache_key)
+    e._onnx = e._seed = None
+    e._symbols = None
+    _EXPRS[cache_key] = e
+    return e
+
+
+def _atom_expr(atom: Atom) -> DimExpr:
+    return _from_terms({(atom,): 1}, 0)  # type: ignore[return-value]
+
+
+def sym(name: str) -> DimExpr:
+    """The symbol called ``name`` (any non-empty text; it is not parsed)."""
+    if not name:
+        raise ExprError("a symbol needs a non-empty name")
+    return _atom_expr(_make_atom(SYM, name, ()))
+
+
+def as_int(d: object) -> int | None:
+    """The value of a constant dim, else None."""
+    return d if isinstance(d, int) and not isinstance(d, bool) else None
+
+
+def is_symbolic(d: object) -> bool:
+    """True for a (non-unknown) DimExpr."""
+    return isinstance(d, DimExpr) and d.unknown_reason is None
+
+
+def _split(d: Dim) -> tuple[dict[Monomial, int], int]:
+    if isinstance(d, int):
+        return {}, d
+    return dict(d.terms), d.const
+
+
+def _poison(*args: Dim) -> DimExpr | None:
+    for a in args:
+        if isinstance(a, DimExpr) and a.unknown_reason is not None:
+            return unknown(a.unknown_reason)
+    return None
+
+
+def _check_dim(d: object) -> Dim:
+    if isinstance(d, DimExpr):
+        return d
+    if isinstance(d, int) and not isinstance(d, bool):
+        return d
+    if hasattr(d, "__index__"):  # numpy integers
+        return int(d)  # type: ignore[call-overload]
+    raise TypeError(f"expected int or DimExpr, got {type(d).__name__}")
+
+
+# ---------------------------------------------------------------------------------------
+# Ring operations
+# ---------------------------------------------------------------------------------------
+
+
+def add(a: Dim, b: Dim) -> Dim:
+    """``a + b``."""
+    if type(a) is int and type(b) is int:
+        r = a + b
+        return r if _in_int64(r) else unknown("overflow")
+    a, b = _check_dim(a), _check_dim(b)
+    if (p := _poison(a, b)) is not None:
+        return p
+    terms, const = _split(a)
+    if isinstance(b, int):
+        return _finish(terms, const + b) if b else a
+    for m, c in b.terms:
+        terms[m] = terms.get(m, 0) + c
+    return _finish(terms, const + b.const)
+
+
+def neg(a: Dim) -> Dim:
+    """``-a``."""
+    return mul(-1, a)
+
+
+def sub(a: Dim, b: Dim) -> Dim:
+    """``a - b``."""
+    if type(a) is int and type(b) is int:
+        r = a - b
+        return r if _in_int64(r) else unknown("overflow")
+    return add(a, mul(-1, b))
+
+
+def _mono_mul(m1: Monomial, m2: Monomial) -> Monomial:
+    if not m1:
+        return m2
+    if not m2:
+        return m1
+    return tuple(sorted(m1 + m2, key=lambda a: a.key))
+
+
+def mul(a: Dim, b: Dim) -> Dim:
+    """``a * b`` (fully distributed)."""
+    if type(a) is int and type(b) is int:
+        r = a * b
+        return r if _in_int64(r) else unknown("overflow")
+    a, b = _check_dim(a), _check_dim(b)
+    if (p := _poison(a, b)) is not None:
+        return p
+    if isinstance(a, int):
+        a, b = b, a
+    assert isinstance(a, DimExpr)
+    if isinstance(b, int):
+        if b == 0:
+            return 0
+        if b == 1:
+            return a
+        return _finish({m: c * b for m, c in a.terms}, a.const * b)
+    if (len(a.terms) + 1) * (len(b.terms) + 1) > 4 * MAX_TERMS:
+        return unknown("size")
+    terms: dict[Monomial, int] = {}
+    a_items = [*a.terms, ((), a.const)] if a.const else list(a.terms)
+    b_items = [*b.terms, ((), b.const)] if b.const else list(b.terms)
+    const = 0
+    for m1, c1 in a_items:
+        for m2, c2 in b_items:
+            m = _mono_mul(m1, m2)
+            if m:
+                terms[m] = terms.get(m, 0) + c1 * c2
+            else:
+                const += c1 * c2
+    return _finish(terms, const)
+
+
+# ---------------------------------------------------------------------------------------
+# Sum-level canonicalisation
+# ---------------------------------------------------------------------------------------
+
+
+def _finish(terms: dict[Monomial, int], const: int) -> Dim:
+    """Applies the sum-level rewrites, then interns."""
+    terms = {m: c for m, c in terms.items() if c}
+    if not terms:
+        return const if _in_int64(const) else unknown("overflow")
+    if any(a.kind == EXACT for m in terms for a in m):
+        rebuilt = _absorb_exact_divisions(terms, const)
+        if rebuilt is not None:
+            return rebuilt
+    if sum(1 for m in terms if len(m) == 1 and m[0].kind in (FLOOR, MOD)) >= 2:
+        terms, const = _collapse_floor_identities(terms, const)
+    return _from_terms(terms, const)
+
+
+def _absorb_exact_divisions(terms: dict[Monomial, int], const: int) -> Dim | None:
+    """Cancels ``c * m * (N /: D)`` when c or m shares a factor with D.
+
+    Holds because ``N /: D`` is the exact quotient: ``c*(N/:D) == (c*N)/:D``.
+    Returns None when nothing cancels.
+    """
+    changed = False
+    out: dict[Monomial, int] = {}
+    extra: list[Dim] = []
+    for m, c in terms.items():
+        exacts = [a for a in m if a.kind == EXACT]
+        if not exacts:
+            out[m] = out.get(m, 0) + c
+            continue
+        rest = tuple(a for a in m if a.kind != EXACT)
+        if len(exacts) == 1:
+            den = exacts[0].args[1]
+            den_content, den_mono = _content_and_common_monomial(den)
+            shares = math.gcd(c, den_content) > 1 or bool(
+                den_mono and _mono_common(rest, den_mono)
+            )
+            if not shares:
+                out[m] = out.get(m, 0) + c
+                continue
+        changed = True
+        num_product: Dim = _from_terms({rest: c}, 0) if rest else c
+        den_product: Dim = 1
+        for atom in exacts:
+            num_product = mul(num_product, atom.args[0])
+            den_product = mul(den_product, atom.args[1])
+        extra.append(exact_div(num_product, den_product))
+    if not changed:
+        return None
+    result: Dim = _from_terms(out, const) if out else const
+    for e in extra:
+        result = add(result, e)
+    return result
+
+
+def _collapse_floor_identities(
+    terms: dict[Monomial, int], const: int
+) -> tuple[dict[Monomial, int], int]:
+    """Applies two identities that hold for every integer ``y`` and ``d > 0``.
+
+    * ring: ``sum(c*((y+i)//d) for i in range(d)) == c*y``;
+    * division identity: ``c*d*(y//d) + c*(y % d) == c*y``.
+    """
+    groups: dict[tuple[object, int], dict[int, tuple[Monomial, int]]] = {}
+    mods: list[tuple[Monomial, int]] = []
+    for m, c in terms.items():
+        if len(m) != 1 or m[0].kind not in (FLOOR, MOD):
+            continue
+        num, den = m[0].args
+        if not isinstance(den, int) or not isinstance(num, DimExpr):
+            continue
+        if m[0].kind == MOD:
+            mods.append((m, c))
+            continue
+        base = sub(num, num.const)
+        groups.setdefault((base, den), {})[num.const] = (m, c)
+    replacement: list[tuple[Dim, int]] = []
+    for (base, den), by_offset in groups.items():
+        if len(by_offset) != den:
+            continue
+        coeffs = {c for _, c in by_offset.values()}
+        if len(coeffs) != 1:
+            continue
+        for m, _ in by_offset.values():
+            del terms[m]
+        replacement.append((base, coeffs.pop()))
+    for m, c in mods:
+        num, den = m[0].args
+        floor_atom = _ATOMS.get((FLOOR, "", (num, den)))
+        if floor_atom is None or terms.get((floor_atom,)) != c * den or m not in terms:
+            continue
+        del terms[m]
+        del terms[(floor_atom,)]
+        replacement.append((num, c))
+    for base, c in replacement:
+        b_terms, b_const = _split(mul(base, c))
+        for bm, bc in b_terms.items():
+            terms[bm] = terms.get(bm, 0) + bc
+        const += b_const
+    return {m: c for m, c in terms.items() if c}, const
+
+
+# ---------------------------------------------------------------------------------------
+# Divisions
+# ---------------------------------------------------------------------------------------
+
+
+def _content_and_common_monomial(d: Dim) -> tuple[int, Monomial]:
+    """The gcd of all coefficients (and constant) and the monomial dividing every term."""
+    if isinstance(d, int):
+        return abs(d), ()
+    g = abs(d.const)
+    for _, c in d.terms:
+        g = math.gcd(g, c)
+    if d.const:
+        return g, ()
+    common: list[Atom] | None = None
+    for m, _ in d.terms:
+        if common is None:
+            common = list(m)
+        else:
+            remaining = list(m)
+            kept = []
+            for a in common:
+                if a in remaining:
+                    remaining.remove(a)
+                    kept.append(a)
+            common = kept
+        if not common:
+            break
+    return g, tuple(common or ())
+
+
+def _mono_common(m1: Monomial, m2: Monomial) -> Monomial:
+    remaining = list(m2)
+    kept = []
+    for a in m1:
+        if a in remaining:
+            remaining.remove(a)
+            kept.append(a)
+    return tuple(kept)
+
+
+def _mono_div(m: Monomial, by: Monomial) -> Monomial:
+    remaining = list(m)
+    for a in by:
+        remaining.remove(a)
+    return tuple(remaining)
+
+
+def _divide_out(d: Dim, g: int, mono: Monomial) -> Dim:
+    """``d / (g * mono)`` for a common factor (exact by construction)."""
+    if isinstance(d, int):
+        return d // g
+    terms: dict[Monomial, int] = {}
+    const = d.const // g
+    for m, c in d.terms:
+        reduced = _mono_div(m, mono)
+        if reduced:
+            terms[reduced] = c // g
+        else:
+            const += c // g
+    return _finish(terms, const)
+
+
+def _cancel_common_factor(a: Dim, b: Dim) -> tuple[Dim, Dim]:
+    """Divides ``a`` and ``b`` by their common positive integer and monomial factors."""
+    ga, ma = _content_and_common_monomial(a)
+    gb, mb = _content_and_common_monomial(b)
+    g = math.gcd(ga, gb)
+    mono = _mono_common(ma, mb)
+    if g <= 1 and not mono:
+        return a, b
+    g = max(g, 1)
+    return _divide_out(a, g, mono), _divide_out(b, g, mono)
+
+
+def _as_multiple(a: DimExpr, b: DimExpr) -> int | None:
+    """The integer q with ``a == q*b``, if any."""
+    if len(a.terms) != len(b.terms) or not b.terms:
+        return None
+    lead_m, lead_c = b.terms[0]
+    a_lead = dict(a.terms).get(lead_m)
+    if a_lead is None or a_lead % lead_c:
+        return None
+    q = a_lead // lead_c
+    return q if sub(a, mul(q, b)) == 0 else None
+
+
+def _leading_sign(d: Dim) -> int:
+    if isinstance(d, int):
+        return -1 if d < 0 else 1
+    return -1 if d.terms[0][1] < 0 else 1
+
+
+def floordiv(a: Dim, b: Dim) -> Dim:
+    """Floor division ``a // b`` (rounds toward negative infinity, like Python)."""
+    if type(a) is int and type(b) is int:
+        r = a // b
+        return r if _in_int64(r) else unknown("overflow")
+    a, b = _check_dim(a), _check_dim(b)
+    if (p := _poison(a, b)) is not None:
+        return p
+    if isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError("floor division by zero")
+        if b < 0:
+            # floor(a/b) == floor((-a)/(-b))
+            return floordiv(neg(a), -b)
+        if b == 1:
+            return a
+        return _floordiv_by_int(a, b)  # type: ignore[arg-type]
+    if a == 0:
+        return 0
+    a, b = _cancel_common_factor(a, b)
+    if isinstance(b, int):
+        return floordiv(a, b)
+    if isinstance(a, DimExpr) and (q := _as_multiple(a, b)) is not None:
+        return q
+    if _leading_sign(b) < 0:
+        a, b = neg(a), neg(b)
+    return _atom_expr(_make_atom(FLOOR, "", (a, b)))
+
+
+def _floordiv_by_int(a: DimExpr, d: int) -> Dim:
+    """``a // d`` for ``d > 1``: ``(d*Q + R) // d == Q + R // d`` for integer Q."""
+    quotient: dict[Monomial, int] = {}
+    rest: dict[Monomial, int] = {}
+    for m, c in a.terms:
+        if c % d == 0:
+            quotient[m] = c // d
+        else:
+            rest[m] = c
+    if not rest:
+        return add(_from_terms(quotient, 0) if quotient else 0, a.const // d)
+    g = math.gcd(d, a.const, *rest.values())
+    k = a.const
+    if g > 1:
+        # floor((g*X)/(g*d)) == floor(X/d) for g > 0
+        rest = {m: c // g for m, c in rest.items()}
+        k //= g
+        d //= g
+    k_quot, k_rem = divmod(k, d)
+    q: Dim = _from_terms(quotient, k_quot) if quotient else k_quot
+    if len(rest) == 1:
+        ((m, c),) = rest.items()
+        if c == 1 and len(m) == 1 and m[0].kind == FLOOR and isinstance(m[0].args[1], int):
+            # floor((floor(X/e) + r)/d) == floor((X + r*e)/(e*d)) for e, d > 0
+            inner_num, inner_den = m[0].args
+            return add(q, floordiv(add(inner_num, k_rem * inner_den), inner_den * d))
+    numerator = _from_terms(rest, k_rem)
+    if isinstance(numerator, DimExpr) and numerator.unknown_reason is not None:
+        return numerator
+    return add(q, _atom_expr(_make_atom(FLOOR, "", (numerator, d))))
+
+
+def ceildiv(a: Dim, b: Dim) -> Dim:
+    """Ceiling division: ``(a + b - 1) // b`` for a positive constant b, else ``-((-a)//b)``."""
+    if isinstance(b, int) and b > 0:
+        return floordiv(add(a, b - 1), b)
+    return neg(floordiv(neg(a), b))
+
+
+def mod(a: Dim, b: Dim) -> Dim:
+    """Floor modulo ``a % b`` (the sign of the divisor, like Python)."""
+    if type(a) is int and type(b) is int:
+        return a % b
+    a, b = _check_dim(a), _check_dim(b)
+    if (p := _poison(a, b)) is not None:
+        return p
+    if isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError("modulo by zero")
+        if b < 0:
+            # a % b == -((-a) % -b)
+            return neg(mod(neg(a), -b))
+        if b == 1:
+            return 0
+        assert isinstance(a, DimExpr)
+        # (a + b*k) % b == a % b: reduce every coefficient modulo b.
+        rest = {m: c % b for m, c in a.terms if c % b}
+        k = a.const % b
+        if not rest:
+            return k
+        g = math.gcd(b, k, *rest.values())
+        if g > 1:
+            # (g*X) % (g*d) == g*(X % d) for g > 0
+            inner = mod(_from_terms({m: c // g for m, c in rest.items()}, k // g), b // g)
+            return mul(g, inner)
+        numerator = _from_terms(rest, k)
+        if isinstance(numerator, DimExpr) and numerator.unknown_reason is not None:
+            return numerator
+        return _atom_expr(_make_atom(MOD, "", (numerator, b)))
+    if a == 0:
+        return 0
+    if isinstance(a, DimExpr):
+        ca, cb = _cancel_common_factor(a, b)
+        if isinstance(cb, int) and cb in (1, -1):
+            return 0  # a is a multiple of b
+        if isinstance(ca, DimExpr) and isinstance(cb, DimExpr) and _as_multiple(ca, cb):
+            return 0
+    return _atom_expr(_make_atom(MOD, "", (a, b)))
+
+
+def exact_div(a: Dim, b: Dim) -> Dim:
+    """Exact division ``a /: b``: the caller asserts that ``b`` divides ``a``.
+
+    Because the quotient is exact it cancels across multiplication:
+    ``2 * (H /: 2) == H`` (unlike ``2 * (H // 2)``).
+
+    Raises:
+        ZeroDivisionError: ``b`` is 0.
+        InexactDivisionError: both are constants and ``b`` does not divide ``a``.
+    """
+    if type(a) is int and type(b) is int:
+        if b == 0:
+            raise ZeroDivisionError("exact division by zero")
+        if a % b:
+            raise InexactDivisionError(f"{a} /: {b} is not exact")
+        r = a // b
+        return r if _in_int64(r) else unknown("overflow")
+    a, b = _check_dim(a), _check_dim(b)
+    if (p := _poison(a, b)) is not None:
+        return p
+    if b == 0:
+        raise ZeroDivisionError("exact division by zero")
+    if a == 0:
+        return 0
+    a, b = _cancel_common_factor(a, b)
+    if isinstance(b, int):
+        if b < 0:
+            a, b = neg(a), -b
+        if b == 1:
+            return a
+    elif isinstance(a, DimExpr) and (q := _as_multiple(a, b)) is not None:
+        return q
+    elif _leading_sign(b) < 0:
+        a, b = neg(a), neg(b)
+    if isinstance(a, int):
+        # c /: D == c * (1 /: D): one canonical atom per denominator.
+        return mul(a, _atom_expr(_make_atom(EXACT, "", (1, b))))
+    # Pull the numerator's content and sign out: (c*N)/:D == c*(N/:D), gcd(c, D) == 1 here.
+    content, _ = _content_and_common_monomial(a)
+    if _leading_sign(a) < 0:
+        content = -content
+    numerator = _divide_out(a, content, ()) if content not in (0, 1) else a
+    return mul(content, _atom_expr(_make_atom(EXACT, "", (numerator, b))))
+
+
+# ---------------------------------------------------------------------------------------
+# max / min / broadcast / opaque calls
+# ---------------------------------------------------------------------------------------
+
+
+def _flatten_args(kind: str, args: Iterable[Dim]) -> list[Dim]:
+    out: list[Dim] = []
+    for a in args:
+        a = _check_dim(a)
+        atom = a.atom if isinstance(a, DimExpr) else None
+        if atom is not None and atom.kind == kind:
+            out.extend(atom.args)
+        else:
+            out.append(a)
+    return out
+
+
+def _extremum(kind: str, args: tuple[Dim, ...], scope: object | None) -> Dim:
+    if not args:
+        raise ExprError(f"{'max' if kind == MAX else 'min'} needs at least one argument")
+    flat = _flatten_args(kind, args)
+    if (p := _poison(*flat)) is not None:
+        return p
+    pick = max if kind == MAX else min
+    ints = [a for a in flat if isinstance(a, int)]
+    exprs: list[DimExpr] = []
+    for a in flat:
+        if isinstance(a, DimExpr) and a not in exprs:
+            exprs.append(a)
+    kept: list[Dim] = [pick(ints)] if ints else []
+    kept.extend(exprs)
+    # Drop arguments dominated by another: a - b constant, or proven by the scope.
+    result: list[Dim] = []
+    for i, x in enumerate(kept):
+        dominated = False
+        for j, y in enumerate(kept):
+            if i == j:
+                continue
+            diff = sub(y, x) if kind == MAX else sub(x, y)  # >= 0 means y dominates x
+            if isinstance(diff, int):
+                if diff > 0 or (diff == 0 and j < i):
+                    dominated = True
+                    break
+            elif scope is not None and scope.prove_nonneg(diff):  # type: ignore[attr-defined]
+                # On ties (both directions provable) keep the earlier one only.
+                reverse = sub(x, y) if kind == MAX else sub(y, x)
+                if not scope.prove_nonneg(reverse) or j < i:  # type: ignore[attr-defined]
+                    dominated = True
+                    break
+        if not dominated:
+            result.append(x)
+    if len(result) == 1:
+        return result[0]
+    result.sort(key=_dim_key)
+    return _atom_expr(_make_atom(kind, "", tuple(result)))
+
+
+def dmax(*args: Dim, scope: object | None = None) -> Dim:
+    """``max(args)``; with a scope, arguments proven not to be the maximum are dropped."""
+    return _extremum(MAX, args, scope)
+
+
+def dmin(*args: Dim, scope: object | None = None) -> Dim:
+    """``min(args)``; with a scope, arguments proven not to be the minimum are dropped."""
+    return _extremum(MIN, args, scope)
+
+
+def broadcast(*args: Dim) -> Dim:
+    """The numpy broadcast of dims: 1 yields to the other, otherwise they must be equal.
+
+    ``broadcast(x, 64)`` is 64 for every valid execution (x is 1 or 64), but it
+    does *not* prove ``x == 64``.
+
+    Raises:
+        BroadcastError: two constants other than 1 differ.
+    """
+    flat = _flatten_args(BCAST, args)
+    if (p := _poison(*flat)) is not None:
+        return p
+    ints = {a for a in flat if isinstance(a, int) and a != 1}
+    if len(ints) > 1:
+        raise BroadcastError(f"cannot broadcast dims {sorted(ints)}")
+    if ints:
+        return ints.pop()
+    exprs: list[DimExpr] = []
+    for a in flat:
+        if isinstance(a, DimExpr) and a not in exprs:
+            exprs.append(a)
+    if not exprs:
+        return 1
+    if len(exprs) == 1:
+        return exprs[0]
+    exprs.sort(key=lambda e: e.key)
+    return _atom_expr(_make_atom(BCAST, "", tuple(exprs)))
+
+
+def call(name: str, args: Iterable[Dim]) -> DimExpr:
+    """An opaque function term ``name(args)`` the algebra does not interpret."""
+    args = tuple(_check_dim(a) for a in args)
+    if (p := _poison(*args)) is not None:
+        return p
+    return _atom_expr(_make_atom(CALL, name, args))
+
+
+# ---------------------------------------------------------------------------------------
+# Evaluation, substitution
+# ---------------------------------------------------------------------------------------
+
+
+def evaluate(d: Dim, bindings: Mapping[str, int]) -> int:
+    """Evaluates a dim under ``bindings`` (see :meth:`DimExpr.evaluate`)."""
+    return d if isinstance(d, int) else d.evaluate(bindings)
+
+
+def _evaluate_broadcast(values: list[int]) -> int:
+    others = {v for v in values if v != 1}
+    if len(others) > 1:
+        raise BroadcastError(f"cannot broadcast dims {sorted(others)}")
+    return others.pop() if others else 1
+
+
+def _evaluate_atom(atom: Atom, bindings: Mapping[str, int]) -> int:
+    if atom.kind == SYM:
+        return bindings[atom.name]
+    values = [evaluate(a, bindings) for a in atom.args]
+    kind = atom.kind
+    if kind == FLOOR:
+        return values[0] // values[1]
+    if kind == MOD:
+        return values[0] % values[1]
+    if kind == EXACT:
+        num, den = values
+        if den == 0:
+            raise ZeroDivisionError("exact division by zero")
+        if num % den:
+            raise InexactDivisionError(f"{num} /: {den} is not exact")
+        return num // den
+    if kind == MAX:
+        return max(values)
+    if kind == MIN:
+        return min(values)
+    if kind == BCAST:
+        return _evaluate_broadcast(values)
+    raise ExprError(f"cannot evaluate unknown function {atom.name!r}")
+
+
+def coefficients(d: Dim) -> tuple[dict[DimExpr, int], int]:
+    """``({monomial: coefficient}, constant)`` of a dim; ``({}, d)`` for an int."""
+    return ({}, d) if isinstance(d, int) else d.coefficients()
+
+
+def _rebuild_atom(atom: Atom, args: tuple[Dim, ...]) -> Dim:
+    kind = atom.kind
+    if kind == FLOOR:
+        return floordiv(*args)
+    if kind == MOD:
+        return mod(*args)
+    if kind == EXACT:
+        return exact_div(*args)
+    if kind == MAX:
+        return dmax(*args)
+    if kind == MIN:
+        return dmin(*args)
+    if kind == BCAST:
+        return broadcast(*args)
+    return call(atom.name, args)
+
+
+def _map_atoms(d: Dim, atom_fn, arg_fn) -> Dim:
+    """Rebuilds ``d`` with ``atom_fn(atom)`` for symbols and ``arg_fn`` on function args."""
+    if isinstance(d, int) or d.unknown_reason is not None:
+        return d
+    result: Dim = d.const
+    for mono, coeff in d.terms:
+        term: Dim = coeff
+        for atom in mono:
+            if atom.kind == SYM:
+                factor = atom_fn(atom)
+            else:
+                new_args = tuple(arg_fn(a) for a in atom.args)
+                factor = (
+                    _atom_expr(atom) if new_args == atom.args else _rebuild_atom(atom, new_args)
+                )
+            term = mul(term, factor)
+        result = add(result, term)
+    return result
+
+
+def substitute(d: Dim, mapping: Mapping[str, Dim]) -> Dim:
+    """Replaces symbols by dims simultaneously (no chaining) and re-canonicalises."""
+    if not mapping or isinstance(d, int) or not (d.symbols() & mapping.keys()):
+        return d
+
+    def on_symbol(atom: Atom) -> Dim:
+        return mapping.get(atom.name, _atom_expr(atom))
+
+    def on_arg(a: Dim) -> Dim:
+        return substitute(a, mapping)
+
+    return _map_atoms(d, on_symbol, on_arg)
+
+
+def _replace_once(d: Dim, mapping: Mapping[DimExpr, Dim]) -> Dim:
+    if isinstance(d, int) or d.unknown_reason is not None:
+        return d
+    hit = mapping.get(d)
+    if hit is not None:
+        return hit
+    # A compound key that is a sub-sum: d == k*key + rest.
+    for key, target in mapping.items():
+        if key.atom is not None or not key.terms:
+            continue
+        lead_m, lead_c = key.terms[0]
+        c = dict(d.terms).get(lead_m)
+        if c is None or c % lead_c:
+            continue
+        k = c // lead_c
+        rest = sub(d, mul(k, key))
+        key_monos = {m for m, _ in key.terms}
+        if isinstance(rest, int) or not any(m in key_monos for m, _ in rest.terms):
+            return add(mul(k, target), _replace_once(rest, mapping))
+    atom_targets = {
+        key.atom: target for key, target in mapping.items() if key.atom is not None
+    }
+
+    def on_symbol(atom: Atom) -> Dim:
+        return atom_targets.get(atom, _atom_expr(atom))
+
+    result: Dim = d.const
+    for mono, coeff in d.terms:
+        term: Dim = coeff
+        for atom in mono:
+            if atom in atom_targets:
+                factor = atom_targets[atom]
+            elif atom.kind == SYM:
+                factor = _atom_expr(atom)
+            else:
+                new_args = tuple(_replace_once(a, mapping) for a in atom.args)
+                factor = (
+                    _atom_expr(atom) if new_args == atom.args else _rebuild_atom(atom, new_args)
+                )
+            term = mul(term, factor)
+        result = add(result, term)
+    return result
+
+
+def replace_subexpressions(d: Dim, mapping: Mapping[DimExpr, Dim], max_rounds: int = 8) -> Dim:
+    """Replaces sub-expressions equal (in canonical form) to a key, to a fixed point.
+
+    A key matches a whole expression, an atom anywhere (also inside function
+    terms), or a sub-sum: with the key ``past_seq+seq``, ``past_seq+seq+1``
+    becomes ``target+1``. Broadcast terms whose arguments become equal collapse.
+    """
+    if not mapping:
+        return d
+    for _ in range(max_rounds):
+        new = _replace_once(d, mapping)
+        if new is d or new == d:
+            return new
+        d = new
+    return d

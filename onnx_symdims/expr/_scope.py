@@ -1,0 +1,268 @@
+"""Assumptions about symbols, and the questions they answer.
+
+The algebra's rewrites hold for every integer. Facts that only hold for some
+values — "every tensor dim is >= 0", "s >= 1", "nnz <= N*M" — live in an
+explicit :class:`Scope` (tract's ``SymbolScope`` is the model) and are used
+only where a caller passes the scope: comparisons and scope-aware rewrites
+such as ``max(x, 0) -> x``.
+
+Example::
+
+    >>> from onnx_symdims.expr import Scope, sym, dmax
+    >>> x = sym("x")
+    >>> dmax(x, 0) is x
+    False
+    >>> dmax(x, 0, scope=Scope(nonnegative=True)) is x
+    True
+"""
+
+from __future__ import annotations
+
+from onnx_symdims.expr import _core
+from onnx_symdims.expr._core import Atom, Dim, DimExpr
+
+__all__ = ["DIM_SCOPE", "Scope"]
+
+Bound = "int | None"
+
+_MAX_SUBSTITUTION_DEPTH = 3
+
+
+def _floor_div(v: int | None, d: int) -> int | None:
+    return None if v is None else v // d
+
+
+def _ceil_div(v: int | None, d: int) -> int | None:
+    return None if v is None else -((-v) // d)
+
+
+def _mul_interval(
+    a: tuple[int | None, int | None], b: tuple[int | None, int | None]
+) -> tuple[int | None, int | None]:
+    (alo, ahi), (blo, bhi) = a, b
+    if None not in (alo, ahi, blo, bhi):
+        products = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]  # type: ignore[operator]
+        return min(products), max(products)
+    if alo is not None and blo is not None and alo >= 0 and blo >= 0:
+        hi = ahi * bhi if ahi is not None and bhi is not None else None
+        return alo * blo, hi
+    return None, None
+
+
+def _scale_interval(c: int, iv: tuple[int | None, int | None]) -> tuple[int | None, int | None]:
+    lo, hi = iv
+    if c >= 0:
+        return (None if lo is None else c * lo), (None if hi is None else c * hi)
+    return (None if hi is None else c * hi), (None if lo is None else c * lo)
+
+
+class Scope:
+    """Facts about symbols: integer ranges and symbolic upper bounds.
+
+    Args:
+        nonnegative: when True every symbol is assumed ``>= 0`` (tensor dims).
+    """
+
+    def __init__(self, nonnegative: bool = False) -> None:
+        self.nonnegative = nonnegative
+        self._ranges: dict[str, tuple[int | None, int | None]] = {}
+        self._upper: dict[str, list[Dim]] = {}
+
+    def copy(self) -> Scope:
+        """An independent copy of the scope."""
+        other = Scope(self.nonnegative)
+        other._ranges = dict(self._ranges)
+        other._upper = {k: list(v) for k, v in self._upper.items()}
+        return other
+
+    def set_range(self, name: str, lower: int | None = None, upper: int | None = None) -> None:
+        """Records ``lower <= name <= upper`` (intersected with what is known)."""
+        lo, hi = self._ranges.get(name, (None, None))
+        if lower is not None:
+            lo = lower if lo is None else max(lo, lower)
+        if upper is not None:
+            hi = upper if hi is None else min(hi, upper)
+        self._ranges[name] = (lo, hi)
+
+    def add_upper_bound(self, name: str, bound: Dim) -> None:
+        """Records ``name <= bound`` for a symbolic (or integer) bound."""
+        if isinstance(bound, int):
+            self.set_range(name, upper=bound)
+            return
+        bounds = self._upper.setdefault(name, [])
+        if bound not in bounds:
+            bounds.append(bound)
+
+    def upper_bounds(self, name: str) -> list[Dim]:
+        """The symbolic upper bounds recorded for ``name``."""
+        return list(self._upper.get(name, ()))
+
+    # -- intervals -------------------------------------------------------------------
+    def _symbol_interval(self, name: str, depth: int) -> tuple[int | None, int | None]:
+        lo, hi = self._ranges.get(name, (None, None))
+        if self.nonnegative:
+            lo = 0 if lo is None else max(lo, 0)
+        if depth < _MAX_SUBSTITUTION_DEPTH:
+            for bound in self._upper.get(name, ()):
+                bhi = self._interval(bound, depth + 1)[1]
+                if bhi is not None:
+                    hi = bhi if hi is None else min(hi, bhi)
+        return lo, hi
+
+    def _atom_interval(self, atom: Atom, depth: int) -> tuple[int | None, int | None]:
+        kind = atom.kind
+        if kind == _core.SYM:
+            return self._symbol_interval(atom.name, depth)
+        args = atom.args
+        if kind in (_core.FLOOR, _core.EXACT, _core.MOD):
+            num, den = args
+            nlo, nhi = self._interval(num, depth)
+            if isinstance(den, int) and den > 0:
+                if kind == _core.FLOOR:
+                    return _floor_div(nlo, den), _floor_div(nhi, den)
+                if kind == _core.EXACT:
+                    return _ceil_div(nlo, den), _floor_div(nhi, den)
+                hi = den - 1 if nhi is None or nlo is None or nlo < 0 else min(den - 1, nhi)
+                return 0, hi
+            dlo, dhi = self._interval(den, depth)
+            if dlo is not None and dlo >= 1 and nlo is not None and nlo >= 0:
+                if kind == _core.MOD:
+                    return 0, None if dhi is None else dhi - 1
+                return 0, nhi
+            return None, None
+        if kind in (_core.MAX, _core.MIN, _core.BCAST):
+            ivs = [self._interval(a, depth) for a in args]
+            los = [lo for lo, _ in ivs]
+            his = [hi for _, hi in ivs]
+            known_los = [v for v in los if v is not None]
+            known_his = [v for v in his if v is not None]
+            if kind == _core.MAX:
+                return (max(known_los) if known_los else None), (
+                    max(his) if None not in his else None  # type: ignore[type-var]
+                )
+            if kind == _core.MIN:
+                return (min(los) if None not in los else None), (  # type: ignore[type-var]
+                    min(known_his) if known_his else None
+                )
+            # broadcast: the result is one of the arguments
+            return (min(los) if None not in los else None), (  # type: ignore[type-var]
+                max(his) if None not in his else None  # type: ignore[type-var]
+            )
+        return None, None
+
+    def _interval(self, d: Dim, depth: int = 0) -> tuple[int | None, int | None]:
+        if isinstance(d, int):
+            return d, d
+        if d.unknown_reason is not None:
+            return None, None
+        lo: int | None = d.const
+        hi: int | None = d.const
+        for mono, coeff in d.terms:
+            iv: tuple[int | None, int | None] = (1, 1)
+            i = 0
+            while i < len(mono):
+                atom = mono[i]
+                power = 1
+                while i + power < len(mono) and mono[i + power] is atom:
+                    power += 1
+                aiv = self._atom_interval(atom, depth)
+                if power % 2 == 0:
+                    alo, ahi = aiv
+                    if alo is not None and ahi is not None:
+                        m = max(abs(alo), abs(ahi))
+                        low = 0 if alo <= 0 <= ahi else min(abs(alo), abs(ahi))
+                        piv: tuple[int | None, int | None] = (low**power, m**power)
+                    else:
+                        piv = (0, None)
+                else:
+                    piv = aiv
+                    for _ in range(power - 1):
+                        piv = _mul_interval(piv, aiv)
+                iv = _mul_interval(iv, piv)
+                i += power
+            tlo, thi = _scale_interval(coeff, iv)
+            lo = None if lo is None or tlo is None else lo + tlo
+            hi = None if hi is None or thi is None else hi + thi
+        return lo, hi
+
+    def bounds(self, d: Dim) -> tuple[int | None, int | None]:
+        """A sound interval ``(lo, hi)`` for ``d``; None means unbounded on that side."""
+        return self._interval(d)
+
+    # -- questions -------------------------------------------------------------------
+    def prove_nonneg(self, d: Dim, _depth: int = 0) -> bool:
+        """True when ``d >= 0`` holds under the scope's facts."""
+        if isinstance(d, int):
+            return d >= 0
+        lo = self._interval(d)[0]
+        if lo is not None and lo >= 0:
+            return True
+        if _depth >= _MAX_SUBSTITUTION_DEPTH or not self._upper:
+            return False
+        # -c*s >= -c*U when s <= U and c > 0: substitute a symbolic upper bound for a
+        # symbol that appears only linearly with a negative coefficient.
+        for name in d.symbols() & self._upper.keys():
+            if not _only_negative_linear(d, name):
+                continue
+            for bound in self._upper[name]:
+                if self.prove_nonneg(_core.substitute(d, {name: bound}), _depth + 1):
+                    return True
+        return False
+
+    def prove_ge(self, a: Dim, b: Dim) -> bool:
+        """True when ``a >= b`` is proven."""
+        return self.prove_nonneg(_core.sub(a, b))
+
+    def prove_gt(self, a: Dim, b: Dim) -> bool:
+        """True when ``a > b`` is proven."""
+        return self.prove_nonneg(_core.sub(_core.sub(a, b), 1))
+
+    def prove_le(self, a: Dim, b: Dim) -> bool:
+        """True when ``a <= b`` is proven."""
+        return self.prove_ge(b, a)
+
+    def prove_eq(self, a: Dim, b: Dim) -> bool:
+        """True when ``a == b`` is proven (canonical equality, or both inequalities)."""
+        diff = _core.sub(a, b)
+        if diff == 0:
+            return True
+        return self.prove_nonneg(diff) and self.prove_nonneg(_core.neg(diff))
+
+    def compare(self, a: Dim, b: Dim) -> str:
+        """``"Equal"``, ``"Greater"`` (a > b), ``"Smaller"`` (a < b) or ``"Unknown"``."""
+        if isinstance(a, DimExpr) and a.unknown_reason is not None:
+            return "Unknown"
+        if isinstance(b, DimExpr) and b.unknown_reason is not None:
+            return "Unknown"
+        if self.prove_eq(a, b):
+            return "Equal"
+        if self.prove_gt(a, b):
+            return "Greater"
+        if self.prove_gt(b, a):
+            return "Smaller"
+        return "Unknown"
+
+    def __repr__(self) -> str:
+        return (
+            f"Scope(nonnegative={self.nonnegative}, ranges={self._ranges}, "
+            f"upper={ {k: [str(b) for b in v] for k, v in self._upper.items()} })"
+        )
+
+
+def _only_negative_linear(d: DimExpr, name: str) -> bool:
+    """True when symbol ``name`` occurs in ``d`` only as a bare term with a negative coefficient."""
+    found = False
+    for mono, coeff in d.terms:
+        for atom in mono:
+            if atom.kind == _core.SYM:
+                if atom.name == name:
+                    if len(mono) != 1 or coeff > 0:
+                        return False
+                    found = True
+            elif any(isinstance(a, DimExpr) and name in a.symbols() for a in atom.args):
+                return False
+    return found
+
+
+#: Every symbol is a tensor dim: ``>= 0``. Read-only by convention: copy() it to add facts.
+DIM_SCOPE = Scope(nonnegative=True)
