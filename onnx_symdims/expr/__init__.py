@@ -34,6 +34,7 @@ from onnx_symdims.expr._core import (
     sub,
     substitute,
     sym,
+    truncdiv,
     unknown,
 )
 from onnx_symdims.expr._print import to_onnx, to_seed
@@ -69,12 +70,80 @@ __all__ = [
     "sym",
     "to_onnx",
     "to_seed",
+    "truncdiv",
     "unknown",
 ]
 
-try:  # the parser and the seed API are separate modules
-    from onnx_symdims.expr._parse import parse_dim, parse_expr, parse_tree, unparse
+from onnx_symdims.expr._parse import (
+    BinOp,
+    Call,
+    Constant,
+    Name,
+    Node,
+    UnaryOp,
+    clear_parse_cache,
+    evaluate_tree,
+    parse_dim,
+    parse_expr,
+    parse_tree,
+    tree_to_dim,
+    unparse,
+)
+from onnx_symdims.expr._seed_api import (
+    DimType,
+    clear_caches,
+    compare_expressions,
+    dim_add,
+    dim_div,
+    dim_exact_div,
+    dim_max,
+    dim_min,
+    dim_mod,
+    dim_mul,
+    dim_multi_mul,
+    dim_sub,
+    evaluate_expression,
+    parse_expression,
+    parse_expression_tokens,
+    rename_dynamic_dimensions,
+    rename_dynamic_expression,
+    rename_expression,
+    simplify_expression,
+    simplify_two_expressions,
+)
 
-    __all__ += ["parse_dim", "parse_expr", "parse_tree", "unparse"]
-except ImportError:  # pragma: no cover - transitional while the parser lands
-    pass
+__all__ += [
+    "BinOp",
+    "Call",
+    "Constant",
+    "DimType",
+    "Name",
+    "Node",
+    "UnaryOp",
+    "clear_caches",
+    "clear_parse_cache",
+    "compare_expressions",
+    "dim_add",
+    "dim_div",
+    "dim_exact_div",
+    "dim_max",
+    "dim_min",
+    "dim_mod",
+    "dim_mul",
+    "dim_multi_mul",
+    "dim_sub",
+    "evaluate_expression",
+    "evaluate_tree",
+    "parse_dim",
+    "parse_expr",
+    "parse_expression",
+    "parse_expression_tokens",
+    "parse_tree",
+    "rename_dynamic_dimensions",
+    "rename_dynamic_expression",
+    "rename_expression",
+    "simplify_expression",
+    "simplify_two_expressions",
+    "tree_to_dim",
+    "unparse",
+]

@@ -56,6 +56,7 @@ __all__ = [
     "sub",
     "substitute",
     "sym",
+    "truncdiv",
     "unknown",
 ]
 
@@ -526,10 +527,11 @@ def _absorb_exact_divisions(terms: dict[Monomial, int], const: int) -> Dim | Non
         rest = tuple(a for a in m if a.kind != EXACT)
         if len(exacts) == 1:
             den = exacts[0].args[1]
-            den_content, den_mono = _content_and_common_monomial(den)
-            shares = math.gcd(c, den_content) > 1 or bool(
-                den_mono and _mono_common(rest, den_mono)
-            )
+            if isinstance(den, int):
+                shares = math.gcd(c, den) > 1
+            else:
+                # A symbolic quotient keeps nothing outside: c*m*(N/:D) -> (c*m*N)/:D.
+                shares = c != 1 or bool(rest)
             if not shares:
                 out[m] = out.get(m, 0) + c
                 continue
@@ -743,10 +745,34 @@ def _floordiv_by_int(a: DimExpr, d: int) -> Dim:
             # floor((floor(X/e) + r)/d) == floor((X + r*e)/(e*d)) for e, d > 0
             inner_num, inner_den = m[0].args
             return add(q, floordiv(add(inner_num, k_rem * inner_den), inner_den * d))
-    numerator = _from_terms(rest, k_rem)
-    if isinstance(numerator, DimExpr) and numerator.unknown_reason is not None:
-        return numerator
+    numerator = _finish(rest, k_rem)
+    if isinstance(numerator, int) or numerator.unknown_reason is not None:
+        return add(q, floordiv(numerator, d)) if isinstance(numerator, int) else numerator
     return add(q, _atom_expr(_make_atom(FLOOR, "", (numerator, d))))
+
+
+def truncdiv(a: Dim, b: Dim, scope: object) -> Dim | None:
+    """C-style division rounding toward zero (ONNX ``Div`` on integers), or None.
+
+    Expressed with floor division only where the scope fixes the sign of ``a``
+    (``b`` a positive constant): ``a >= 0`` gives ``a // b``; ``a >= 1 - b`` gives
+    ``max(a, 0) // b`` (a small negative numerator truncates to 0); ``a <= 0`` gives
+    ``-((-a) // b)``. Returns None when the sign is not known.
+    """
+    if type(a) is int and type(b) is int:
+        if b == 0:
+            raise ZeroDivisionError("integer division by zero")
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b > 0) else -q
+    if not isinstance(b, int) or b <= 0:
+        return None
+    if scope.prove_nonneg(a):  # type: ignore[attr-defined]
+        return floordiv(a, b)
+    if scope.prove_ge(a, 1 - b):  # type: ignore[attr-defined]
+        return floordiv(dmax(a, 0, scope=scope), b)
+    if scope.prove_nonneg(neg(a)):  # type: ignore[attr-defined]
+        return neg(floordiv(neg(a), b))
+    return None
 
 
 def ceildiv(a: Dim, b: Dim) -> Dim:
@@ -782,8 +808,10 @@ def mod(a: Dim, b: Dim) -> Dim:
             # (g*X) % (g*d) == g*(X % d) for g > 0
             inner = mod(_from_terms({m: c // g for m, c in rest.items()}, k // g), b // g)
             return mul(g, inner)
-        numerator = _from_terms(rest, k)
-        if isinstance(numerator, DimExpr) and numerator.unknown_reason is not None:
+        numerator = _finish(rest, k)
+        if isinstance(numerator, int):
+            return numerator % b
+        if numerator.unknown_reason is not None:
             return numerator
         return _atom_expr(_make_atom(MOD, "", (numerator, b)))
     if a == 0:
@@ -821,20 +849,35 @@ def exact_div(a: Dim, b: Dim) -> Dim:
         raise ZeroDivisionError("exact division by zero")
     if a == 0:
         return 0
+    if isinstance(a, DimExpr) and len(a.terms) == 1 and not a.const:
+        ((mono, coeff),) = a.terms
+        inner = [atom for atom in mono if atom.kind == EXACT]
+        if inner:
+            # (c*m*(N/:D)) /: b == (c*m*N) /: (D*b): both are the same exact rational.
+            rest = list(mono)
+            rest.remove(inner[0])
+            num, den = inner[0].args
+            return exact_div(mul(_from_terms({tuple(rest): coeff}, 0) if rest else coeff, num),
+                             mul(den, b))
     a, b = _cancel_common_factor(a, b)
-    if isinstance(b, int):
-        if b < 0:
-            a, b = neg(a), -b
-        if b == 1:
-            return a
-    elif isinstance(a, DimExpr) and (q := _as_multiple(a, b)) is not None:
-        return q
-    elif _leading_sign(b) < 0:
-        a, b = neg(a), neg(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return exact_div(a, b)
+    if not isinstance(b, int):
+        if isinstance(a, DimExpr) and (q := _as_multiple(a, b)) is not None:
+            return q
+        if _leading_sign(b) < 0:
+            a, b = neg(a), neg(b)
+        # Nothing is pulled out of a symbolic quotient: c*(N/:D) is exact only when D | N,
+        # which (c*N)/:D does not promise. Coefficients are absorbed instead (_finish).
+        return _atom_expr(_make_atom(EXACT, "", (a, b)))
+    if b < 0:
+        a, b = neg(a), -b
+    if b == 1:
+        return a
     if isinstance(a, int):
-        # c /: D == c * (1 /: D): one canonical atom per denominator.
-        return mul(a, _atom_expr(_make_atom(EXACT, "", (1, b))))
-    # Pull the numerator's content and sign out: (c*N)/:D == c*(N/:D), gcd(c, D) == 1 here.
+        raise InexactDivisionError(f"{a} /: {b} is not exact")  # pragma: no cover
+    # Pull the numerator's content and sign out: (c*N)/:d == c*(N/:d) because
+    # gcd(c, d) == 1 here (the common factor was cancelled), so d | c*N implies d | N.
     content, _ = _content_and_common_monomial(a)
     if _leading_sign(a) < 0:
         content = -content
@@ -909,11 +952,13 @@ def dmin(*args: Dim, scope: object | None = None) -> Dim:
     return _extremum(MIN, args, scope)
 
 
-def broadcast(*args: Dim) -> Dim:
+def broadcast(*args: Dim, scope: object | None = None) -> Dim:
     """The numpy broadcast of dims: 1 yields to the other, otherwise they must be equal.
 
     ``broadcast(x, 64)`` is 64 for every valid execution (x is 1 or 64), but it
-    does *not* prove ``x == 64``.
+    does *not* prove ``x == 64``. With a scope, an argument ``a`` wins outright
+    when ``a != 1`` is proven, and ``b`` yields to ``a`` when ``1 <= b <= a`` or
+    ``b == min(a, X)`` with ``X >= 1`` are proven (then ``a == 1`` forces ``b == 1``).
 
     Raises:
         BroadcastError: two constants other than 1 differ.
@@ -932,10 +977,34 @@ def broadcast(*args: Dim) -> Dim:
             exprs.append(a)
     if not exprs:
         return 1
+    if len(exprs) > 1 and scope is not None:
+        exprs = _broadcast_with_scope(exprs, scope)
     if len(exprs) == 1:
         return exprs[0]
     exprs.sort(key=lambda e: e.key)
     return _atom_expr(_make_atom(BCAST, "", tuple(exprs)))
+
+
+def _yields_in_broadcast(b: DimExpr, a: DimExpr, scope) -> bool:
+    """True when ``broadcast(a, b) == a`` for every valid execution."""
+    if scope.prove_ge(b, 1) and scope.prove_ge(a, b):
+        return True
+    atom = b.atom
+    if atom is not None and atom.kind == MIN and a in atom.args:
+        return all(x is a or scope.prove_ge(x, 1) for x in atom.args)
+    return False
+
+
+def _broadcast_with_scope(exprs: list[DimExpr], scope) -> list[DimExpr]:
+    # broadcast(a, ...) == a when a != 1: every other argument is 1 or equal to a.
+    for a in exprs:
+        if scope.prove_ge(a, 2) or scope.prove_ge(0, a):
+            return [a]
+    kept = list(exprs)
+    for b in exprs:
+        if any(a is not b and a in kept and _yields_in_broadcast(b, a, scope) for a in kept):
+            kept.remove(b)
+    return kept
 
 
 def call(name: str, args: Iterable[Dim]) -> DimExpr:

@@ -137,6 +137,9 @@ class _Printer:
             if term_level < _SUM or (negative and term_level <= _SUM):
                 text = f"({text})"
             if not pieces:
+                # A leading minus is unary and binds tighter than //: -(x//2)+3.
+                if negative and coeff == -1 and _has_division(mono):
+                    text = f"({text})"
                 pieces.append(f"-{text}" if negative else text)
             else:
                 pieces.append(f"-{text}" if negative else f"+{text}")
