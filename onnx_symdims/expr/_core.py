@@ -149,8 +149,14 @@ def _make_atom(kind: str, name: str, args: tuple[Dim, ...]) -> Atom:
 Monomial = tuple  # tuple[Atom, ...], sorted by Atom.key, repeated atoms are powers
 
 
+_MONO_KEYS: dict[Monomial, str] = {}
+
+
 def _mono_key(mono: Monomial) -> str:
-    return "*".join(a.key for a in mono)
+    key = _MONO_KEYS.get(mono)
+    if key is None:
+        key = _MONO_KEYS[mono] = "*".join(a.key for a in mono)
+    return key
 
 
 class DimExpr:
@@ -348,11 +354,16 @@ def _from_terms(terms: dict[Monomial, int], const: int) -> Dim:
     if len(items) > MAX_TERMS:
         return unknown("size")
     items.sort(key=lambda mc: _mono_key(mc[0]))
-    tterms = tuple(items)
+    return _intern(tuple(items), const)
+
+
+def _intern(tterms: tuple[tuple[Monomial, int], ...], const: int) -> DimExpr:
+    """Interns sorted, non-zero, in-range terms (the caller guarantees all three)."""
     cache_key = (tterms, const)
     e = _EXPRS.get(cache_key)
     if e is not None:
         return e
+    items = tterms
     depth = max((a.depth for m, _ in items for a in m), default=0)
     if depth > MAX_DEPTH:
         return unknown("size")
@@ -429,9 +440,15 @@ def add(a: Dim, b: Dim) -> Dim:
     a, b = _check_dim(a), _check_dim(b)
     if (p := _poison(a, b)) is not None:
         return p
-    terms, const = _split(a)
     if isinstance(b, int):
-        return _finish(terms, const + b) if b else a
+        a, b = b, a
+    if isinstance(a, int):
+        # Adding a constant changes no monomial: no sum-level rewrite can fire.
+        const = b.const + a  # type: ignore[union-attr]
+        if not a:
+            return b
+        return _intern(b.terms, const) if _in_int64(const) else unknown("overflow")  # type: ignore[union-attr]
+    terms, const = dict(a.terms), a.const
     for m, c in b.terms:
         terms[m] = terms.get(m, 0) + c
     return _finish(terms, const + b.const)
@@ -474,6 +491,13 @@ def mul(a: Dim, b: Dim) -> Dim:
             return 0
         if b == 1:
             return a
+        if not any(atom.kind == EXACT for m, _ in a.terms for atom in m):
+            # Scaling keeps monomials, order and the equal-coefficient ring groups.
+            scaled = tuple((m, c * b) for m, c in a.terms)
+            const = a.const * b
+            if _in_int64(const) and all(_in_int64(c) for _, c in scaled):
+                return _intern(scaled, const)
+            return unknown("overflow")
         return _finish({m: c * b for m, c in a.terms}, a.const * b)
     if (len(a.terms) + 1) * (len(b.terms) + 1) > 4 * MAX_TERMS:
         return unknown("size")
@@ -923,7 +947,12 @@ def _extremum(kind: str, args: tuple[Dim, ...], scope: object | None) -> Dim:
         for j, y in enumerate(kept):
             if i == j:
                 continue
-            diff = sub(y, x) if kind == MAX else sub(x, y)  # >= 0 means y dominates x
+            if isinstance(x, DimExpr) and isinstance(y, DimExpr) and x.terms == y.terms:
+                diff: Dim = y.const - x.const if kind == MAX else x.const - y.const
+            elif scope is None:
+                continue  # without a scope only a constant difference can decide
+            else:
+                diff = sub(y, x) if kind == MAX else sub(x, y)  # >= 0: y dominates x
             if isinstance(diff, int):
                 if diff > 0 or (diff == 0 and j < i):
                     dominated = True

@@ -1,0 +1,150 @@
+"""The op-hook registry: ``(domain, op_type, since_version) -> hook``.
+
+A hook infers one node's outputs::
+
+    from onnx_symdims.ops._registry import register
+    from onnx_symdims.shapes import NodeContext
+
+    @register("", "Reshape", since=14)
+    def infer_reshape(ctx: NodeContext, node: ir.Node) -> None: ...
+
+For a model importing opset ``v`` of a domain, the hook with the largest ``since <= v``
+is used; the choice is resolved once per ``(domain, op_type, opset)`` and cached. The
+domain ``""`` and ``"ai.onnx"`` are the same. Family modules (``onnx_symdims/ops/*.py``
+without a leading underscore) are imported on first lookup, so a new family registers
+itself just by existing.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Hook",
+    "RegisteredOp",
+    "Registry",
+    "lookup",
+    "register",
+    "registered_ops",
+    "registry",
+]
+
+import bisect
+import dataclasses
+import importlib
+import logging
+import pkgutil
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import onnx_ir as ir
+
+    from onnx_symdims.shapes import NodeContext
+
+logger = logging.getLogger(__name__)
+
+#: ``def hook(ctx: NodeContext, node: ir.Node) -> None``
+Hook = Callable[["NodeContext", "ir.Node"], None]
+
+
+def normalize_domain(domain: str) -> str:
+    """``"ai.onnx"`` is the default domain ``""``; other domains are kept."""
+    return "" if domain == "ai.onnx" else domain
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisteredOp:
+    """One registered hook: the op and the first opset version it handles."""
+
+    domain: str
+    op_type: str
+    since: int
+    hook: Hook
+
+
+class Registry:
+    """Hooks per ``(domain, op_type)``, sorted by ``since`` version."""
+
+    def __init__(self, package: str | None = None) -> None:
+        self._package = package
+        self._loaded = package is None
+        #: ``(module, error)`` for family modules that failed to import.
+        self.load_errors: list[tuple[str, str]] = []
+        self._since: dict[tuple[str, str], list[int]] = {}
+        self._hooks: dict[tuple[str, str], list[Hook]] = {}
+        self._cache: dict[tuple[str, str, int | None], Hook | None] = {}
+
+    def register(
+        self, domain: str, op_type: str | Iterable[str], *, since: int = 1
+    ) -> Callable[[Hook], Hook]:
+        """Decorator registering a hook for ``op_type`` (or several) from opset ``since``.
+
+        Raises:
+            ValueError: the same ``(domain, op_type, since)`` is registered twice.
+        """
+        op_types = (op_type,) if isinstance(op_type, str) else tuple(op_type)
+        domain = normalize_domain(domain)
+
+        def decorator(hook: Hook) -> Hook:
+            for op in op_types:
+                key = (domain, op)
+                versions = self._since.setdefault(key, [])
+                hooks = self._hooks.setdefault(key, [])
+                if since in versions:
+                    raise ValueError(
+                        f"{domain or 'ai.onnx'}::{op} since {since} registered twice"
+                    )
+                index = bisect.bisect(versions, since)
+                versions.insert(index, since)
+                hooks.insert(index, hook)
+            self._cache.clear()
+            return hook
+
+        return decorator
+
+    def _ensure_loaded(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        package = importlib.import_module(self._package)  # type: ignore[arg-type]
+        for info in pkgutil.iter_modules(package.__path__):
+            if info.name.startswith("_"):
+                continue
+            module = f"{self._package}.{info.name}"
+            try:
+                importlib.import_module(module)
+            except Exception as e:  # one broken family must not disable the others
+                logger.exception("cannot import op family %s", module)
+                self.load_errors.append((module, repr(e)))
+
+    def lookup(self, domain: str, op_type: str, opset: int | None) -> Hook | None:
+        """The hook for ``op_type`` at ``opset`` (``None``: latest), or ``None``."""
+        key = (domain, op_type, opset)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        self._ensure_loaded()
+        op_key = (normalize_domain(domain), op_type)
+        versions = self._since.get(op_key)
+        hook = None
+        if versions:
+            index = len(versions) if opset is None else bisect.bisect(versions, opset)
+            if index > 0:
+                hook = self._hooks[op_key][index - 1]
+        self._cache[key] = hook
+        return hook
+
+    def registered_ops(self) -> list[RegisteredOp]:
+        """Every registration, sorted by domain, op type and version."""
+        self._ensure_loaded()
+        return [
+            RegisteredOp(domain, op, since, hook)
+            for (domain, op), versions in sorted(self._since.items())
+            for since, hook in zip(versions, self._hooks[(domain, op)])
+        ]
+
+
+registry = Registry("onnx_symdims.ops")
+register = registry.register
+lookup = registry.lookup
+registered_ops = registry.registered_ops

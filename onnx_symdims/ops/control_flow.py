@@ -1,0 +1,1093 @@
+"""Control flow (``If``, ``Loop``, ``Scan``), sequences, and model-local function calls.
+
+Subgraphs are inferred through :meth:`NodeContext.infer_subgraph` (values of enclosing
+graphs are visible). The soundness rules, which the peers get wrong:
+
+* ``If``: a dim that differs between the branches becomes a fresh symbol bounded by
+  ``max(then, else)``; with a known constant condition the taken branch is exact.
+* ``Loop``/``Scan`` carried values: the body is inferred with the initial carried
+  shapes; a carried dim that comes back changed is widened to a fresh symbol, and the
+  body is re-inferred on throw-away clones until every kept dim comes back unchanged (a
+  fixed point). Only then is the real body inferred (and annotated) with those shapes, so
+  a carried tensor that grows is never reported with its first-iteration shape. A dim
+  that grows by the same loop-invariant ``delta`` each time ends as
+  ``initial + count*delta``; other widened dims end as fresh symbols.
+* ``Loop`` scan outputs: the iteration count is a fresh symbol bounded by the trip count
+  ``M`` (``cond`` may stop the loop early), exactly ``M`` only when nothing can stop it.
+  When the loop may run zero times, onnxruntime gives every per-iteration dim that is not
+  a static int in the body's output type the size 0, so such a dim ``d`` is written
+  ``d*min(1, count)``, which is exact in both cases.
+
+Sequence values: the shape stored for a sequence is the shape shared by *all* its
+elements (the onnx-ir convention for ``value.shape`` of a sequence); it is only set when
+that is proven, otherwise left unknown.
+"""
+
+from __future__ import annotations
+
+__all__ = ["infer_function_call"]
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
+
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.ops._registry import register
+from onnx_symdims.shapes import NodeContext, ShapesContext
+from onnx_symdims.shapes import _values as values
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+Shape = tuple[Dim, ...]
+INT64 = ir.DataType.INT64
+BOOL = ir.DataType.BOOL
+
+#: Probing rounds before carried shapes are given up (rank unknown). Each round widens
+#: at least one more dim, so real bodies converge in two or three.
+MAX_PROBE_ROUNDS = 4
+
+#: How far back a chain of sequence ops is followed to list a sequence's elements.
+MAX_SEQUENCE_CHAIN = 64
+
+
+# ----------------------------------------------------------------------------------------
+# Shared helpers
+# ----------------------------------------------------------------------------------------
+def _graph_attr(ctx: NodeContext, name: str) -> ir.Graph:
+    attr = ctx.node.attributes.get(name)
+    if attr is None:
+        ctx.fail(f"missing graph attribute {name!r}")
+    if attr.type != ir.AttributeType.GRAPH:
+        ctx.fail(f"attribute {name!r} must be GRAPH, got {attr.type.name}")
+    return attr.value
+
+
+def _same_dim(a: Dim, b: Dim) -> bool:
+    """Canonical equality (ints by value, hash-consed ``DimExpr`` by identity)."""
+    return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
+
+
+def _non_tensor_type(shapes: ShapesContext, value: ir.Value) -> ir.TypeProtocol | None:
+    inferred = shapes.non_tensor_type_of(value)
+    if inferred is not None:
+        return inferred
+    declared = value.type
+    if declared is not None and not isinstance(declared, ir.TensorType):
+        return declared
+    return None
+
+
+def _copy_type(ctx: NodeContext, i: int, source: ir.Value) -> None:
+    """Gives output ``i`` the non-tensor type of ``source`` (sequences, optionals)."""
+    other = _non_tensor_type(ctx.ctx, source)
+    if other is not None:
+        ctx.set_output_type(i, other)
+
+
+def _single_element(elements: Sequence[Dim] | None) -> Dim | None:
+    """The one known element of a scalar value, else ``None``."""
+    if elements is None or len(elements) != 1:
+        return None
+    element = elements[0]
+    if isinstance(element, expr.DimExpr) and element.is_unknown:
+        return None
+    return element
+
+
+def _constant_bool(ctx: NodeContext, i: int) -> bool | None:
+    """The value of a present boolean scalar input when known, else ``None``."""
+    element = _single_element(ctx.input_value(i))
+    if isinstance(element, int):
+        return element != 0
+    return None
+
+
+def _body_values(graph: ir.Graph) -> Iterator[ir.Value]:
+    """Every value defined in ``graph`` and its nested subgraphs."""
+    yield from graph.inputs
+    for node in ir.traversal.RecursiveGraphIterator(graph):
+        yield from node.outputs
+        for attr in node.attributes.values():
+            if attr.type == ir.AttributeType.GRAPH:
+                yield from attr.value.inputs
+            elif attr.type == ir.AttributeType.GRAPHS:
+                for sub in attr.value:
+                    yield from sub.inputs
+
+
+class _Transaction:
+    """Facts recorded while inferring a body, undone unless :attr:`keep` is set.
+
+    A body inferred with carried shapes that hold in *some* iterations only must leave
+    no trace: no equality (e.g. from a Reshape), bound, diagnostic or annotation.
+
+    Attributes:
+        keep: Set to True to keep what the block recorded.
+    """
+
+    def __init__(self, ctx: NodeContext, graph: ir.Graph) -> None:
+        self.keep = False
+        self._ctx = ctx
+        self._graph = graph
+        shapes = ctx.ctx
+        # ShapesContext has no rollback API yet (requested); its stores are plain dicts.
+        self._equalities = dict(getattr(shapes, "_equalities", {}))
+        self._bounds = dict(getattr(shapes, "_upper_bounds", {}))
+        self._diagnostics = len(shapes.diagnostics)
+        self._annotations = [(v, v.type, v.shape) for v in _body_values(graph)]
+
+    def finish(self) -> None:
+        """Undoes everything recorded since the start, unless :attr:`keep` is set."""
+        if self.keep:
+            return
+        shapes = self._ctx.ctx
+        del shapes.diagnostics[self._diagnostics :]
+        for name, saved in (
+            ("_equalities", self._equalities),
+            ("_upper_bounds", self._bounds),
+        ):
+            store = getattr(shapes, name, None)
+            if store is not None:
+                store.clear()
+                store.update(saved)
+        for value, type_, shape in self._annotations:
+            value.type = type_
+            value.shape = shape
+        for value in _body_values(self._graph):
+            shapes.forget(value)
+
+
+@contextlib.contextmanager
+def _transaction(ctx: NodeContext, graph: ir.Graph) -> Iterator[_Transaction]:
+    transaction = _Transaction(ctx, graph)
+    try:
+        yield transaction
+    finally:
+        transaction.finish()
+
+
+def _probe(
+    ctx: NodeContext,
+    body: ir.Graph,
+    shapes: Sequence[Shape | None],
+    dtypes: Sequence[ir.DataType | None],
+) -> list[Shape | None]:
+    """Infers a clone of ``body`` and returns its output shapes; the model is untouched.
+
+    Declared shapes of the clone's intermediate values are dropped: they describe every
+    iteration, and merging them with one iteration's shapes would derive false facts.
+    """
+    clone = body.clone(allow_outer_scope_values=True)
+    for node in ir.traversal.RecursiveGraphIterator(clone):
+        for value in node.outputs:
+            value.shape = None
+    with _transaction(ctx, clone):
+        return ctx.infer_subgraph(clone, shapes, dtypes)
+
+
+class _Widening:
+    """Carried shapes being generalised towards a loop fixed point.
+
+    Attributes:
+        initial: The carried shapes before the first iteration.
+        shapes: The carried shapes fed to the body (``None``: rank unknown).
+        widened: Symbols minted for dims that change between iterations.
+    """
+
+    def __init__(self, initial: Sequence[Shape | None]) -> None:
+        self.initial: list[Shape | None] = list(initial)
+        self.shapes: list[Shape | None] = list(initial)
+        self.widened: set[expr.DimExpr] = set()
+        #: The carried outputs of the final body inference, fed :attr:`shapes`.
+        self.returned: list[Shape | None] = [None] * len(self.shapes)
+
+    def step(self, ctx: NodeContext, outputs: Sequence[Shape | None]) -> bool:
+        """Widens every fed dim that the body changes; returns whether any changed.
+
+        A dim already widened to a fresh symbol stands for any size, so whatever comes
+        back for it is covered and counts as no change.
+        """
+        changed = False
+        for k, (fed, out) in enumerate(zip(self.shapes, outputs)):
+            if fed is None:
+                continue
+            if out is None or len(out) != len(fed):
+                self.shapes[k] = None
+                changed = True
+                continue
+            dims = list(fed)
+            for d, (a, b) in enumerate(zip(fed, out)):
+                if _same_dim(a, b) or a in self.widened:
+                    continue
+                dims[d] = ctx.new_symbol(f"carried{k}_d{d}")
+                self.widened.add(dims[d])
+                changed = True
+            self.shapes[k] = tuple(dims)
+        return changed
+
+
+def _infer_carried(
+    ctx: NodeContext,
+    body: ir.Graph,
+    before: Sequence[Shape | None],
+    initial: Sequence[Shape | None],
+    after: Sequence[Shape | None],
+    dtypes: Sequence[ir.DataType | None],
+    first_state_output: int,
+) -> tuple[_Widening, list[Shape | None]]:
+    """Finds loop-invariant carried shapes, then infers (and annotates) the real body.
+
+    Args:
+        ctx: The node's context.
+        body: The loop body.
+        before: Shapes of the body inputs before the carried ones (Loop: iteration
+            number and condition).
+        initial: Initial carried shapes.
+        after: Shapes of the body inputs after the carried ones (Scan: slices).
+        dtypes: Element types of all body inputs.
+        first_state_output: Index of the first carried output of the body.
+
+    Returns:
+        The widening (fixed-point carried shapes and widened symbols) and the shapes of
+        the body outputs from the final inference.
+    """
+    state = _Widening(initial)
+    count = len(initial)
+    carried = slice(first_state_output, first_state_output + count)
+    # Most loops keep their carried shapes: try the real body first, and keep the result
+    # when nothing changes (by induction the annotations then hold in every iteration).
+    with _transaction(ctx, body) as attempt:
+        outputs = ctx.infer_subgraph(body, [*before, *state.shapes, *after], dtypes)
+        attempt.keep = not state.step(ctx, outputs[carried])
+    if attempt.keep:
+        state.returned = list(outputs[carried])
+        return state, outputs
+    converged = False
+    for _ in range(MAX_PROBE_ROUNDS):
+        outputs = _probe(ctx, body, [*before, *state.shapes, *after], dtypes)
+        converged = not state.step(ctx, outputs[carried])
+        if converged:
+            break
+    if not converged:
+        ctx.warn("carried shapes did not reach a fixed point; their rank is left unknown")
+        state.shapes = [None] * count
+    outputs = ctx.infer_subgraph(body, [*before, *state.shapes, *after], dtypes)
+    final = outputs[carried]
+    for fed, out in zip(state.shapes, final):
+        if fed is None:
+            continue
+        if (
+            out is None
+            or len(out) != len(fed)
+            or not all(_same_dim(a, b) or a in state.widened for a, b in zip(fed, out))
+        ):
+            # Declared body shapes disagreed with the probe: keep the outer graph sound.
+            ctx.warn("loop body annotations disagree with the carried-shape fixed point")
+            state.shapes = [
+                None if s is None else ctx.fresh_shape(len(s), "state") for s in state.shapes
+            ]
+            return state, outputs
+    state.returned = list(final)
+    return state, outputs
+
+
+def _affine_final(
+    fed: Dim, out: Dim, start: Dim, count: Dim, invariant: frozenset[str]
+) -> Dim | None:
+    """``start + count*delta`` when each iteration adds the same ``delta`` to a dim.
+
+    The body was inferred for any size ``fed`` (a widened symbol), so ``out - fed`` is
+    the growth of every iteration when all its symbols are ``invariant`` (sizes from
+    outside the body; not widened ones, not ones the body mints or declares).
+    """
+    delta = expr.sub(out, fed)
+    if isinstance(delta, expr.DimExpr) and (
+        delta.is_unknown or not delta.symbols() <= invariant
+    ):
+        return None
+    return expr.add(start, expr.mul(count, delta))
+
+
+def _symbols(dims: Sequence[Dim] | None) -> set[str]:
+    names: set[str] = set()
+    for d in dims or ():
+        if isinstance(d, expr.DimExpr) and not d.is_unknown:
+            names |= d.symbols()
+    return names
+
+
+def _outer_symbols(ctx: NodeContext, body: ir.Graph) -> frozenset[str]:
+    """Symbols of the sizes and values the node and its body read from outside the body."""
+    shapes = ctx.ctx
+    names: set[str] = set()
+    for i in range(ctx.num_inputs):
+        names |= _symbols(ctx.input_shape(i)) | _symbols(ctx.input_value(i))
+    inner = set(_body_values(body))
+    for node in ir.traversal.RecursiveGraphIterator(body):
+        for value in node.inputs:
+            if value is not None and value not in inner:
+                names |= _symbols(shapes.shape_of(value)) | _symbols(shapes.value_of(value))
+    return frozenset(names)
+
+
+def _final_state(
+    ctx: NodeContext,
+    k: int,
+    state: _Widening,
+    count: Callable[[], Dim | None],
+    invariant: Callable[[], frozenset[str]],
+) -> Shape | None:
+    """The shape of carried value ``k`` after the loop.
+
+    A kept dim is the initial dim (right even with zero iterations); a widened one is
+    ``initial + count*delta`` for a constant growth, else a fresh symbol.
+    """
+    fed, out, start = state.shapes[k], state.returned[k], state.initial[k]
+    if fed is None:
+        return None
+    hint = _output_hint(ctx, k)
+    dims: list[Dim] = []
+    for d, dim in enumerate(fed):
+        if dim not in state.widened:
+            dims.append(dim)
+            continue
+        final = None
+        if out is not None and start is not None and (n := count()) is not None:
+            final = _affine_final(dim, out[d], start[d], n, invariant())
+        dims.append(ctx.new_symbol(f"{hint}_d{d}") if final is None else final)
+    return tuple(dims)
+
+
+def _output_hint(ctx: NodeContext, i: int) -> str:
+    value = ctx.output(i)
+    return value.name if value is not None and value.name else f"o{i}"
+
+
+def _set_state_outputs(
+    ctx: NodeContext,
+    state: _Widening,
+    body: ir.Graph,
+    offset: int,
+    first_output: int,
+    count: Callable[[], Dim | None],
+    wrap: Sequence[Dim] = (),
+) -> None:
+    """Sets the carried outputs ``0..N-1`` (with leading ``wrap`` dims, Scan-8 batch).
+
+    Args:
+        ctx: The node's context.
+        state: The carried shapes at the fixed point.
+        body: The loop body.
+        offset: Index of the first carried input of the node.
+        first_output: Index of the first carried output of the body.
+        count: Gives the number of iterations (``None``: not usable), called lazily.
+        wrap: Dims put before every carried shape.
+    """
+    symbols: list[frozenset[str]] = []
+
+    def invariant() -> frozenset[str]:
+        if not symbols:
+            symbols.append(_outer_symbols(ctx, body))
+        return symbols[0]
+
+    for k in range(len(state.shapes)):
+        shape = _final_state(ctx, k, state, count, invariant)
+        source = body.outputs[first_output + k]
+        dtype = ctx.input_dtype(offset + k) or ctx.ctx.dtype_of(source)
+        ctx.set_output(k, None if shape is None else (*wrap, *shape), dtype)
+        _copy_type(ctx, k, source)
+
+
+# ----------------------------------------------------------------------------------------
+# If
+# ----------------------------------------------------------------------------------------
+def _merge_branch_shapes(
+    ctx: NodeContext, then_shape: Shape | None, else_shape: Shape | None, hint: str
+) -> Shape | None:
+    if then_shape is None or else_shape is None or len(then_shape) != len(else_shape):
+        return None
+    dims: list[Dim] = []
+    for d, (a, b) in enumerate(zip(then_shape, else_shape)):
+        if _same_dim(a, b):
+            dims.append(a)
+            continue
+        fresh = ctx.new_symbol(f"{hint}_d{d}")
+        ctx.ctx.add_less_equal_constraint(fresh, expr.dmax(a, b, scope=ctx.scope))
+        dims.append(fresh)
+    return tuple(dims)
+
+
+def _merge_branch_values(
+    then_value: Shape | None, else_value: Shape | None
+) -> tuple[Dim, ...] | None:
+    if then_value is None or else_value is None or len(then_value) != len(else_value):
+        return None
+    merged = tuple(
+        a
+        if _same_dim(a, b) and not (isinstance(a, expr.DimExpr) and a.is_unknown)
+        else values.unknown_element()
+        for a, b in zip(then_value, else_value)
+    )
+    return None if values.is_fully_unknown(merged) else merged
+
+
+@register("", "If", since=1)
+def infer_if(ctx: NodeContext, node: ir.Node) -> None:
+    """Both branches inferred; differing dims become fresh symbols bounded by their max."""
+    ctx.require_input(0)
+    then_graph = _graph_attr(ctx, "then_branch")
+    else_graph = _graph_attr(ctx, "else_branch")
+    then_shapes = ctx.infer_subgraph(then_graph)
+    else_shapes = ctx.infer_subgraph(else_graph)
+    count = ctx.num_outputs
+    if len(then_graph.outputs) != count or len(else_graph.outputs) != count:
+        ctx.fail(
+            f"branches have {len(then_graph.outputs)} and {len(else_graph.outputs)} "
+            f"outputs, the node has {count}"
+        )
+    taken = _constant_bool(ctx, 0)
+    shapes = ctx.ctx
+    for i in range(count):
+        then_out, else_out = then_graph.outputs[i], else_graph.outputs[i]
+        if taken is not None:
+            source = then_out if taken else else_out
+            shape = then_shapes[i] if taken else else_shapes[i]
+            element_values = shapes.value_of(source)
+        else:
+            source = then_out
+            shape = _merge_branch_shapes(
+                ctx, then_shapes[i], else_shapes[i], _output_hint(ctx, i)
+            )
+            element_values = _merge_branch_values(
+                shapes.value_of(then_out), shapes.value_of(else_out)
+            )
+        dtype = shapes.dtype_of(source) or shapes.dtype_of(else_out)
+        ctx.set_output(i, shape, dtype)
+        ctx.set_output_value(i, element_values)
+        _copy_type(ctx, i, source)
+
+
+# ----------------------------------------------------------------------------------------
+# Loop
+# ----------------------------------------------------------------------------------------
+def _passes_condition_through(body: ir.Graph) -> bool:
+    """True when the body's condition output is its condition input (maybe via Identity)."""
+    value: ir.Value | None = body.outputs[0]
+    for _ in range(MAX_SEQUENCE_CHAIN):
+        if value is body.inputs[1]:
+            return True
+        producer = value.producer() if value is not None else None
+        if (
+            producer is None
+            or producer.op_type != "Identity"
+            or producer.domain not in ("", "ai.onnx")
+        ):
+            return False
+        value = producer.inputs[0] if producer.inputs else None
+    return False
+
+
+def _body_never_stops(ctx: NodeContext, body: ir.Graph) -> bool:
+    """True when the body's condition output is always true (given a true start)."""
+    if _passes_condition_through(body):
+        return True
+    element = _single_element(ctx.ctx.value_of(body.outputs[0]))
+    return isinstance(element, int) and element != 0
+
+
+def _iteration_count(ctx: NodeContext, body: ir.Graph) -> Dim:
+    """The number of iterations: exact when nothing can stop the loop early, else fresh.
+
+    onnxruntime honours the body's condition output even when the ``cond`` input is
+    omitted, so exactness needs a body condition that is always true.
+    """
+    has_trip = ctx.has_input(0)
+    trip = _single_element(ctx.input_value(0)) if has_trip else None
+    starts = _constant_bool(ctx, 1) if ctx.has_input(1) else True
+    if starts is False or (isinstance(trip, int) and trip <= 0):
+        return 0
+    limit = None if trip is None else expr.dmax(trip, 0, scope=ctx.scope)
+    if limit is not None and starts and _body_never_stops(ctx, body):
+        return limit
+    count = ctx.new_symbol("iterations")
+    if limit is not None:
+        ctx.ctx.add_less_equal_constraint(count, limit)
+    if starts and (not has_trip or (trip is not None and ctx.scope.prove_ge(trip, 1))):
+        ctx.scope.set_range(count.name, lower=1)  # type: ignore[arg-type]
+    return count
+
+
+def _scan_output_shape(
+    ctx: NodeContext, per_iteration: Shape | None, source: ir.Value, count: Dim
+) -> Shape | None:
+    """``[count, *per_iteration]``, exact even when the loop runs zero times.
+
+    With zero iterations onnxruntime builds the output from the body output's type: a
+    static int dim stays, any other dim is 0, and without a shape the result is ``[0]``.
+    """
+    if per_iteration is None:
+        return None
+    if ctx.scope.prove_ge(count, 1):
+        return (count, *per_iteration)
+    declared = source.shape
+    if declared is None or len(declared) != len(per_iteration):
+        return None
+    ran = expr.dmin(count, 1, scope=ctx.scope)
+    dims = [
+        d if isinstance(d, int) and declared.dims[k] == d else expr.mul(d, ran)
+        for k, d in enumerate(per_iteration)
+    ]
+    return (count, *dims)
+
+
+@register("", "Loop", since=1)
+def infer_loop(ctx: NodeContext, node: ir.Node) -> None:
+    """Carried shapes at a fixed point; scan outputs get a fresh (bounded) iteration count."""
+    body = _graph_attr(ctx, "body")
+    carried = max(ctx.num_inputs - 2, 0)
+    if len(body.inputs) != carried + 2:
+        ctx.fail(f"body has {len(body.inputs)} inputs, expected {carried + 2}")
+    scans = len(body.outputs) - 1 - carried
+    if scans < 0 or ctx.num_outputs > carried + scans:
+        ctx.fail(f"body has {len(body.outputs)} outputs for {carried} carried values")
+    initial = [ctx.input_shape(2 + k) for k in range(carried)]
+    dtypes = [INT64, BOOL, *(ctx.input_dtype(2 + k) for k in range(carried))]
+    state, outputs = _infer_carried(ctx, body, [(), ()], initial, [], dtypes, 1)
+    counted: list[Dim] = []
+
+    def count() -> Dim:
+        if not counted:  # minted once, shared by carried and scan outputs
+            counted.append(_iteration_count(ctx, body))
+        return counted[0]
+
+    _set_state_outputs(ctx, state, body, 2, 1, count)
+    if scans == 0 or ctx.num_outputs <= carried:
+        return
+    for j in range(scans):
+        source = body.outputs[1 + carried + j]
+        shape = _scan_output_shape(ctx, outputs[1 + carried + j], source, count())
+        ctx.set_output(carried + j, shape, ctx.ctx.dtype_of(source))
+
+
+# ----------------------------------------------------------------------------------------
+# Scan
+# ----------------------------------------------------------------------------------------
+def _scan_length(lengths: Sequence[Dim]) -> Dim:
+    """The common length of the scanned axes (the runtime requires them equal)."""
+    for d in lengths:
+        if isinstance(d, int):
+            return d
+    return lengths[0]
+
+
+def _scan_counts(ctx: NodeContext, body: ir.Graph, states: int, scans: int) -> int:
+    if scans < 1:
+        ctx.fail(f"num_scan_inputs must be >= 1, got {scans}")
+    if states < 0:
+        ctx.fail(f"num_scan_inputs={scans} exceeds the number of inputs")
+    if len(body.inputs) != states + scans:
+        ctx.fail(f"body has {len(body.inputs)} inputs, expected {states + scans}")
+    outputs = len(body.outputs) - states
+    if outputs < 0 or ctx.num_outputs > states + outputs:
+        ctx.fail(f"body has {len(body.outputs)} outputs for {states} states")
+    return outputs
+
+
+@register("", "Scan", since=9)
+def infer_scan(ctx: NodeContext, node: ir.Node) -> None:
+    """Slices without the scan axis; the length is inserted at ``scan_output_axes``."""
+    body = _graph_attr(ctx, "body")
+    scans = ctx.attr_int("num_scan_inputs")
+    if scans is None:
+        ctx.fail("missing attribute 'num_scan_inputs'")
+    states = ctx.num_inputs - scans
+    outputs_count = _scan_counts(ctx, body, states, scans)
+    input_axes = ctx.attr_ints("scan_input_axes", [0] * scans)
+    output_axes = ctx.attr_ints("scan_output_axes", [0] * outputs_count)
+    if len(input_axes) != scans or len(output_axes) != outputs_count:
+        ctx.fail("scan_input_axes/scan_output_axes length does not match the inputs/outputs")
+    slices: list[Shape | None] = []
+    lengths: list[Dim] = []
+    for m in range(scans):
+        shape = ctx.input_shape(states + m)
+        if shape is None:
+            slices.append(None)
+            continue
+        if not shape:
+            ctx.fail(f"scan input {m} is a scalar")
+        axis = ctx.normalize_axis(input_axes[m], len(shape))
+        lengths.append(shape[axis])
+        slices.append(shape[:axis] + shape[axis + 1 :])
+    length = _scan_length(lengths) if lengths else ctx.new_symbol("length")
+    initial = [ctx.input_shape(k) for k in range(states)]
+    dtypes = [ctx.input_dtype(i) for i in range(ctx.num_inputs)]
+    state, outputs = _infer_carried(ctx, body, [], initial, slices, dtypes, 0)
+    _set_state_outputs(ctx, state, body, 0, 0, lambda: length)
+    for j in range(outputs_count):
+        source = body.outputs[states + j]
+        per_iteration = outputs[states + j]
+        shape = None
+        if per_iteration is not None:
+            axis = ctx.normalize_axis(output_axes[j], len(per_iteration) + 1)
+            shape = (*per_iteration[:axis], length, *per_iteration[axis:])
+        ctx.set_output(states + j, shape, ctx.ctx.dtype_of(source))
+
+
+@register("", "Scan", since=8)
+def infer_scan_8(ctx: NodeContext, node: ir.Node) -> None:
+    """Opset 8: every input has a batch axis 0; scan inputs scan along axis 1."""
+    body = _graph_attr(ctx, "body")
+    scans = ctx.attr_int("num_scan_inputs")
+    if scans is None:
+        ctx.fail("missing attribute 'num_scan_inputs'")
+    states = ctx.num_inputs - 1 - scans
+    outputs_count = _scan_counts(ctx, body, states, scans)
+    batches: list[Dim] = []
+    lengths: list[Dim] = []
+    slices: list[Shape | None] = []
+    for m in range(scans):
+        shape = ctx.input_shape(1 + states + m)
+        if shape is None:
+            slices.append(None)
+            continue
+        if len(shape) < 2:
+            ctx.fail(f"scan input {m} needs batch and sequence axes, has rank {len(shape)}")
+        batches.append(shape[0])
+        lengths.append(shape[1])
+        slices.append(shape[2:])
+    initial: list[Shape | None] = []
+    for k in range(states):
+        shape = ctx.input_shape(1 + k)
+        if shape is not None and not shape:
+            ctx.fail(f"state {k} needs a batch axis")
+        if shape is not None:
+            batches.append(shape[0])
+        initial.append(None if shape is None else shape[1:])
+    batch = _scan_length(batches) if batches else ctx.new_symbol("batch")
+    length = _scan_length(lengths) if lengths else ctx.new_symbol("length")
+    dtypes = [ctx.input_dtype(1 + i) for i in range(states + scans)]
+    state, outputs = _infer_carried(ctx, body, [], initial, slices, dtypes, 0)
+    # With sequence_lens, batch entries run different numbers of iterations.
+    steps = None if ctx.has_input(0) else length
+    _set_state_outputs(ctx, state, body, 1, 0, lambda: steps, (batch,))
+    for j in range(outputs_count):
+        source = body.outputs[states + j]
+        per_iteration = outputs[states + j]
+        shape = None if per_iteration is None else (batch, length, *per_iteration)
+        ctx.set_output(states + j, shape, ctx.ctx.dtype_of(source))
+
+
+# ----------------------------------------------------------------------------------------
+# Sequences (the stored shape of a sequence is the shape common to all its elements)
+# ----------------------------------------------------------------------------------------
+def _common_shape(shapes: Sequence[Shape | None]) -> Shape | None:
+    """The shape shared by every element, or ``None`` (no element, or they differ)."""
+    if not shapes or any(s is None for s in shapes):
+        return None
+    first = shapes[0]
+    for other in shapes[1:]:
+        if len(other) != len(first) or not all(map(_same_dim, first, other)):  # type: ignore[arg-type]
+            return None
+    return first
+
+
+def _sequence_type(dtype: ir.DataType | None) -> ir.SequenceType:
+    return ir.SequenceType(ir.TensorType(dtype or ir.DataType.UNDEFINED))
+
+
+def _element_dtype(shapes: ShapesContext, value: ir.Value) -> ir.DataType | None:
+    other = _non_tensor_type(shapes, value)
+    if isinstance(other, ir.SequenceType) and isinstance(other.elem_type, ir.TensorType):
+        return other.elem_type.dtype
+    return shapes.dtype_of(value)
+
+
+def _set_sequence(
+    ctx: NodeContext, i: int, shape: Shape | None, dtype: ir.DataType | None
+) -> None:
+    ctx.set_output(i, shape, dtype)
+    ctx.set_output_type(i, _sequence_type(dtype))
+
+
+def _position(
+    shapes: ShapesContext,
+    node: ir.Node,
+    index: int,
+    length: int,
+    default: int,
+    *,
+    insert: bool,
+) -> int | None:
+    """A known position input of ``SequenceInsert``/``SequenceErase``/``SequenceAt``."""
+    if index < len(node.inputs) and node.inputs[index] is not None:
+        element = _single_element(shapes.value_of(node.inputs[index]))
+        if not isinstance(element, int):
+            return None
+        position = element
+    else:
+        position = default
+    upper = length if insert else length - 1
+    if not -length <= position <= upper:
+        return None
+    return position + length if position < 0 else position
+
+
+def _split_axis(shapes: ShapesContext, node: ir.Node) -> tuple[Shape, int] | None:
+    shape = shapes.shape_of(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    attr = node.attributes.get("axis")
+    axis = attr.value if attr is not None and attr.type == ir.AttributeType.INT else 0
+    if shape is None or not -len(shape) <= axis < len(shape):
+        return None
+    return shape, axis + len(shape) if axis < 0 else axis
+
+
+def _split_sizes(shapes: ShapesContext, node: ir.Node) -> list[Dim] | None:
+    """The sizes along the axis of each ``SplitToSequence`` chunk, when known."""
+    located = _split_axis(shapes, node)
+    if located is None:
+        return None
+    shape, axis = located
+    total = shape[axis]
+    split = node.inputs[1] if len(node.inputs) > 1 else None
+    if split is None:
+        return [1] * total if isinstance(total, int) and total <= MAX_SEQUENCE_CHAIN else None
+    elements = shapes.value_of(split)
+    split_shape = shapes.shape_of(split)
+    if elements is None or split_shape is None:
+        return None
+    if len(split_shape) == 0:
+        size = elements[0]
+        if not (isinstance(size, int) and isinstance(total, int)) or size <= 0:
+            return None
+        sizes = [size] * (total // size) + ([total % size] if total % size else [])
+        return sizes if len(sizes) <= MAX_SEQUENCE_CHAIN else None
+    if any(isinstance(e, expr.DimExpr) and e.is_unknown for e in elements):
+        return None
+    return list(elements)
+
+
+def _split_element(node: ir.Node, shape: Shape, axis: int, size: Dim) -> Shape:
+    attr = node.attributes.get("keepdims")
+    keepdims = attr.value if attr is not None and attr.type == ir.AttributeType.INT else 1
+    has_split = len(node.inputs) > 1 and node.inputs[1] is not None
+    if not has_split and not keepdims:
+        return shape[:axis] + shape[axis + 1 :]
+    return (*shape[:axis], size, *shape[axis + 1 :])
+
+
+def _sequence_elements(
+    shapes: ShapesContext, value: ir.Value | None, depth: int = 0
+) -> list[Shape | None] | None:
+    """Per-element shapes of a sequence built by visible sequence ops, else ``None``."""
+    producer = value.producer() if value is not None else None
+    if (
+        producer is None
+        or producer.domain not in ("", "ai.onnx")
+        or depth > MAX_SEQUENCE_CHAIN
+    ):
+        return None
+    op, inputs = producer.op_type, producer.inputs
+    if op == "SequenceEmpty":
+        return []
+    if op == "SequenceConstruct":
+        return [None if v is None else shapes.shape_of(v) for v in inputs]
+    if op == "Identity":
+        return _sequence_elements(shapes, inputs[0] if inputs else None, depth + 1)
+    if op == "SplitToSequence":
+        located = _split_axis(shapes, producer)
+        sizes = _split_sizes(shapes, producer)
+        if located is None or sizes is None:
+            return None
+        return [_split_element(producer, located[0], located[1], s) for s in sizes]
+    if op not in ("SequenceInsert", "SequenceErase") or not inputs:
+        return None
+    inner = _sequence_elements(shapes, inputs[0], depth + 1)
+    if inner is None:
+        return None
+    n = len(inner)
+    if op == "SequenceInsert":
+        position = _position(shapes, producer, 2, n, n, insert=True)
+        if position is None or len(inputs) < 2 or inputs[1] is None:
+            return None
+        return [*inner[:position], shapes.shape_of(inputs[1]), *inner[position:]]
+    position = _position(shapes, producer, 1, n, -1, insert=False)
+    return None if position is None else inner[:position] + inner[position + 1 :]
+
+
+def _sequence_length(
+    shapes: ShapesContext, value: ir.Value | None, depth: int = 0
+) -> Dim | None:
+    """The number of elements of a sequence built by visible sequence ops, else ``None``."""
+    elements = _sequence_elements(shapes, value, depth)
+    if elements is not None:
+        return len(elements)
+    producer = value.producer() if value is not None else None
+    if (
+        producer is None
+        or producer.domain not in ("", "ai.onnx")
+        or depth > MAX_SEQUENCE_CHAIN
+    ):
+        return None
+    op, inputs = producer.op_type, producer.inputs
+    if op == "Identity" and inputs:
+        return _sequence_length(shapes, inputs[0], depth + 1)
+    if op in ("SequenceInsert", "SequenceErase") and inputs:
+        inner = _sequence_length(shapes, inputs[0], depth + 1)
+        if inner is None:
+            return None
+        return expr.add(inner, 1) if op == "SequenceInsert" else expr.sub(inner, 1)
+    if op == "SplitToSequence":
+        return _split_count(shapes, producer)
+    return None
+
+
+def _split_count(shapes: ShapesContext, node: ir.Node) -> Dim | None:
+    located = _split_axis(shapes, node)
+    if located is None:
+        return None
+    total = located[0][located[1]]
+    split = node.inputs[1] if len(node.inputs) > 1 else None
+    if split is None:
+        return total
+    split_shape = shapes.shape_of(split)
+    if split_shape is None:
+        return None
+    if len(split_shape) == 1:
+        return split_shape[0]
+    size = _single_element(shapes.value_of(split))
+    if size is None or (isinstance(size, int) and size <= 0):
+        return None
+    try:
+        return expr.ceildiv(total, size)
+    except ZeroDivisionError:
+        return None
+
+
+def _remint_generated(ctx: NodeContext, shape: Shape | None) -> Shape | None:
+    """Replaces bare engine-minted symbols by fresh ones.
+
+    A declared sequence element shape with an empty dim got one symbol, which need not
+    hold for every element.
+    """
+    if shape is None:
+        return None
+    return tuple(
+        ctx.new_symbol(f"elem_d{k}") if _is_generated_symbol(ctx, d) else d
+        for k, d in enumerate(shape)
+    )
+
+
+@register("", "SequenceEmpty", since=11)
+def infer_sequence_empty(ctx: NodeContext, node: ir.Node) -> None:
+    """An empty sequence of ``dtype`` (float by default); no element shape."""
+    dtype = ctx.attr_int("dtype")
+    _set_sequence(ctx, 0, None, ir.DataType(dtype) if dtype is not None else ir.DataType.FLOAT)
+
+
+@register("", "SequenceConstruct", since=11)
+def infer_sequence_construct(ctx: NodeContext, node: ir.Node) -> None:
+    """A sequence of the inputs; the element shape when all inputs share it."""
+    if ctx.num_inputs == 0:
+        ctx.fail("SequenceConstruct needs at least one input")
+    shapes = [ctx.input_shape(i) for i in range(ctx.num_inputs)]
+    _set_sequence(ctx, 0, _common_shape(shapes), ctx.input_dtype(0))
+
+
+@register("", "SequenceInsert", since=11)
+def infer_sequence_insert(ctx: NodeContext, node: ir.Node) -> None:
+    """The element shape stays only when the inserted tensor has it too."""
+    sequence = ctx.require_input(0)
+    ctx.require_input(1)
+    elements = _sequence_elements(ctx.ctx, node.outputs[0]) if node.outputs else None
+    if elements is not None:
+        shape = _common_shape(elements)
+    else:
+        shape = _common_shape([ctx.ctx.shape_of(sequence), ctx.input_shape(1)])
+    _set_sequence(ctx, 0, shape, _element_dtype(ctx.ctx, sequence) or ctx.input_dtype(1))
+
+
+@register("", "SequenceErase", since=11)
+def infer_sequence_erase(ctx: NodeContext, node: ir.Node) -> None:
+    """Erasing keeps the element shape (exact when the elements are listed)."""
+    sequence = ctx.require_input(0)
+    elements = _sequence_elements(ctx.ctx, node.outputs[0]) if node.outputs else None
+    shape = _common_shape(elements) if elements is not None else ctx.ctx.shape_of(sequence)
+    _set_sequence(ctx, 0, shape, _element_dtype(ctx.ctx, sequence))
+
+
+@register("", "SequenceAt", since=11)
+def infer_sequence_at(ctx: NodeContext, node: ir.Node) -> None:
+    """The element's shape: exact for a known position in a listed sequence."""
+    sequence = ctx.require_input(0)
+    ctx.require_input(1)
+    dtype = _element_dtype(ctx.ctx, sequence)
+    elements = _sequence_elements(ctx.ctx, sequence)
+    if elements is not None:
+        position = _position(ctx.ctx, node, 1, len(elements), 0, insert=False)
+        shape = elements[position] if position is not None else _common_shape(elements)
+    else:
+        shape = _remint_generated(ctx, ctx.ctx.shape_of(sequence))
+    ctx.set_output(0, shape, dtype)
+
+
+@register("", "SequenceLength", since=11)
+def infer_sequence_length(ctx: NodeContext, node: ir.Node) -> None:
+    """A scalar int64, with its value when the sequence's length is known."""
+    sequence = ctx.require_input(0)
+    ctx.set_output(0, (), INT64)
+    length = _sequence_length(ctx.ctx, sequence)
+    if length is not None:
+        ctx.set_output_value(0, (length,))
+
+
+@register("", "SplitToSequence", since=11)
+def infer_split_to_sequence(ctx: NodeContext, node: ir.Node) -> None:
+    """Chunks along ``axis``; an element shape only when every chunk has the same one."""
+    ctx.require_input(0)
+    dtype = ctx.input_dtype(0)
+    located = _split_axis(ctx.ctx, node)
+    if located is None:
+        if ctx.input_shape(0) is not None:
+            ctx.fail(f"axis {ctx.attr_int('axis', 0)} is out of range")
+        _set_sequence(ctx, 0, None, dtype)
+        return
+    shape, axis = located
+    sizes = _split_sizes(ctx.ctx, node)
+    if sizes is not None:
+        elements: list[Shape | None] = [_split_element(node, shape, axis, s) for s in sizes]
+        _set_sequence(ctx, 0, _common_shape(elements), dtype)
+        return
+    uniform: Shape | None = None
+    if not ctx.has_input(1):
+        uniform = _split_element(node, shape, axis, 1)
+    elif ctx.input_rank(1) == 0:
+        size = _single_element(ctx.input_value(1))
+        total = shape[axis]
+        positive = size is not None and not (isinstance(size, int) and size <= 0)
+        if positive and ctx.scope.prove_gt(size, 0) and expr.mod(total, size) == 0:
+            uniform = _split_element(node, shape, axis, size)
+    _set_sequence(ctx, 0, uniform, dtype)
+
+
+def _is_generated_symbol(ctx: NodeContext, d: Dim) -> bool:
+    return isinstance(d, expr.DimExpr) and d.is_symbol and ctx.ctx.is_generated(d.name)  # type: ignore[arg-type]
+
+
+def _rejoined_split(ctx: NodeContext, sequence: ir.Value, axis: int) -> Shape | None:
+    """The input shape, when ``sequence`` is a ``SplitToSequence`` rejoined on its axis."""
+    producer = sequence.producer()
+    if (
+        producer is None
+        or producer.op_type != "SplitToSequence"
+        or producer.domain not in ("", "ai.onnx")
+    ):
+        return None
+    located = _split_axis(ctx.ctx, producer)
+    if located is None:
+        return None
+    shape, split_axis = located
+    squeezed = _split_element(producer, shape, split_axis, 1) != (
+        *shape[:split_axis],
+        1,
+        *shape[split_axis + 1 :],
+    )
+    if squeezed or not -len(shape) <= axis < len(shape):
+        return None
+    return shape if axis % len(shape) == split_axis else None
+
+
+@register("", "ConcatFromSequence", since=11)
+def infer_concat_from_sequence(ctx: NodeContext, node: ir.Node) -> None:
+    """Concatenation (or stacking with ``new_axis=1``) of the elements along ``axis``."""
+    sequence = ctx.require_input(0)
+    axis = ctx.attr_int("axis")
+    if axis is None:
+        ctx.fail("missing attribute 'axis'")
+    new_axis = ctx.attr_int("new_axis", 0)
+    dtype = _element_dtype(ctx.ctx, sequence)
+    if not new_axis and (rejoined := _rejoined_split(ctx, sequence, axis)) is not None:
+        ctx.set_output(0, rejoined, dtype)
+        return
+    elements = _sequence_elements(ctx.ctx, sequence)
+    if elements:
+        if any(s is None or len(s) != len(elements[0]) for s in elements):  # type: ignore[arg-type]
+            ctx.set_output(0, None, dtype)
+            return
+        stored: Shape = elements[0]  # type: ignore[assignment]
+        length: Dim | None = len(elements)
+    else:
+        stored = ctx.ctx.shape_of(sequence)  # type: ignore[assignment]
+        length = _sequence_length(ctx.ctx, sequence)
+        if stored is None:
+            ctx.set_output(0, None, dtype)
+            return
+    first = stored if elements else _remint_generated(ctx, stored)
+    if new_axis:
+        k = ctx.normalize_axis(axis, len(first) + 1)
+        count = length if length is not None else ctx.new_symbol("count")
+        ctx.set_output(0, (*first[:k], count, *first[k:]), dtype)
+        return
+    k = ctx.normalize_axis(axis, len(first))
+    if elements:
+        total: Dim = 0
+        for shape in elements:
+            total = expr.add(total, shape[k])  # type: ignore[index]
+    elif length is not None and not _is_generated_symbol(ctx, stored[k]):
+        # Every element has the stored dim (a minted symbol may stand for differing ones).
+        total = expr.mul(length, stored[k])
+    else:
+        total = ctx.new_symbol(f"concat_d{k}")
+    ctx.set_output(0, (*first[:k], total, *first[k + 1 :]), dtype)
+
+
+# ----------------------------------------------------------------------------------------
+# Model-local functions
+# ----------------------------------------------------------------------------------------
+def infer_function_call(ctx: NodeContext, node: ir.Node, function: ir.Function) -> None:
+    """Infers a call of a model-local function by inferring a copy of its body.
+
+    The body is cloned with the call's attributes substituted (defaults of the function
+    otherwise) and omitted optional inputs removed, then inferred with the call's input
+    shapes, so symbolic arithmetic and values as shape flow through the call. Symbols the
+    body mints are fresh for each call.
+
+    Args:
+        ctx: The context of the calling node (reset to ``node``).
+        node: The call.
+        function: The function ``node`` calls (``model.functions[node.op_identifier()]``).
+    """
+    from onnx_ir import _cloner  # the public clone() cannot substitute attributes
+
+    if len(node.inputs) > len(function.inputs):
+        ctx.fail(
+            f"call has {len(node.inputs)} inputs, the function at most {len(function.inputs)}"
+        )
+    if len(node.outputs) > len(function.outputs):
+        ctx.fail(f"call has {len(node.outputs)} outputs, the function {len(function.outputs)}")
+    attributes: dict[str, ir.Attr] = {
+        name: attr for name, attr in function.attributes.items() if attr.value is not None
+    }
+    attributes.update(node.attributes)
+    cloner = _cloner.Cloner(
+        attr_map=attributes, value_map={}, metadata_props={}, resolve_ref_attrs=True
+    )
+    body = cloner.clone_graph(function.graph)
+    present = [ctx.has_input(i) for i in range(len(body.inputs))]
+    for value, given in zip(body.inputs, present):
+        if not given:
+            for consumer, index in list(value.uses()):
+                consumer.replace_input_with(index, None)
+    shapes = [ctx.input_shape(i) for i in range(len(body.inputs))]
+    dtypes = [ctx.input_dtype(i) for i in range(len(body.inputs))]
+    try:
+        outputs = ctx.infer_subgraph(body, shapes, dtypes)
+        for i, value in enumerate(body.outputs[: ctx.num_outputs]):
+            ctx.set_output(i, outputs[i], ctx.ctx.dtype_of(value))
+            ctx.set_output_value(i, ctx.ctx.value_of(value))
+            _copy_type(ctx, i, value)
+    finally:
+        for value in _body_values(body):
+            ctx.ctx.forget(value)

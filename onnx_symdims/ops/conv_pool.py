@@ -1,0 +1,755 @@
+"""Sliding-window ops (convolutions, pooling) and resampling (``Resize``, ``Upsample``).
+
+Every output dim is what onnxruntime computes, checked against it on exhaustive
+small cases (the tests keep a sample):
+
+* ``Conv`` (and ``ConvInteger``, ``QLinearConv``): ``(d + pads - dil*(k-1) - 1) // stride + 1``;
+  ``SAME_*``: ``ceil(d / stride)``. onnxruntime rejects inputs whose window does not fit,
+  so floor division is exact wherever a run succeeds.
+* ``ConvTranspose``: ``stride*(d-1) + output_padding + dil*(k-1) + 1 - pads``; ``SAME_*``
+  clamps the total padding at 0 (so ``d*stride`` only when ``output_padding +
+  dil*(k-1) + 1 >= stride``); ``output_shape`` wins when given.
+* Pooling (floor mode): onnxruntime *truncates* ``num / stride`` (``num = d + pads -
+  dil*(k-1) - 1``), so a window that overhangs the input still yields one output:
+  ``MaxPool(k=2, s=2)`` maps ``d = 1`` to 1, not ``1 // 2 = 0``. When ``num`` may be
+  negative the dim is ``max(num // s + 1, min(1, max(0, num + s)))``.
+  ``ceil_mode`` also drops a last window that would start in the end padding:
+  ``min(ceil(num / s), (d + pad_begin - 1) // s) + 1``. ``SAME_*`` pads by
+  ``(ceil(d/s) - 1)*s + k - d`` (the *undilated* kernel, as onnxruntime does).
+* ``Resize``/``Upsample`` with scales: onnxruntime computes ``int(float32(scale) *
+  float32(d))``; for a symbolic ``d`` that is ``(p*d) // q`` when the float32 scale is
+  ``p/q`` with small ``p`` and power-of-two ``q`` (exact while ``p*d < 2**24``), and a
+  fresh symbol for any other scale (``0.1``, ``1/3``, ...).
+
+Known float32 limits of onnxruntime itself: ceil-mode pooling and ``Resize`` round
+through float32, so for sizes beyond ``2**24`` the runtime result can differ from the
+exact integer formula written here (integer dims are emulated bit-exactly).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
+
+import dataclasses
+import fractions
+import logging
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.ops._registry import register
+from onnx_symdims.shapes import NodeContext
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+Shape = tuple[Dim, ...]
+
+_AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
+
+#: Largest numerator/denominator of a float32 scale written as ``(p*d) // q``.
+_MAX_SCALE_TERM = 1024
+
+
+# ----------------------------------------------------------------------------------------
+# Window attributes
+# ----------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """Per spatial axis: strides, dilations, begin/end pads and the ``auto_pad`` mode."""
+
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+    pads_end: tuple[int, ...]
+    auto_pad: str
+
+
+def _int_list(
+    ctx: NodeContext, name: str, length: int, default: int, minimum: int
+) -> tuple[int, ...]:
+    values = ctx.attr_ints(name)
+    if values is None:
+        return (default,) * length
+    if len(values) != length:
+        ctx.fail(f"attribute {name!r} has {len(values)} values, expected {length}")
+    if any(v < minimum for v in values):
+        ctx.fail(f"attribute {name!r} values must be >= {minimum}, got {list(values)}")
+    return tuple(values)
+
+
+def read_window(ctx: NodeContext, spatial: int, *, pads_with_auto_pad: str) -> Window:
+    """Reads ``strides``, ``dilations``, ``pads`` and ``auto_pad`` for ``spatial`` axes.
+
+    Args:
+        ctx: The node context.
+        spatial: Number of spatial axes.
+        pads_with_auto_pad: What explicit ``pads`` mean next to an ``auto_pad`` other
+            than ``NOTSET``: ``"fail"`` (convolutions: onnxruntime rejects the node) or
+            ``"ignore"`` (pooling: onnxruntime ignores them).
+    """
+    auto_pad = ctx.attr_str("auto_pad", "NOTSET")
+    if auto_pad not in _AUTO_PADS:
+        ctx.fail(f"unknown auto_pad {auto_pad!r}")
+    strides = _int_list(ctx, "strides", spatial, 1, 1)
+    dilations = _int_list(ctx, "dilations", spatial, 1, 1)
+    pads = _int_list(ctx, "pads", 2 * spatial, 0, 0)
+    if auto_pad != "NOTSET" and ctx.has_attr("pads"):
+        if pads_with_auto_pad == "fail":
+            ctx.fail(f"both auto_pad={auto_pad} and pads are given")
+        pads = (0,) * (2 * spatial)
+    if auto_pad == "VALID":
+        pads = (0,) * (2 * spatial)
+    return Window(strides, dilations, pads[:spatial], pads[spatial:], auto_pad)
+
+
+def _kernel(
+    ctx: NodeContext, weight: Shape | None, spatial: int, *, required: bool = False
+) -> list[Dim | None]:
+    """Kernel dims from ``kernel_shape`` or else the weight's spatial dims (``None``: unknown).
+
+    Both given as integers must agree (onnxruntime rejects the node otherwise).
+    """
+    attr = ctx.attr_ints("kernel_shape")
+    if attr is None:
+        if required:
+            ctx.fail("attribute 'kernel_shape' is required")
+        return [None] * spatial if weight is None else list(weight[2:])
+    if len(attr) != spatial:
+        ctx.fail(f"kernel_shape has {len(attr)} values, expected {spatial}")
+    if any(k < 1 for k in attr):
+        ctx.fail(f"kernel_shape values must be >= 1, got {list(attr)}")
+    if weight is not None:
+        for k, w in zip(attr, weight[2:]):
+            if isinstance(w, int) and w != k:
+                ctx.fail(
+                    f"kernel_shape {list(attr)} does not match weight shape {list(weight)}"
+                )
+    return list(attr)
+
+
+def _spatial_rank(ctx: NodeContext, *shapes: Shape | None) -> int | None:
+    """Rank shared by the given shapes (or ``kernel_shape`` + 2); ``None`` if unknown."""
+    ranks = {len(s) for s in shapes if s is not None}
+    if len(ranks) > 1:
+        ctx.fail(f"input ranks differ: {sorted(ranks)}")
+    if ranks:
+        rank = ranks.pop()
+    else:
+        attr = ctx.attr_ints("kernel_shape")
+        if attr is None:
+            return None
+        rank = len(attr) + 2
+    if rank < 3:
+        ctx.fail(f"input must have rank >= 3 (N, C, spatial...), got {rank}")
+    return rank - 2
+
+
+def _fill(ctx: NodeContext, dims: Sequence[Dim | None], hint: str = "d") -> tuple[Dim, ...]:
+    """Replaces unknown dims by fresh symbols (so several outputs can share them)."""
+    return tuple(ctx.new_symbol(f"{hint}{k}") if d is None else d for k, d in enumerate(dims))
+
+
+# ----------------------------------------------------------------------------------------
+# Output dim formulas (pure functions of one spatial axis; ints give ints)
+# ----------------------------------------------------------------------------------------
+def conv_output_dim(
+    d: Dim, k: Dim, stride: int, dilation: int, pad_begin: int, pad_end: int, auto_pad: str
+) -> Dim:
+    """Spatial output dim of a convolution (as onnxruntime computes it)."""
+    if auto_pad.startswith("SAME"):
+        return expr.ceildiv(d, stride)
+    effective_kernel = expr.add(expr.mul(dilation, expr.sub(k, 1)), 1)
+    numerator = expr.sub(d + pad_begin + pad_end, effective_kernel)
+    return expr.add(expr.floordiv(numerator, stride), 1)
+
+
+def conv_transpose_output_dim(
+    d: Dim,
+    k: Dim,
+    stride: int,
+    dilation: int,
+    pad_begin: int,
+    pad_end: int,
+    output_padding: int,
+    auto_pad: str,
+) -> Dim | None:
+    """Spatial output dim of a transposed convolution (``None``: not expressible)."""
+    effective_kernel = expr.add(expr.mul(dilation, expr.sub(k, 1)), 1)
+    full = expr.add(expr.mul(stride, expr.sub(d, 1)), output_padding + effective_kernel)
+    if not auto_pad.startswith("SAME"):
+        return expr.sub(full, pad_begin + pad_end)
+    # onnxruntime pads by max(0, full - d*stride): the result is min(d*stride, full).
+    if isinstance(effective_kernel, int):
+        return expr.mul(d, stride) if output_padding + effective_kernel >= stride else full
+    if output_padding + 1 >= stride:  # effective_kernel >= 1
+        return expr.mul(d, stride)
+    return None
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """C-style integer division (rounds toward zero), for ``b > 0``."""
+    return a // b if a >= 0 else -((-a) // b)
+
+
+def _pool_floor_dim(numerator: Dim, stride: int, scope: expr.Scope) -> Dim:
+    """``trunc(numerator / stride) + 1``: onnxruntime's floor-mode pooled size.
+
+    Truncation differs from floor division only for a negative ``numerator`` that is
+    not a multiple of ``stride``: there the result is 1 for ``-stride < numerator < 0``
+    and 0 for ``-2*stride < numerator <= -stride`` (onnxruntime fails below).
+    """
+    if isinstance(numerator, int):
+        return _trunc_div(numerator, stride) + 1
+    floor_dim = expr.add(expr.floordiv(numerator, stride), 1)
+    lower, _ = scope.bounds(numerator)
+    if expr.mod(numerator, stride) == 0 or (lower is not None and lower >= 0):
+        return floor_dim
+    if lower is not None and lower > -stride:
+        overhang = 1  # numerator > -stride always
+    else:
+        overhang = expr.dmin(
+            1, expr.dmax(0, expr.add(numerator, stride), scope=scope), scope=scope
+        )
+    return expr.dmax(floor_dim, overhang, scope=scope)
+
+
+def _ceil_div_float32(a: int, b: int) -> int:
+    """``ceil(float(a) / b)`` in float32, as onnxruntime computes the ceil-mode size."""
+    return math.ceil(float(np.float32(a) / np.float32(b)))
+
+
+def pool_output_dim(
+    d: Dim,
+    k: int,
+    stride: int,
+    dilation: int,
+    pad_begin: int,
+    pad_end: int,
+    auto_pad: str,
+    ceil_mode: bool,
+    scope: expr.Scope,
+) -> Dim | None:
+    """Spatial output dim of MaxPool/AveragePool/LpPool (``None``: not expressible).
+
+    Follows onnxruntime's ``PoolAttributes``: ``SAME_*`` pads by
+    ``(ceil(d/s) - 1)*s + k - d`` with the undilated kernel ``k``; floor mode truncates;
+    ceil mode takes the float32 ceiling and then drops a last window starting at or
+    past ``d + pad_begin``.
+    """
+    extra = (dilation - 1) * (k - 1)  # dilated minus undilated kernel
+    effective_kernel = extra + k
+    if auto_pad.startswith("SAME"):
+        steps = expr.ceildiv(d, stride)
+        pad_needed = expr.sub(expr.mul(expr.sub(steps, 1), stride) + k, d)
+        half = (
+            expr.floordiv(pad_needed, 2)
+            if auto_pad == "SAME_UPPER"
+            else expr.floordiv(pad_needed + 1, 2)
+        )
+        pad_begin = half
+        numerator = expr.sub(expr.mul(expr.sub(steps, 1), stride), extra)
+    else:
+        numerator = expr.sub(d + pad_begin + pad_end, effective_kernel)
+    if not ceil_mode:
+        return _pool_floor_dim(numerator, stride, scope)
+    if isinstance(numerator, int) and isinstance(d, int):
+        size = _ceil_div_float32(numerator, stride) + 1
+        if (size - 1) * stride >= d + pad_begin:
+            size -= 1
+        return size
+    ceil_steps = expr.ceildiv(numerator, stride)
+    if auto_pad.startswith("SAME"):
+        # pad_begin >= 0 when k >= stride, and (ceil(d/s) - 1)*s < d + pad_begin: no drop.
+        return expr.add(ceil_steps, 1) if k >= stride else None
+    if stride <= effective_kernel - pad_end:
+        return expr.add(ceil_steps, 1)  # ceil_steps*stride < d + pad_begin always
+    last_start_inside = expr.floordiv(d + pad_begin - 1, stride)
+    return expr.add(expr.dmin(ceil_steps, last_start_inside, scope=scope), 1)
+
+
+# ----------------------------------------------------------------------------------------
+# Convolutions
+# ----------------------------------------------------------------------------------------
+def _check_channels(ctx: NodeContext, x_channels: Dim, w_channels: Dim, group: int) -> None:
+    expected = expr.mul(w_channels, group)
+    if isinstance(x_channels, int) and isinstance(expected, int) and x_channels != expected:
+        ctx.fail(
+            f"input channels {x_channels} != weight channels {w_channels} * group {group}"
+        )
+
+
+def _infer_conv(
+    ctx: NodeContext, x_index: int, w_index: int, dtype: ir.DataType | None
+) -> None:
+    ctx.require_input(x_index)
+    ctx.require_input(w_index)
+    x = ctx.input_shape(x_index)
+    w = ctx.input_shape(w_index)
+    spatial = _spatial_rank(ctx, x, w)
+    if spatial is None:
+        ctx.set_output(0, None, dtype)
+        return
+    kernel = _kernel(ctx, w, spatial)
+    window = read_window(ctx, spatial, pads_with_auto_pad="fail")
+    group = ctx.attr_int("group", 1)
+    if group < 1:
+        ctx.fail(f"group must be >= 1, got {group}")
+    out_channels: Dim | None = None
+    if w is not None:
+        out_channels = w[0]
+        if isinstance(out_channels, int) and out_channels % group:
+            ctx.fail(f"output channels {out_channels} are not divisible by group {group}")
+        if x is not None:
+            _check_channels(ctx, x[1], w[1], group)
+    out: list[Dim | None] = [None if x is None else x[0], out_channels]
+    for i in range(spatial):
+        d, k = (None if x is None else x[i + 2]), kernel[i]
+        if d is None or k is None:
+            out.append(None)
+            continue
+        dim = conv_output_dim(
+            d,
+            k,
+            window.strides[i],
+            window.dilations[i],
+            window.pads_begin[i],
+            window.pads_end[i],
+            window.auto_pad,
+        )
+        if isinstance(dim, int) and dim <= 0:
+            ctx.fail(f"spatial axis {i}: input size {d} is smaller than the kernel window")
+        out.append(dim)
+    ctx.set_output(0, out, dtype)
+
+
+@register("", "Conv")
+def infer_conv(ctx: NodeContext, node: ir.Node) -> None:
+    """``(N, M, out...)`` from ``X (N, C, d...)`` and ``W (M, C/group, k...)``."""
+    _infer_conv(ctx, 0, 1, ctx.input_dtype(0))
+
+
+@register("", "ConvInteger", since=10)
+def infer_conv_integer(ctx: NodeContext, node: ir.Node) -> None:
+    """Conv output shape from ``x`` (input 0) and ``w`` (input 1); int32 elements."""
+    _infer_conv(ctx, 0, 1, ir.DataType.INT32)
+
+
+@register("", "QLinearConv", since=10)
+def infer_qlinear_conv(ctx: NodeContext, node: ir.Node) -> None:
+    """Conv output shape from ``x`` (input 0) and ``w`` (input 3); ``y_zero_point`` type."""
+    _infer_conv(ctx, 0, 3, ctx.input_dtype(7))
+
+
+def _output_shape_attr(ctx: NodeContext, spatial: int) -> Sequence[int] | None:
+    """The spatial part of ``output_shape`` (onnxruntime accepts spatial or full rank)."""
+    values = ctx.attr_ints("output_shape")
+    if values is None:
+        return None
+    if len(values) not in (spatial, spatial + 2):
+        ctx.fail(f"output_shape has {len(values)} values, expected {spatial} or {spatial + 2}")
+    values = values[len(values) - spatial :]
+    if any(v < 0 for v in values):
+        ctx.fail(f"output_shape values must be >= 0, got {list(values)}")
+    return values
+
+
+@register("", "ConvTranspose")
+def infer_conv_transpose(ctx: NodeContext, node: ir.Node) -> None:
+    """``(N, W[1]*group, out...)``; ``output_shape`` when given, else the transposed size."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    dtype = ctx.input_dtype(0)
+    x = ctx.input_shape(0)
+    w = ctx.input_shape(1)
+    spatial = _spatial_rank(ctx, x, w)
+    if spatial is None:
+        ctx.set_output(0, None, dtype)
+        return
+    kernel = _kernel(ctx, w, spatial)
+    window = read_window(ctx, spatial, pads_with_auto_pad="fail")
+    output_padding = _int_list(ctx, "output_padding", spatial, 0, 0)
+    output_shape = _output_shape_attr(ctx, spatial)
+    group = ctx.attr_int("group", 1)
+    if group < 1:
+        ctx.fail(f"group must be >= 1, got {group}")
+    out_channels: Dim | None = None
+    if w is not None:
+        out_channels = expr.mul(w[1], group)
+        if x is not None and isinstance(x[1], int) and isinstance(w[0], int) and x[1] != w[0]:
+            ctx.fail(f"input channels {x[1]} != weight dim 0 {w[0]}")
+    out: list[Dim | None] = [None if x is None else x[0], out_channels]
+    for i in range(spatial):
+        if output_shape is not None:
+            out.append(output_shape[i])
+            continue
+        d, k = (None if x is None else x[i + 2]), kernel[i]
+        if d is None or k is None:
+            out.append(None)
+            continue
+        out.append(
+            conv_transpose_output_dim(
+                d,
+                k,
+                window.strides[i],
+                window.dilations[i],
+                window.pads_begin[i],
+                window.pads_end[i],
+                output_padding[i],
+                window.auto_pad,
+            )
+        )
+    ctx.set_output(0, out, dtype)
+
+
+# ----------------------------------------------------------------------------------------
+# Pooling
+# ----------------------------------------------------------------------------------------
+@register("", ["MaxPool", "AveragePool", "LpPool"])
+def infer_pool(ctx: NodeContext, node: ir.Node) -> None:
+    """``(N, C, out...)`` from the window attributes; MaxPool's ``Indices`` alike (int64)."""
+    ctx.require_input(0)
+    dtype = ctx.input_dtype(0)
+    x = ctx.input_shape(0)
+    kernel_attr = ctx.attr_ints("kernel_shape")
+    if kernel_attr is None:
+        ctx.fail("attribute 'kernel_shape' is required")
+    spatial = len(kernel_attr)
+    if x is not None and len(x) != spatial + 2:
+        ctx.fail(f"input rank {len(x)} does not match kernel_shape {list(kernel_attr)}")
+    kernel = _kernel(ctx, None, spatial, required=True)
+    window = read_window(ctx, spatial, pads_with_auto_pad="ignore")
+    ceil_mode = bool(ctx.attr_int("ceil_mode", 0))
+    out: list[Dim | None] = [None, None] if x is None else [x[0], x[1]]
+    for i in range(spatial):
+        if x is None:
+            out.append(None)
+            continue
+        out.append(
+            pool_output_dim(
+                x[i + 2],
+                kernel[i],  # type: ignore[arg-type]  # kernel_shape is required: ints
+                window.strides[i],
+                window.dilations[i],
+                window.pads_begin[i],
+                window.pads_end[i],
+                window.auto_pad,
+                ceil_mode,
+                ctx.scope,
+            )
+        )
+    dims = _fill(ctx, out)
+    ctx.set_output(0, dims, dtype)
+    if node.op_type == "MaxPool":
+        ctx.set_output(1, dims, ir.DataType.INT64)
+
+
+@register("", ["GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"])
+def infer_global_pool(ctx: NodeContext, node: ir.Node) -> None:
+    """``(N, C, 1, ..., 1)``."""
+    ctx.require_input(0)
+    x = ctx.input_shape(0)
+    if x is not None and len(x) < 2:
+        ctx.fail(f"input must have rank >= 2, got {len(x)}")
+    out = None if x is None else (x[0], x[1], *([1] * (len(x) - 2)))
+    ctx.set_output(0, out, ctx.input_dtype(0))
+
+
+def _num_rois(ctx: NodeContext, *sources: tuple[int, int]) -> Dim | None:
+    """The first known ``(input, axis)`` dim, preferring an integer one."""
+    found: list[Dim] = []
+    for i, axis in sources:
+        shape = ctx.input_shape(i)
+        if shape is not None and len(shape) > axis:
+            found.append(shape[axis])
+    ints = {d for d in found if isinstance(d, int)}
+    if len(ints) > 1:
+        ctx.fail(f"number of rois differs between inputs: {sorted(ints)}")
+    if ints:
+        return ints.pop()
+    return found[0] if found else None
+
+
+@register("", "MaxRoiPool")
+def infer_max_roi_pool(ctx: NodeContext, node: ir.Node) -> None:
+    """``(num_rois, C, pooled_h, pooled_w)``."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    pooled = ctx.attr_ints("pooled_shape")
+    if pooled is None or len(pooled) != 2 or any(p < 0 for p in pooled):
+        ctx.fail(f"pooled_shape must be two dims >= 0, got {pooled}")
+    x = ctx.input_shape(0)
+    if x is not None and len(x) != 4:
+        ctx.fail(f"input X must be 4-D, got rank {len(x)}")
+    rois = ctx.input_shape(1)
+    if rois is not None and len(rois) != 2:
+        ctx.fail(f"rois must be 2-D, got rank {len(rois)}")
+    channels = None if x is None else x[1]
+    ctx.set_output(0, [_num_rois(ctx, (1, 0)), channels, *pooled], ctx.input_dtype(0))
+
+
+@register("", "RoiAlign", since=10)
+def infer_roi_align(ctx: NodeContext, node: ir.Node) -> None:
+    """``(num_rois, C, output_height, output_width)``."""
+    for i in range(3):
+        ctx.require_input(i)
+    height = ctx.attr_int("output_height", 1)
+    width = ctx.attr_int("output_width", 1)
+    if height < 0 or width < 0:
+        ctx.fail(f"output_height/output_width must be >= 0, got {height}, {width}")
+    x = ctx.input_shape(0)
+    if x is not None and len(x) < 2:
+        ctx.fail(f"input X must have rank >= 2, got {len(x)}")
+    channels = None if x is None else x[1]
+    ctx.set_output(
+        0, [_num_rois(ctx, (1, 0), (2, 0)), channels, height, width], ctx.input_dtype(0)
+    )
+
+
+@register("", "MaxUnpool", since=9)
+def infer_max_unpool(ctx: NodeContext, node: ir.Node) -> None:
+    """``output_shape`` (input 2) when given, else ``(d-1)*stride + k - pads`` per axis."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    dtype = ctx.input_dtype(0)
+    x = ctx.input_shape(0)
+    kernel_attr = ctx.attr_ints("kernel_shape")
+    if kernel_attr is None:
+        ctx.fail("attribute 'kernel_shape' is required")
+    spatial = len(kernel_attr)
+    if x is not None and len(x) != spatial + 2:
+        ctx.fail(f"input rank {len(x)} does not match kernel_shape {list(kernel_attr)}")
+    kernel = _kernel(ctx, None, spatial, required=True)
+    strides = _int_list(ctx, "strides", spatial, 1, 1)
+    pads = _int_list(ctx, "pads", 2 * spatial, 0, 0)
+    batch_channels: list[Dim | None] = [None, None] if x is None else [x[0], x[1]]
+    if ctx.has_input(2):
+        requested = ctx.input_value(2)
+        if requested is None:
+            ctx.set_output(0, [*batch_channels, *([None] * spatial)], dtype)
+            return
+        if len(requested) != spatial + 2:
+            ctx.fail(f"output_shape has {len(requested)} values, expected {spatial + 2}")
+        if any(isinstance(v, int) and v < 0 for v in requested):
+            ctx.fail(f"output_shape values must be >= 0, got {list(requested)}")
+        # N and C must equal X's: keep an integer when either side has one.
+        for axis in (0, 1):
+            if isinstance(requested[axis], int) or batch_channels[axis] is None:
+                batch_channels[axis] = requested[axis]
+        ctx.set_output(0, [*batch_channels, *requested[2:]], dtype)
+        return
+    out = list(batch_channels)
+    for i in range(spatial):
+        if x is None:
+            out.append(None)
+            continue
+        full = expr.add(expr.mul(expr.sub(x[i + 2], 1), strides[i]), kernel[i])  # type: ignore[arg-type]
+        out.append(expr.sub(full, pads[i] + pads[i + spatial]))
+    ctx.set_output(0, out, dtype)
+
+
+# ----------------------------------------------------------------------------------------
+# Resize / Upsample
+# ----------------------------------------------------------------------------------------
+def _constant_floats(ctx: NodeContext, i: int) -> np.ndarray | None:
+    """The float32 elements of constant input ``i`` (initializer or ``Constant``), or ``None``."""
+    value = ctx.input(i)
+    if value is None:
+        return None
+    tensor = value.const_value
+    if tensor is None:
+        producer = value.producer()
+        if (
+            producer is None
+            or producer.op_type != "Constant"
+            or producer.domain not in ("", "ai.onnx")
+        ):
+            return None
+        attr = next(
+            (
+                producer.attributes[name]
+                for name in ("value", "value_floats", "value_float")
+                if name in producer.attributes
+            ),
+            None,
+        )
+        if attr is None:
+            return None
+        if attr.type == ir.AttributeType.TENSOR:
+            tensor = attr.value
+        elif attr.type in (ir.AttributeType.FLOATS, ir.AttributeType.FLOAT):
+            return np.asarray(attr.value, dtype=np.float32).reshape(-1)
+        else:
+            return None
+    try:
+        return np.asarray(tensor.numpy(), dtype=np.float32).reshape(-1)
+    except Exception as e:  # e.g. missing external data: treat as unknown
+        logger.debug("cannot read constant input %d: %s", i, e)
+        return None
+
+
+def scaled_dim(ctx: NodeContext, d: Dim, scale: float) -> Dim | None:
+    """``int(float32(scale) * float32(d))`` as onnxruntime computes it (``None``: unknown).
+
+    For a symbolic ``d`` the result is written only when the float32 scale is exactly
+    ``p/q`` with ``p, q <= 1024`` and ``q`` a power of two: then the float32 product is
+    exact (while ``p*d < 2**24``) and equals ``(p*d) // q``.
+    """
+    scale32 = np.float32(scale)
+    if not scale32 > 0 or not np.isfinite(scale32):
+        ctx.fail(f"scale must be a positive finite number, got {scale}")
+    if isinstance(d, int):
+        product = np.float32(d) * scale32
+        return int(product) if np.isfinite(product) else None
+    ratio = fractions.Fraction(float(scale32))
+    p, q = ratio.numerator, ratio.denominator
+    if p > _MAX_SCALE_TERM or q > _MAX_SCALE_TERM:  # float32 scales: q is a power of two
+        return None
+    return expr.floordiv(expr.mul(p, d), q)
+
+
+def _resize_axes(ctx: NodeContext, rank: int) -> list[int]:
+    axes = ctx.attr_ints("axes") if ctx.opset >= 18 else None
+    if axes is None:
+        return list(range(rank))
+    return ctx.normalize_axes(axes, rank)
+
+
+def _input_length(ctx: NodeContext, i: int) -> int | None:
+    """Number of elements of optional 1-D input ``i``: 0 when absent, ``None`` if unknown."""
+    if not ctx.has_input(i):
+        return 0
+    elements = ctx.input_value(i)
+    if elements is not None:
+        return len(elements)
+    floats = _constant_floats(ctx, i)
+    if floats is not None:
+        return floats.size
+    shape = ctx.input_shape(i)
+    if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
+        return shape[0]
+    return None
+
+
+def _keep_aspect_ratio(
+    x: Shape, axes: Sequence[int], sizes: Sequence[Dim], policy: str
+) -> list[Dim | None]:
+    """Output dims of the ``axes`` for ``not_larger``/``not_smaller`` (float32 like onnxruntime)."""
+    ins = [x[a] for a in axes]
+    if not all(isinstance(v, int) and v > 0 for v in (*ins, *sizes)):
+        return [None] * len(axes)
+    ratios = [np.float32(s) / np.float32(d) for s, d in zip(sizes, ins)]
+    scale = min(ratios) if policy == "not_larger" else max(ratios)
+    # std::round: half away from zero (values are positive here).
+    return [math.floor(float(np.float32(scale * np.float32(d))) + 0.5) for d in ins]
+
+
+def _resize_from_sizes(
+    ctx: NodeContext, x: Shape, axes: Sequence[int], index: int
+) -> list[Dim | None]:
+    sizes = ctx.input_value(index)
+    if sizes is None:
+        return [None] * len(axes)
+    if len(sizes) != len(axes):
+        ctx.fail(f"sizes has {len(sizes)} values, expected {len(axes)}")
+    if any(isinstance(s, int) and s < 0 for s in sizes):
+        ctx.fail(f"sizes must be >= 0, got {list(sizes)}")
+    policy = (
+        ctx.attr_str("keep_aspect_ratio_policy", "stretch") if ctx.opset >= 18 else "stretch"
+    )
+    if policy == "stretch":
+        return list(sizes)
+    if policy not in ("not_larger", "not_smaller"):
+        ctx.fail(f"unknown keep_aspect_ratio_policy {policy!r}")
+    return _keep_aspect_ratio(x, axes, sizes, policy)
+
+
+def _resize_from_scales(
+    ctx: NodeContext, x: Shape, axes: Sequence[int], scales: np.ndarray | None
+) -> list[Dim | None]:
+    if scales is None:
+        return [None] * len(axes)
+    if scales.size != len(axes):
+        ctx.fail(f"scales has {scales.size} values, expected {len(axes)}")
+    return [scaled_dim(ctx, x[a], float(s)) for a, s in zip(axes, scales)]
+
+
+def _set_resized(
+    ctx: NodeContext, x: Shape, axes: Sequence[int], new_dims: Sequence[Dim | None]
+) -> None:
+    out: list[Dim | None] = list(x)
+    for axis, dim in zip(axes, new_dims):
+        out[axis] = dim
+    ctx.set_output(0, out, ctx.input_dtype(0))
+
+
+@register("", "Resize", since=10)
+def infer_resize_10(ctx: NodeContext, node: ir.Node) -> None:
+    """Each dim scaled by the constant ``scales`` (input 1); fresh dims otherwise."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    x = ctx.input_shape(0)
+    if x is None:
+        ctx.set_output(0, None, ctx.input_dtype(0))
+        return
+    axes = list(range(len(x)))
+    _set_resized(ctx, x, axes, _resize_from_scales(ctx, x, axes, _constant_floats(ctx, 1)))
+
+
+@register("", "Resize", since=11)
+def infer_resize(ctx: NodeContext, node: ir.Node) -> None:
+    """Dims from ``sizes`` (input 3) or ``scales`` (input 2); 18+: ``axes`` and aspect policy."""
+    ctx.require_input(0)
+    x = ctx.input_shape(0)
+    if x is None:
+        # Without axes, known sizes are the whole output shape.
+        sizes = ctx.input_value(3) if ctx.has_input(3) and not ctx.has_attr("axes") else None
+        plain = sizes and ctx.attr_str("keep_aspect_ratio_policy", "stretch") == "stretch"
+        ctx.set_output(0, sizes if plain else None, ctx.input_dtype(0))
+        return
+    axes = _resize_axes(ctx, len(x))
+    scales_length = _input_length(ctx, 2)
+    sizes_length = _input_length(ctx, 3)
+    if scales_length and sizes_length:
+        ctx.fail("only one of scales and sizes may be given")
+    if scales_length == 0 and sizes_length == 0:
+        ctx.fail("one of scales and sizes must be given")
+    if sizes_length or (sizes_length is None and scales_length == 0):
+        new_dims = _resize_from_sizes(ctx, x, axes, 3)
+    elif scales_length or (scales_length is None and sizes_length == 0):
+        new_dims = _resize_from_scales(ctx, x, axes, _constant_floats(ctx, 2))
+    else:  # both of unknown length: either may be the one used
+        new_dims = [None] * len(axes)
+    _set_resized(ctx, x, axes, new_dims)
+
+
+def _infer_upsample(ctx: NodeContext, scales: np.ndarray | None) -> None:
+    x = ctx.input_shape(0)
+    if x is None:
+        ctx.set_output(0, None, ctx.input_dtype(0))
+        return
+    if scales is not None and np.any(scales < 1):
+        ctx.fail(f"Upsample scales must be >= 1, got {scales.tolist()}")
+    axes = list(range(len(x)))
+    _set_resized(ctx, x, axes, _resize_from_scales(ctx, x, axes, scales))
+
+
+@register("", "Upsample", since=7)
+def infer_upsample_7(ctx: NodeContext, node: ir.Node) -> None:
+    """Each dim scaled by the ``scales`` attribute."""
+    ctx.require_input(0)
+    scales = ctx.attr_floats("scales")
+    if scales is None:
+        ctx.fail("attribute 'scales' is required")
+    _infer_upsample(ctx, np.asarray(scales, dtype=np.float32))
+
+
+@register("", "Upsample", since=9)
+def infer_upsample_9(ctx: NodeContext, node: ir.Node) -> None:
+    """Each dim scaled by the constant ``scales`` input (fresh dims otherwise)."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    _infer_upsample(ctx, _constant_floats(ctx, 1))

@@ -1,0 +1,302 @@
+"""Elementwise ops: unary math/activations, broadcasting binary and variadic ops.
+
+Output shapes follow numpy broadcasting (:meth:`NodeContext.broadcast_shapes`): two
+different symbolic dims give a ``broadcast(a, b)`` term, never a guess. Integer
+"values as shape" are propagated through the arithmetic, comparison, logical, ``Max``,
+``Min``, ``Where``, ``Clip`` and ``Neg``/``Abs`` ops, so shape computations exported
+from PyTorch (``Shape -> Gather -> Add -> Concat -> Reshape``) stay symbolic.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
+
+import functools
+import logging
+from collections.abc import Callable, Sequence
+
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.ops._registry import register
+from onnx_symdims.shapes import NodeContext
+from onnx_symdims.shapes import _values as values
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+
+# ----------------------------------------------------------------------------------------
+# Unary: output = input shape and type
+# ----------------------------------------------------------------------------------------
+UNARY_OPS = (
+    "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BitwiseNot", "Ceil", "Celu",
+    "Cos", "Cosh", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish",
+    "LeakyRelu", "Log", "Mish", "Neg", "Not", "Reciprocal", "Relu", "Round", "Selu",
+    "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Swish",
+    "Tan", "Tanh", "ThresholdedRelu",
+)  # fmt: skip
+BOOL_UNARY_OPS = ("IsInf", "IsNaN")
+CONTRIB_UNARY_OPS = ("Gelu", "QuickGelu", "FastGelu", "BiasGelu", "BiasAdd")
+
+
+def _value_neg(ctx: NodeContext, a: Dim) -> Dim:
+    return expr.neg(a)
+
+
+def _value_abs(ctx: NodeContext, a: Dim) -> Dim:
+    if isinstance(a, int):
+        return abs(a)
+    if ctx.scope.prove_nonneg(a):
+        return a
+    if ctx.scope.prove_nonneg(expr.neg(a)):
+        return expr.neg(a)
+    return values.unknown_element()
+
+
+def _value_not(ctx: NodeContext, a: Dim) -> Dim:
+    if isinstance(a, int):
+        return int(not a)
+    if ctx.scope.prove_gt(a, 0):
+        return 0
+    return values.unknown_element()
+
+
+_UNARY_VALUE_FNS: dict[str, Callable[[NodeContext, Dim], Dim]] = {
+    "Neg": _value_neg,
+    "Abs": _value_abs,
+    "Not": _value_not,
+}
+
+
+@register("", UNARY_OPS)
+def infer_unary(ctx: NodeContext, node: ir.Node) -> None:
+    """Same shape and element type as input 0."""
+    ctx.require_input(0)
+    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+    value_fn = _UNARY_VALUE_FNS.get(node.op_type)
+    if value_fn is not None:
+        elements = ctx.input_value(0)
+        if elements is not None:
+            computed = [value_fn(ctx, e) for e in elements]
+            ctx.set_output_value(0, None if values.is_fully_unknown(computed) else computed)
+
+
+@register("", BOOL_UNARY_OPS)
+def infer_bool_unary(ctx: NodeContext, node: ir.Node) -> None:
+    """Same shape as input 0, boolean elements."""
+    ctx.require_input(0)
+    ctx.set_output(0, ctx.input_shape(0), ir.DataType.BOOL)
+
+
+@register("com.microsoft", CONTRIB_UNARY_OPS)
+def infer_contrib_elementwise(ctx: NodeContext, node: ir.Node) -> None:
+    """Contrib activations with optional bias/skip inputs broadcast against input 0."""
+    ctx.require_input(0)
+    shapes = [ctx.input_shape(i) for i in range(ctx.num_inputs) if ctx.has_input(i)]
+    ctx.set_output(0, ctx.broadcast_shapes(*shapes), ctx.input_dtype(0))
+
+
+# ----------------------------------------------------------------------------------------
+# Broadcasting ops
+# ----------------------------------------------------------------------------------------
+ElementFn = Callable[..., Dim]
+
+
+def _propagate_values(
+    ctx: NodeContext, fn: ElementFn, inputs: Sequence[int], out_shape: tuple[Dim, ...] | None
+) -> None:
+    """Computes output 0's elements when every input has a static shape."""
+    if out_shape is None or not all(isinstance(d, int) for d in out_shape):
+        return
+    operands = []
+    any_known = False
+    for i in inputs:
+        shape = ctx.input_shape(i)
+        if shape is None or not all(isinstance(d, int) for d in shape):
+            return
+        elements = ctx.input_value(i)
+        any_known = any_known or elements is not None
+        operands.append((shape, elements))
+    if not any_known:
+        return
+    result = values.broadcast_elements(fn, operands)
+    if result is not None and result[0] == out_shape:
+        ctx.set_output_value(0, result[1])
+
+
+def _binary_value_fn(ctx: NodeContext, node: ir.Node) -> ElementFn | None:
+    """The element function of a binary op, or ``None`` when values are not tracked."""
+    op = node.op_type
+    scope = ctx.scope
+    if op == "Add":
+        return expr.add
+    if op == "Sub":
+        return expr.sub
+    if op == "Mul":
+        return expr.mul
+    if op == "Div":
+        return functools.partial(values.element_div, scope)
+    if op == "Mod":
+        return functools.partial(values.element_mod, scope, fmod=bool(ctx.attr_int("fmod", 0)))
+    if op == "Pow":
+        return values.element_pow
+    if op in ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"):
+        return functools.partial(values.element_compare, scope, op)
+    if op == "And":
+        return _and
+    if op == "Or":
+        return _or
+    return None
+
+
+def _and(a: Dim, b: Dim) -> Dim:
+    if a == 0 or b == 0:
+        return 0
+    if isinstance(a, int) and isinstance(b, int):
+        return 1
+    return values.unknown_element()
+
+
+def _or(a: Dim, b: Dim) -> Dim:
+    if (isinstance(a, int) and a != 0) or (isinstance(b, int) and b != 0):
+        return 1
+    if a == 0 and b == 0:
+        return 0
+    return values.unknown_element()
+
+
+ARITHMETIC_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Mod", "BitShift", "BitwiseAnd",
+                  "BitwiseOr", "BitwiseXor")  # fmt: skip
+COMPARISON_OPS = ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual")
+LOGICAL_OPS = ("And", "Or", "Xor")
+_LEGACY_BROADCAST_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Greater", "Less",
+                         "And", "Or", "Xor")  # fmt: skip
+
+
+@register("", ARITHMETIC_OPS + COMPARISON_OPS + LOGICAL_OPS, since=7)
+def infer_binary(ctx: NodeContext, node: ir.Node) -> None:
+    """Numpy broadcasting of inputs 0 and 1; boolean output for comparisons/logic."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    out_shape = ctx.broadcast_shapes(ctx.input_shape(0), ctx.input_shape(1))
+    if node.op_type in COMPARISON_OPS or node.op_type in LOGICAL_OPS:
+        dtype: ir.DataType | None = ir.DataType.BOOL
+    else:
+        dtype = ctx.input_dtype(0)
+    ctx.set_output(0, out_shape, dtype)
+    fn = _binary_value_fn(ctx, node)
+    if fn is not None:
+        _propagate_values(ctx, fn, (0, 1), out_shape)
+
+
+@register("", _LEGACY_BROADCAST_OPS)
+def infer_legacy_binary(ctx: NodeContext, node: ir.Node) -> None:
+    """Opsets before 7: input 1 is broadcast *to* input 0, the output has input 0's shape."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    if node.op_type in ("Equal", "Greater", "Less", "And", "Or", "Xor"):
+        dtype: ir.DataType | None = ir.DataType.BOOL
+    else:
+        dtype = ctx.input_dtype(0)
+    if ctx.has_attr("broadcast") and ctx.attr_int("broadcast", 0):
+        ctx.set_output(0, ctx.input_shape(0), dtype)
+    else:
+        ctx.set_output(0, ctx.broadcast_shapes(ctx.input_shape(0), ctx.input_shape(1)), dtype)
+
+
+@register("", "PRelu")
+def infer_prelu(ctx: NodeContext, node: ir.Node) -> None:
+    """The slope is broadcast *to* X (unidirectionally): the output has X's shape."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+
+
+# Variadic ops (since 8 they broadcast; before, all inputs had one shape, which
+# broadcasting reproduces).
+@register("", ("Max", "Min", "Sum", "Mean"))
+def infer_variadic(ctx: NodeContext, node: ir.Node) -> None:
+    """Numpy broadcasting of all inputs."""
+    present = [i for i in range(ctx.num_inputs) if ctx.has_input(i)]
+    if not present:
+        ctx.fail("needs at least one input")
+    out_shape = ctx.broadcast_shapes(*(ctx.input_shape(i) for i in present))
+    ctx.set_output(0, out_shape, ctx.input_dtype(present[0]))
+    scope = ctx.scope
+    fn: ElementFn | None
+    if node.op_type == "Max":
+        fn = functools.partial(expr.dmax, scope=scope)
+    elif node.op_type == "Min":
+        fn = functools.partial(expr.dmin, scope=scope)
+    elif node.op_type == "Sum":
+        fn = _sum
+    else:
+        fn = None  # Mean of integers: not tracked
+    if fn is not None:
+        _propagate_values(ctx, fn, present, out_shape)
+
+
+def _sum(*args: Dim) -> Dim:
+    return functools.reduce(expr.add, args)
+
+
+def _where(cond: Dim, x: Dim, y: Dim) -> Dim:
+    if isinstance(cond, int):
+        return x if cond else y
+    if x is y or (isinstance(x, int) and x == y):
+        return x
+    return values.unknown_element()
+
+
+@register("", "Where", since=9)
+def infer_where(ctx: NodeContext, node: ir.Node) -> None:
+    """Numpy broadcasting of condition, X and Y; X's element type."""
+    for i in range(3):
+        ctx.require_input(i)
+    out_shape = ctx.broadcast_shapes(
+        ctx.input_shape(0), ctx.input_shape(1), ctx.input_shape(2)
+    )
+    ctx.set_output(0, out_shape, ctx.input_dtype(1) or ctx.input_dtype(2))
+    _propagate_values(ctx, _where, (0, 1, 2), out_shape)
+
+
+@register("", "Clip")
+def infer_clip(ctx: NodeContext, node: ir.Node) -> None:
+    """Shape and type of input 0; integer values are clamped by known min/max inputs."""
+    ctx.require_input(0)
+    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+    elements = ctx.input_value(0)
+    if elements is None or ctx.opset < 11:
+        return
+    bounds = []
+    for i in (1, 2):
+        if not ctx.has_input(i):
+            bounds.append(None)
+            continue
+        bound = ctx.input_value(i)
+        if bound is None or len(bound) != 1:
+            return
+        bounds.append(bound[0])
+    low, high = bounds
+    scope = ctx.scope
+    clipped = []
+    for e in elements:
+        if low is not None:
+            e = expr.dmax(e, low, scope=scope)
+        if high is not None:
+            e = expr.dmin(e, high, scope=scope)
+        clipped.append(e)
+    ctx.set_output_value(0, clipped)
+
+
+@register("", "Dropout")
+def infer_dropout(ctx: NodeContext, node: ir.Node) -> None:
+    """Output and optional mask have input 0's shape (mask is bool since opset 10)."""
+    ctx.require_input(0)
+    shape = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    ctx.set_output(0, shape, dtype)
+    ctx.set_output_value(0, ctx.input_value(0))
+    if ctx.num_outputs > 1:
+        ctx.set_output(1, shape, ir.DataType.BOOL if ctx.opset >= 10 else dtype)

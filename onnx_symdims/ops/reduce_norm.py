@@ -1,0 +1,339 @@
+"""Reductions, arg-reductions, softmax-like and normalization ops (domain ``ai.onnx``).
+
+Reductions take their axes from an attribute (every op before opset 13/18) or from an
+optional input (``ReduceSum`` from 13, the others from 18, together with
+``noop_with_empty_axes``). A runtime ``axes`` input is handled soundly: with
+``keepdims=1`` the rank is kept and each dim is either unchanged or 1 (a fresh symbol
+unless the dim is 1 or the axis is known); with ``keepdims=0`` the rank is unknown,
+because onnxruntime accepts repeated axes (``[0, 0]`` removes one dim, not two).
+
+``ReduceSum``/``ReduceProd``/``ReduceMax``/``ReduceMin`` over a known integer value (e.g.
+the output of ``Shape``) propagate the value: ``ReduceProd(Shape(x))`` is the element
+count of ``x``.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
+
+import functools
+import logging
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.ops._registry import register
+from onnx_symdims.shapes import NodeContext
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+Shape = tuple[Dim, ...]
+
+REDUCE_OPS = (
+    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+    "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
+)  # fmt: skip
+#: ``ReduceSum`` takes ``axes`` as an input from opset 13, the other reductions from 18.
+AXES_INPUT_SINCE = {op: 13 if op == "ReduceSum" else 18 for op in REDUCE_OPS}
+
+
+# ----------------------------------------------------------------------------------------
+# Reductions
+# ----------------------------------------------------------------------------------------
+def _unique_axes(ctx: NodeContext, axes: Sequence[int], rank: int) -> list[int]:
+    """Normalized axes without repeats (onnxruntime reduces a repeated axis once)."""
+    normalized = [ctx.normalize_axis(a, rank) for a in axes]
+    unique = sorted(set(normalized))
+    if len(unique) != len(normalized):
+        ctx.warn(f"repeated axis in {list(axes)}; each axis is reduced once")
+    return unique
+
+
+def _reduced_shape(shape: Shape, axes: Sequence[int], keepdims: bool) -> Shape:
+    reduced = set(axes)
+    if keepdims:
+        return tuple(1 if k in reduced else d for k, d in enumerate(shape))
+    return tuple(d for k, d in enumerate(shape) if k not in reduced)
+
+
+def _reduce_elements(
+    op: str, scope: expr.Scope, elements: Sequence[Dim], shape: Shape, axes: Sequence[int]
+) -> list[Dim] | None:
+    """The elements of ``op`` over ``axes`` of a known value of static ``shape``."""
+    combine: Callable[[Sequence[Dim]], Dim]
+    if op == "ReduceSum":
+        combine = lambda items: functools.reduce(expr.add, items, 0)  # noqa: E731
+    elif op == "ReduceProd":
+        combine = lambda items: functools.reduce(expr.mul, items, 1)  # noqa: E731
+    elif op == "ReduceMax":
+        combine = lambda items: expr.dmax(*items, scope=scope)  # noqa: E731
+    elif op == "ReduceMin":
+        combine = lambda items: expr.dmin(*items, scope=scope)  # noqa: E731
+    else:
+        return None
+    if not all(isinstance(d, int) for d in shape) or len(elements) != _count(shape):
+        return None
+    kept = [k for k in range(len(shape)) if k not in set(axes)]
+    group = _count([shape[k] for k in axes])
+    if group == 0 and op in ("ReduceMax", "ReduceMin"):
+        return None  # max/min of nothing is a dtype-dependent sentinel
+    array = np.empty(len(elements), dtype=object)
+    for i, e in enumerate(elements):  # element-wise: numpy must not look inside DimExpr
+        array[i] = e
+    array = array.reshape(tuple(shape)).transpose([*kept, *axes])
+    rows = array.reshape(_count([shape[k] for k in kept]), group)
+    return [combine(list(row)) for row in rows]
+
+
+def _count(shape: Sequence[int]) -> int:
+    count = 1
+    for d in shape:
+        count *= d
+    return count
+
+
+def _reduce_with_axes(
+    ctx: NodeContext, node: ir.Node, axes: Sequence[int] | None, keepdims: bool
+) -> None:
+    """Output of a reduction over known ``axes`` (``None``: every axis)."""
+    shape = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    if shape is None:
+        # Rank unknown: only a full reduction without keepdims has a known rank (scalar).
+        ctx.set_output(0, () if axes is None and not keepdims else None, dtype)
+        return
+    rank = len(shape)
+    axes = list(range(rank)) if axes is None else _unique_axes(ctx, axes, rank)
+    ctx.set_output(0, _reduced_shape(shape, axes, keepdims), dtype)
+    elements = ctx.input_value(0)
+    if elements is not None:
+        ctx.set_output_value(
+            0, _reduce_elements(node.op_type, ctx.scope, elements, shape, axes)
+        )
+
+
+def _reduce_with_runtime_axes(
+    ctx: NodeContext, axes: Sequence[Dim] | None, keepdims: bool, noop: bool
+) -> None:
+    """Output of a reduction whose axes are only partly known (or not at all)."""
+    shape = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    if shape is None:
+        ctx.set_output(0, None, dtype)
+        return
+    rank = len(shape)
+    if not keepdims:
+        # The number of distinct reduced axes is unknown (repeats and, with
+        # noop_with_empty_axes=0, an empty axes list reducing everything). A rank-1
+        # input loses its only axis unless the axes may be empty with noop set.
+        count = ctx.input_shape(1)
+        nonempty = count is not None and len(count) == 1 and ctx.scope.prove_gt(count[0], 0)
+        scalar = rank == 0 or (rank == 1 and (nonempty or not noop))
+        ctx.set_output(0, () if scalar else None, dtype)
+        return
+    known = set()
+    for a in axes or ():
+        if isinstance(a, int) and -rank <= a < rank:
+            known.add(a % rank)
+    # keepdims=1: every dim is either kept or becomes 1, so it is at most max(d, 1).
+    dims: list[Dim] = []
+    for k, d in enumerate(shape):
+        if k in known or d == 1:
+            dims.append(1)
+            continue
+        dim = ctx.new_symbol(f"reduced_d{k}")
+        ctx.ctx.add_less_equal_constraint(dim, expr.dmax(d, 1, scope=ctx.scope))
+        dims.append(dim)
+    ctx.set_output(0, dims, dtype)
+
+
+@register("", REDUCE_OPS, since=1)
+def infer_reduce_axes_attribute(ctx: NodeContext, node: ir.Node) -> None:
+    """Reduction with an ``axes`` attribute (absent or empty: every axis)."""
+    ctx.require_input(0)
+    axes = ctx.attr_ints("axes")
+    keepdims = bool(ctx.attr_int("keepdims", 1))
+    _reduce_with_axes(ctx, node, list(axes) if axes else None, keepdims)
+
+
+def infer_reduce_axes_input(ctx: NodeContext, node: ir.Node) -> None:
+    """Reduction with an optional ``axes`` input and ``noop_with_empty_axes``."""
+    ctx.require_input(0)
+    if ctx.has_attr("axes"):
+        ctx.fail(
+            f"axes is an input, not an attribute, from opset {AXES_INPUT_SINCE[node.op_type]}"
+        )
+    keepdims = bool(ctx.attr_int("keepdims", 1))
+    noop = bool(ctx.attr_int("noop_with_empty_axes", 0))
+    if ctx.has_input(1):
+        axes_shape = ctx.input_shape(1)
+        if axes_shape is not None and len(axes_shape) != 1:
+            ctx.fail(f"axes must be a 1-D tensor, got rank {len(axes_shape)}")
+        elements = ctx.input_value(1)
+        if elements is None or not all(isinstance(a, int) for a in elements):
+            if axes_shape is None or axes_shape[0] != 0:
+                _reduce_with_runtime_axes(ctx, elements, keepdims, noop)
+                return
+            elements = ()
+        axes: list[int] = list(elements)  # type: ignore[arg-type]
+    else:
+        axes = []
+    if not axes and noop:
+        ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+        ctx.set_output_value(0, ctx.input_value(0))
+        return
+    _reduce_with_axes(ctx, node, axes or None, keepdims)
+
+
+for _op, _since in AXES_INPUT_SINCE.items():
+    register("", _op, since=_since)(infer_reduce_axes_input)
+
+
+@register("", ("ArgMax", "ArgMin"), since=1)
+def infer_arg_reduce(ctx: NodeContext, node: ir.Node) -> None:
+    """Indices along ``axis`` (kept as 1 or removed by ``keepdims``), INT64."""
+    ctx.require_input(0)
+    shape = ctx.input_shape(0)
+    keepdims = bool(ctx.attr_int("keepdims", 1))
+    if shape is None:
+        ctx.set_output(0, None, ir.DataType.INT64)
+        return
+    axis = ctx.normalize_axis(ctx.attr_int("axis", 0), len(shape))
+    ctx.set_output(0, _reduced_shape(shape, [axis], keepdims), ir.DataType.INT64)
+
+
+# ----------------------------------------------------------------------------------------
+# Shape-preserving ops
+# ----------------------------------------------------------------------------------------
+def _check_axis(ctx: NodeContext, shape: Shape | None, default: int) -> None:
+    """Fails the node when ``axis`` is out of range for a known, non-scalar rank."""
+    if shape is None:
+        return
+    if not shape:
+        ctx.fail(f"{ctx.node.op_type} needs an input of rank >= 1")
+    ctx.normalize_axis(ctx.attr_int("axis", default), len(shape))
+
+
+@register("", ("Softmax", "LogSoftmax", "Hardmax"), since=1)
+def infer_softmax_legacy(ctx: NodeContext, node: ir.Node) -> None:
+    """Same shape as the input (``axis`` defaults to 1, coerced-to-2D semantics)."""
+    ctx.require_input(0)
+    _check_axis(ctx, ctx.input_shape(0), 1)
+    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+
+
+@register("", ("Softmax", "LogSoftmax", "Hardmax"), since=13)
+def infer_softmax(ctx: NodeContext, node: ir.Node) -> None:
+    """Same shape as the input (``axis`` defaults to -1)."""
+    ctx.require_input(0)
+    _check_axis(ctx, ctx.input_shape(0), -1)
+    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+
+
+@register("", ("InstanceNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN"))
+def infer_same_shape_norm(ctx: NodeContext, node: ir.Node) -> None:
+    """Normalizations whose output has the input's shape and type."""
+    ctx.require_input(0)
+    if node.op_type == "LpNormalization":
+        _check_axis(ctx, ctx.input_shape(0), -1)
+    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+
+
+@register("", "GroupNormalization", since=18)
+def infer_group_normalization(ctx: NodeContext, node: ir.Node) -> None:
+    """Same shape as X; the channel count must be divisible by ``num_groups``."""
+    ctx.require_input(0)
+    shape = ctx.input_shape(0)
+    groups = ctx.attr_int("num_groups")
+    if groups is None or groups <= 0:
+        ctx.fail("num_groups must be a positive integer")
+    if shape is not None:
+        if len(shape) < 2:
+            ctx.fail(f"X must have rank >= 2, got {len(shape)}")
+        channels = shape[1]
+        if isinstance(channels, int) and channels % groups != 0:
+            ctx.fail(f"channel count {channels} is not divisible by num_groups={groups}")
+    ctx.set_output(0, shape, ctx.input_dtype(0))
+
+
+@register("", "RMSNormalization", since=23)
+def infer_rms_normalization(ctx: NodeContext, node: ir.Node) -> None:
+    """Same shape and type as X."""
+    ctx.require_input(0)
+    _check_axis(ctx, ctx.input_shape(0), -1)
+    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+
+
+# ----------------------------------------------------------------------------------------
+# LayerNormalization
+# ----------------------------------------------------------------------------------------
+def stats_shape(ctx: NodeContext, shape: Shape | None, axis: int) -> Shape | None:
+    """Shape of saved statistics: dims before ``axis`` kept, the normalized ones 1."""
+    if shape is None:
+        return None
+    axis = ctx.normalize_axis(axis, len(shape))
+    return (*shape[:axis], *([1] * (len(shape) - axis)))
+
+
+def stash_dtype(ctx: NodeContext) -> ir.DataType:
+    """Element type of saved statistics, given by ``stash_type`` (default FLOAT)."""
+    try:
+        return ir.DataType(ctx.attr_int("stash_type", ir.DataType.FLOAT.value))
+    except ValueError:
+        ctx.fail(f"stash_type {ctx.attr_int('stash_type')} is not a data type")
+
+
+def _layer_normalization(ctx: NodeContext, y_dtype: ir.DataType | None) -> None:
+    ctx.require_input(0)
+    ctx.require_input(1)
+    shape = ctx.input_shape(0)
+    stats = stats_shape(ctx, shape, ctx.attr_int("axis", -1))
+    ctx.set_output(0, shape, y_dtype)
+    ctx.set_output(1, stats, stash_dtype(ctx))
+    ctx.set_output(2, stats, stash_dtype(ctx))
+
+
+@register("", "LayerNormalization", since=1)
+def infer_layer_normalization_ort(ctx: NodeContext, node: ir.Node) -> None:
+    """Pre-17 LayerNormalization (onnxruntime's): Y typed like Scale, stats reduced."""
+    _layer_normalization(ctx, ctx.input_dtype(1) or ctx.input_dtype(0))
+
+
+@register("", "LayerNormalization", since=17)
+def infer_layer_normalization(ctx: NodeContext, node: ir.Node) -> None:
+    """Y like X; Mean/InvStdDev keep the dims before ``axis``, the rest are 1."""
+    _layer_normalization(ctx, ctx.input_dtype(0))
+
+
+# ----------------------------------------------------------------------------------------
+# BatchNormalization
+# ----------------------------------------------------------------------------------------
+def _channel_stats(ctx: NodeContext, source: int) -> Shape | None:
+    """Shape of a per-channel statistic: that of input ``source`` (mean or var).
+
+    Without it, ``(C,)`` from X (C is 1 for a rank-1 X).
+    """
+    shape = ctx.input_shape(source)
+    if shape is not None:
+        return shape
+    x = ctx.input_shape(0)
+    if x is None:
+        return None
+    if ctx.opset < 9 and ctx.attr_int("spatial", 1) == 0:
+        return None  # per-activation statistics: the shape of mean, unknown here
+    return (x[1],) if len(x) >= 2 else (1,)
+
+
+@register("", "BatchNormalization", since=1)
+def infer_batch_normalization(ctx: NodeContext, node: ir.Node) -> None:
+    """Y like X; running and saved statistics like the mean/var inputs (per channel)."""
+    for i in range(5):
+        ctx.require_input(i)
+    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+    # Outputs: (mean, var) running statistics; before 14 also (saved_mean, saved_var).
+    for out, source in ((1, 3), (2, 4), (3, 3), (4, 4)):
+        dtype = ctx.input_dtype(source) if out < 3 else ctx.input_dtype(0)
+        ctx.set_output(out, _channel_stats(ctx, source), dtype)

@@ -1,0 +1,639 @@
+"""Shape computations and the ops that carry "values as shape".
+
+``Shape``, ``Size``, ``Reshape``, ``Concat``, ``Gather``, ``Unsqueeze``, ``Squeeze``,
+``Cast``, ``CastLike``, ``Identity``, ``Constant``, ``ConstantOfShape``, ``Range`` and
+``Expand``. Each sets its output shape and, when the output is a small integer tensor,
+its symbolic elements, so ``Shape -> Gather -> Concat -> Reshape`` chains resolve to
+expressions in the model's own dim names.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
+
+import functools
+import logging
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.expr import _core as expr_core
+from onnx_symdims.ops._registry import register
+from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext
+from onnx_symdims.shapes import _values as values
+from onnx_symdims.shapes._context import INTEGER_DTYPES
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+INT64 = ir.DataType.INT64
+
+
+def _product(dims: Sequence[Dim]) -> Dim:
+    return functools.reduce(expr.mul, dims, 1)
+
+
+def _is_static(dims: Sequence[Dim] | None) -> bool:
+    return dims is not None and all(isinstance(d, int) for d in dims)
+
+
+def _static_length(ctx: NodeContext, i: int) -> int | None:
+    """The number of elements of 1-D input ``i`` when statically known."""
+    shape = ctx.input_shape(i)
+    if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
+        return shape[0]
+    return None
+
+
+def _axes_input_or_attr(ctx: NodeContext, since_input: int) -> tuple[bool, list[int] | None]:
+    """``(given, axes)`` from input 1 (opset >= ``since_input``) or the ``axes`` attribute.
+
+    ``given`` is False when no axes are specified at all; ``axes`` is ``None`` when they
+    are given at runtime and unknown here.
+    """
+    if ctx.opset >= since_input:
+        if not ctx.has_input(1):
+            return False, None
+        axes = ctx.input_ints(1)
+        return True, None if axes is None else list(axes)
+    axes_attr = ctx.attr_ints("axes")
+    return axes_attr is not None, None if axes_attr is None else list(axes_attr)
+
+
+# ----------------------------------------------------------------------------------------
+# Shape, Size
+# ----------------------------------------------------------------------------------------
+@register("", "Shape")
+def infer_shape(ctx: NodeContext, node: ir.Node) -> None:
+    """1-D int64 output holding the input's dims ``[start:end]`` (opset 15 slicing)."""
+    ctx.require_input(0)
+    dims = ctx.input_shape(0)
+    if dims is None:
+        ctx.set_output(0, [None], INT64)
+        return
+    rank = len(dims)
+    start = ctx.attr_int("start", 0) if ctx.opset >= 15 else 0
+    end = ctx.attr_int("end", rank) if ctx.opset >= 15 else rank
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    sliced = dims[start:end] if end > start else ()
+    ctx.set_output(0, [len(sliced)], INT64)
+    ctx.set_output_value(0, sliced)
+
+
+@register("", "Size")
+def infer_size(ctx: NodeContext, node: ir.Node) -> None:
+    """Scalar int64 holding the number of elements."""
+    ctx.require_input(0)
+    ctx.set_output(0, [], INT64)
+    dims = ctx.input_shape(0)
+    if dims is not None:
+        ctx.set_output_value(0, [_product(dims)])
+
+
+# ----------------------------------------------------------------------------------------
+# Reshape
+# ----------------------------------------------------------------------------------------
+def _zero_set(d: Dim) -> frozenset[str] | None:
+    """For ``d = c*s1*...*sk`` (``c > 0``, plain symbols): ``{s1..sk}``, else ``None``.
+
+    Then ``d == 0`` exactly when one of these symbols is 0.
+    """
+    if not isinstance(d, expr.DimExpr):
+        return None
+    monomials, constant = d.coefficients()
+    if constant != 0 or len(monomials) != 1:
+        return None
+    ((monomial, coefficient),) = monomials.items()
+    if coefficient <= 0 or not _is_product_of_symbols(monomial):
+        return None
+    return monomial.symbols()
+
+
+def _zero_implies_copied_dim_zero(t: expr.DimExpr, copied: Dim) -> bool:
+    """True when ``t == 0`` forces ``copied == 0`` (so "copy" and ``t`` agree)."""
+    t_zero = _zero_set(t)
+    copied_zero = _zero_set(copied)
+    return t_zero is not None and copied_zero is not None and t_zero <= copied_zero
+
+
+def _zero_implies_empty_input(t: expr.DimExpr, data: Sequence[Dim]) -> bool:
+    """True when ``t == 0`` forces a dim of ``data`` to be 0 (the input is empty).
+
+    Holds when ``t`` is one monomial ``c*s1*...*sk`` (``c > 0``) and every ``s`` is a
+    dim of ``data``: ``t == 0`` means some ``s == 0``.
+    """
+    names = _zero_set(t)
+    bare = {d.name for d in data if isinstance(d, expr.DimExpr) and d.is_symbol}
+    return bool(names) and names <= bare  # type: ignore[operator]
+
+
+def _is_product_of_symbols(monomial: expr.DimExpr) -> bool:
+    ((atoms, _),) = monomial.terms
+    return all(atom.kind == expr_core.SYM for atom in atoms)
+
+
+def reshape_dims(
+    ctx: NodeContext, data: Sequence[Dim] | None, target: Sequence[Dim], allowzero: bool
+) -> list[Dim | None]:
+    """Output dims of ``Reshape(data, target)``; ``None`` where the dim is unknown.
+
+    ``0`` copies the input dim (unless ``allowzero``), ``-1`` is the input's element
+    count divided exactly by the others. A symbolic target element ``t`` is kept only
+    when it cannot mean "copy" or "infer" differently: it is provably ``>= 0``, and
+    either ``allowzero``, or it is provably ``> 0``, or it lies past the input's rank
+    (a 0 there is an error), or ``t == 0`` forces the dim it would copy to be 0 (``t``
+    is that dim, or ``2*b`` copying ``b``), or ``t == 0`` forces an empty input while
+    every other output dim is ``> 0``.
+    """
+    scope = ctx.scope
+    out: list[Dim | None] = []
+    infer_at: int | None = None
+    needs_zero_check: list[int] = []
+    for i, t in enumerate(target):
+        if isinstance(t, int):
+            if t == -1:
+                if infer_at is not None:
+                    ctx.fail("more than one -1 in the target shape")
+                infer_at = i
+                out.append(None)
+            elif t < -1:
+                ctx.fail(f"invalid target dim {t} at axis {i}")
+            elif t == 0 and not allowzero:
+                if data is None:
+                    out.append(None)
+                elif i >= len(data):
+                    ctx.fail(
+                        f"target dim 0 at axis {i} copies a dim of a rank-{len(data)} input"
+                    )
+                else:
+                    out.append(data[i])
+            else:
+                out.append(t)
+        elif t.is_unknown or not scope.prove_nonneg(t):
+            out.append(None)  # may be -1 (infer) at runtime
+        elif (
+            allowzero
+            or scope.prove_gt(t, 0)
+            # A 0 past the input's rank is an error, so t != 0 in every valid run.
+            or (data is not None and i >= len(data))
+            or (data is not None and _zero_implies_copied_dim_zero(t, data[i]))
+        ):
+            out.append(t)
+        elif data is not None and _zero_implies_empty_input(t, data):
+            out.append(t)
+            needs_zero_check.append(i)
+        else:
+            out.append(None)
+    for i in needs_zero_check:
+        others_positive = infer_at is None and all(
+            d is not None and ((isinstance(d, int) and d > 0) or scope.prove_gt(d, 0))
+            for j, d in enumerate(out)
+            if j != i
+        )
+        if not others_positive:
+            out[i] = None
+    if infer_at is not None and data is not None:
+        others = [d for j, d in enumerate(out) if j != infer_at]
+        if all(d is not None for d in others):
+            total = _product(data)
+            known = _product(others)  # type: ignore[arg-type]
+            if isinstance(total, int) and isinstance(known, int):
+                if known == 0 or total % known != 0:
+                    ctx.fail(f"cannot reshape {total} elements into a multiple of {known}")
+                out[infer_at] = total // known
+            elif known != 0:
+                # Exact whenever the run succeeds (onnxruntime rejects -1 with a 0 dim).
+                try:
+                    out[infer_at] = expr.exact_div(total, known)
+                except (expr.InexactDivisionError, ZeroDivisionError):
+                    out[infer_at] = None
+    elif infer_at is None and data is not None and all(isinstance(d, int) for d in out):
+        total = _product(data)
+        if isinstance(total, int) and total != math.prod(out):  # type: ignore[arg-type]
+            ctx.fail(f"cannot reshape {total} elements into {list(out)}")
+    return out
+
+
+def _set_reshaped(ctx: NodeContext, target: Sequence[Dim] | None, allowzero: bool) -> None:
+    data = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    if target is None:
+        length = _static_length(ctx, 1)
+        ctx.set_output(0, None if length is None else [None] * length, dtype)
+    else:
+        ctx.set_output(0, reshape_dims(ctx, data, target, allowzero), dtype)
+    ctx.set_output_value(0, ctx.input_value(0))
+
+
+@register("", "Reshape", since=5)
+def infer_reshape(ctx: NodeContext, node: ir.Node) -> None:
+    """Target shape from input 1 (``allowzero`` since opset 14)."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    allowzero = bool(ctx.attr_int("allowzero", 0)) if ctx.opset >= 14 else False
+    _set_reshaped(ctx, ctx.input_value(1), allowzero)
+
+
+@register("", "Reshape")
+def infer_reshape_attr(ctx: NodeContext, node: ir.Node) -> None:
+    """Opsets 1-4: target shape from the ``shape`` attribute."""
+    ctx.require_input(0)
+    target = ctx.attr_ints("shape")
+    if target is None:
+        ctx.fail("missing attribute 'shape'")
+    _set_reshaped(ctx, target, False)
+
+
+# ----------------------------------------------------------------------------------------
+# Concat, Gather
+# ----------------------------------------------------------------------------------------
+def _least_fresh(ctx: NodeContext, candidates: Sequence[Dim]) -> Dim:
+    """The first dim built only from model names, else the first one (all are equal)."""
+    generated = ctx.ctx.is_generated
+    for d in candidates:
+        if not any(generated(s) for s in d.symbols()):  # type: ignore[union-attr]
+            return d
+    return candidates[0]
+
+
+@register("", "Concat")
+def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
+    """Dims along ``axis`` add up; the other dims are equal (an int is preferred)."""
+    present = [i for i in range(ctx.num_inputs) if ctx.has_input(i)]
+    if not present:
+        ctx.fail("needs at least one input")
+    axis = ctx.attr_int("axis")
+    if axis is None:
+        if ctx.opset >= 4:
+            ctx.fail("missing attribute 'axis'")
+        axis = 1
+    shapes = [ctx.input_shape(i) for i in present]
+    dtype = next((d for i in present if (d := ctx.input_dtype(i)) is not None), None)
+    known = [s for s in shapes if s is not None]
+    if not known:
+        ctx.set_output(0, None, dtype)
+        return
+    rank = len(known[0])
+    if any(len(s) != rank for s in known):
+        ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
+    if rank == 0:
+        ctx.fail("cannot concatenate scalars")
+    axis = ctx.normalize_axis(axis, rank)
+    out: list[Dim | None] = []
+    for k in range(rank):
+        if k == axis:
+            out.append(
+                None
+                if len(known) < len(shapes)
+                else functools.reduce(expr.add, (s[k] for s in known))
+            )
+            continue
+        candidates = [s[k] for s in known]
+        ints = {d for d in candidates if isinstance(d, int)}
+        if len(ints) > 1:
+            ctx.fail(f"inputs disagree on axis {k}: {sorted(ints)}")
+        chosen = ints.pop() if ints else _least_fresh(ctx, candidates)
+        for d in candidates:
+            if d is not chosen and not isinstance(d, int):
+                ctx.ctx.add_constraint(d, chosen)  # a valid run has them equal
+        out.append(chosen)
+    ctx.set_output(0, out, dtype)
+    if rank == 1:
+        pieces: list[Dim] = []
+        for i, shape in zip(present, shapes):
+            elements = ctx.input_value(i)
+            if elements is None:
+                if (
+                    shape is None
+                    or not isinstance(shape[0], int)
+                    or shape[0] > MAX_VALUE_ELEMENTS
+                ):
+                    return
+                elements = [values.unknown_element() for _ in range(shape[0])]
+            pieces.extend(elements)
+        if not values.is_fully_unknown(pieces):
+            ctx.set_output_value(0, pieces)
+
+
+@register("", "Gather")
+def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
+    """``data.shape[:axis] + indices.shape + data.shape[axis+1:]``; values via ``take``."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    data = ctx.input_shape(0)
+    indices = ctx.input_shape(1)
+    dtype = ctx.input_dtype(0)
+    if data is None or indices is None:
+        ctx.set_output(0, None, dtype)
+        return
+    if not data:
+        ctx.fail("cannot gather from a scalar")
+    axis = ctx.normalize_axis(ctx.attr_int("axis", 0), len(data))
+    out = (*data[:axis], *indices, *data[axis + 1 :])
+    ctx.set_output(0, out, dtype)
+    elements = ctx.input_value(0)
+    if elements is None or not _is_static(data) or not _is_static(indices):
+        return
+    index_values = ctx.input_value(1)
+    if index_values is None:
+        return
+    bound = data[axis]
+    picked_shape = tuple(indices)
+    if not all(isinstance(j, int) for j in index_values):
+        # Symbolic indices: the result has the right shape but unknown elements.
+        return
+    for j in index_values:
+        if not -bound <= j < bound:  # type: ignore[operator]
+            ctx.fail(f"index {j} is out of range for axis {axis} of size {bound}")
+    array = np.empty(len(elements), dtype=object)
+    for n, e in enumerate(elements):
+        array[n] = e
+    array = array.reshape(tuple(data))  # type: ignore[arg-type]
+    index_array = np.array(index_values, dtype=np.int64).reshape(picked_shape)  # type: ignore[arg-type]
+    taken = np.take(array, index_array, axis=axis)
+    ctx.set_output_value(0, list(np.asarray(taken, dtype=object).reshape(-1)))
+
+
+# ----------------------------------------------------------------------------------------
+# Unsqueeze, Squeeze
+# ----------------------------------------------------------------------------------------
+@register("", "Unsqueeze")
+def infer_unsqueeze(ctx: NodeContext, node: ir.Node) -> None:
+    """Inserts 1s at ``axes`` (attribute before opset 13, input since)."""
+    ctx.require_input(0)
+    data = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    given, axes = _axes_input_or_attr(ctx, 13)
+    if not given:
+        ctx.fail("missing axes")
+    if data is None:
+        ctx.set_output(0, None, dtype)
+        return
+    if axes is None:
+        count = _static_length(ctx, 1)
+        # Where the 1s go is unknown: every dim is fresh, only the rank is known.
+        ctx.set_output(0, None if count is None else [None] * (len(data) + count), dtype)
+        return
+    rank = len(data) + len(axes)
+    positions = set(ctx.normalize_axes(axes, rank))
+    source = iter(data)
+    ctx.set_output(0, [1 if k in positions else next(source) for k in range(rank)], dtype)
+    ctx.set_output_value(0, ctx.input_value(0))
+
+
+@register("", "Squeeze")
+def infer_squeeze(ctx: NodeContext, node: ir.Node) -> None:
+    """Removes ``axes`` (which must be 1); without axes, every dim known to be 1."""
+    ctx.require_input(0)
+    data = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    given, axes = _axes_input_or_attr(ctx, 13)
+    if data is None:
+        ctx.set_output(0, None, dtype)
+        return
+    if not given:
+        if not all(isinstance(d, int) or ctx.scope.prove_gt(d, 1) for d in data):
+            # A symbolic dim might be 1 at runtime: which dims go is unknown.
+            ctx.set_output(0, None, dtype)
+            return
+        out = [d for d in data if d != 1]
+    elif axes is None:
+        count = _static_length(ctx, 1)
+        out = None if count is None else [None] * (len(data) - count)
+    else:
+        drop = set(ctx.normalize_axes(axes, len(data)))
+        for k in drop:
+            if isinstance(data[k], int) and data[k] != 1:
+                ctx.fail(f"cannot squeeze axis {k} of size {data[k]}")
+        out = [d for k, d in enumerate(data) if k not in drop]
+    ctx.set_output(0, out, dtype)
+    ctx.set_output_value(0, ctx.input_value(0))
+
+
+# ----------------------------------------------------------------------------------------
+# Cast, CastLike, Identity
+# ----------------------------------------------------------------------------------------
+_INT_RANGES = {
+    ir.DataType.INT8: (-(2**7), 2**7 - 1),
+    ir.DataType.INT16: (-(2**15), 2**15 - 1),
+    ir.DataType.INT32: (-(2**31), 2**31 - 1),
+    ir.DataType.INT64: (-(2**63), 2**63 - 1),
+    ir.DataType.UINT8: (0, 2**8 - 1),
+    ir.DataType.UINT16: (0, 2**16 - 1),
+    ir.DataType.UINT32: (0, 2**32 - 1),
+    ir.DataType.UINT64: (0, 2**64 - 1),
+}
+# Symbolic elements are dim-sized; these types hold any realistic dim.
+_WIDE_INTS = frozenset({ir.DataType.INT32, ir.DataType.INT64, ir.DataType.UINT64})
+
+
+def _cast_element(scope: expr.Scope, e: Dim, to: ir.DataType) -> Dim:
+    if to == ir.DataType.BOOL:
+        if isinstance(e, int):
+            return int(e != 0)
+        return 1 if scope.prove_gt(e, 0) else values.unknown_element()
+    if isinstance(e, int):
+        low, high = _INT_RANGES[to]
+        return e if low <= e <= high else values.unknown_element()
+    return e if to in _WIDE_INTS else values.unknown_element()
+
+
+def _set_cast(ctx: NodeContext, to: ir.DataType) -> None:
+    ctx.set_output(0, ctx.input_shape(0), to)
+    elements = ctx.input_value(0)
+    if (
+        elements is None
+        or to not in INTEGER_DTYPES
+        or ctx.input_dtype(0) not in INTEGER_DTYPES
+    ):
+        return
+    cast = [_cast_element(ctx.scope, e, to) for e in elements]
+    if not values.is_fully_unknown(cast):
+        ctx.set_output_value(0, cast)
+
+
+@register("", "Cast")
+def infer_cast(ctx: NodeContext, node: ir.Node) -> None:
+    """Same shape, element type ``to`` (an int, or a type name before opset 6)."""
+    ctx.require_input(0)
+    attr = node.attributes.get("to")
+    if attr is None:
+        ctx.fail("missing attribute 'to'")
+    try:
+        if attr.type == ir.AttributeType.STRING:
+            to = ir.DataType[attr.value.upper()]
+        else:
+            to = ir.DataType(ctx.attr_int("to"))
+    except (KeyError, ValueError):
+        ctx.fail(f"invalid target type {attr.value!r}")
+    _set_cast(ctx, to)
+
+
+@register("", "CastLike", since=15)
+def infer_cast_like(ctx: NodeContext, node: ir.Node) -> None:
+    """Same shape as input 0, element type of input 1."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    to = ctx.input_dtype(1)
+    if to is None:
+        ctx.set_output(0, ctx.input_shape(0))
+        return
+    _set_cast(ctx, to)
+
+
+@register("", "Identity")
+def infer_identity(ctx: NodeContext, node: ir.Node) -> None:
+    """Output = input: shape, type and value (sequences/optionals keep their type)."""
+    value = ctx.require_input(0)
+    if value.type is not None and not isinstance(value.type, ir.TensorType):
+        ctx.set_output_type(0, value.type)
+        ctx.set_output(0, None)
+        return
+    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+    ctx.set_output_value(0, ctx.input_value(0))
+
+
+# ----------------------------------------------------------------------------------------
+# Constant, ConstantOfShape, Range, Expand
+# ----------------------------------------------------------------------------------------
+def _tensor_elements(tensor: ir.TensorProtocol) -> tuple[int, ...] | None:
+    if tensor.dtype not in INTEGER_DTYPES or tensor.size > MAX_VALUE_ELEMENTS:
+        return None
+    return tuple(int(x) for x in tensor.numpy().reshape(-1).tolist())
+
+
+@register("", "Constant")
+def infer_constant(ctx: NodeContext, node: ir.Node) -> None:
+    """Shape, type and (small integer) value from whichever ``value*`` attribute is set."""
+    attributes = node.attributes
+    if len(attributes) != 1:
+        ctx.fail(f"expects exactly one attribute, got {sorted(attributes)}")
+    ((name, attr),) = attributes.items()
+    if name == "value":
+        tensor = ctx.attr_tensor("value")
+        ctx.set_output(0, [int(d) for d in tensor.shape], tensor.dtype)
+        ctx.set_output_value(0, _tensor_elements(tensor))
+    elif name == "value_int":
+        ctx.set_output(0, [], INT64)
+        ctx.set_output_value(0, [ctx.attr_int(name)])
+    elif name == "value_ints":
+        ints = ctx.attr_ints(name)
+        ctx.set_output(0, [len(ints)], INT64)
+        ctx.set_output_value(0, ints)
+    elif name == "value_float":
+        ctx.attr_float(name)
+        ctx.set_output(0, [], ir.DataType.FLOAT)
+    elif name == "value_floats":
+        ctx.set_output(0, [len(ctx.attr_floats(name))], ir.DataType.FLOAT)
+    elif name == "value_string":
+        ctx.set_output(0, [], ir.DataType.STRING)
+    elif name == "value_strings":
+        ctx.set_output(0, [len(attr.value)], ir.DataType.STRING)
+    else:  # sparse_value and anything newer: ONNX knows best
+        ctx.fallback()
+
+
+@register("", "ConstantOfShape", since=9)
+def infer_constant_of_shape(ctx: NodeContext, node: ir.Node) -> None:
+    """Output shape = input 0's elements; type and fill value from ``value``."""
+    ctx.require_input(0)
+    tensor = ctx.attr_tensor("value")
+    dtype = tensor.dtype if tensor is not None else ir.DataType.FLOAT
+    target = ctx.input_value(0)
+    if target is None:
+        length = _static_length(ctx, 0)
+        ctx.set_output(0, None if length is None else [None] * length, dtype)
+        return
+    dims: list[Dim | None] = []
+    for k, t in enumerate(target):
+        if isinstance(t, int):
+            if t < 0:
+                ctx.fail(f"negative dim {t} at axis {k}")
+            dims.append(t)
+        else:
+            dims.append(t if not t.is_unknown and ctx.scope.prove_nonneg(t) else None)
+    ctx.set_output(0, dims, dtype)
+    fill = _tensor_elements(tensor) if tensor is not None else (0,)
+    if fill is not None and len(fill) == 1 and _is_static(dims):
+        count = math.prod(dims)  # type: ignore[arg-type]
+        if count <= MAX_VALUE_ELEMENTS and dtype in INTEGER_DTYPES:
+            ctx.set_output_value(0, fill * count)
+
+
+def _scalar(ctx: NodeContext, i: int) -> Dim | float | None:
+    """Input ``i`` as one integer element or, for a float constant, one float."""
+    elements = ctx.input_value(i)
+    if elements is not None:
+        return elements[0] if len(elements) == 1 else None
+    value = ctx.input(i)
+    tensor = value.const_value if value is not None else None
+    if tensor is not None and tensor.size == 1 and tensor.dtype.is_floating_point():
+        return float(tensor.numpy().reshape(-1)[0])
+    return None
+
+
+@register("", "Range", since=11)
+def infer_range(ctx: NodeContext, node: ir.Node) -> None:
+    """1-D output of ``max(ceil((limit - start) / delta), 0)`` elements."""
+    for i in range(3):
+        ctx.require_input(i)
+    dtype = ctx.input_dtype(0)
+    start, limit, delta = (_scalar(ctx, i) for i in range(3))
+    length: Dim | None = None
+    if isinstance(delta, (int, float)) and delta == 0:
+        ctx.fail("delta is zero")
+    if all(isinstance(x, (int, float)) for x in (start, limit, delta)):
+        length = max(math.ceil((limit - start) / delta), 0)  # type: ignore[operator]
+    elif isinstance(delta, int) and _is_dim(start) and _is_dim(limit):
+        span = expr.sub(limit, start) if delta > 0 else expr.sub(start, limit)  # type: ignore[arg-type]
+        length = expr.dmax(expr.ceildiv(span, abs(delta)), 0, scope=ctx.scope)
+    ctx.set_output(0, [length], dtype)
+    if (
+        isinstance(length, int)
+        and length <= MAX_VALUE_ELEMENTS
+        and isinstance(delta, int)
+        and _is_dim(start)
+        and dtype in INTEGER_DTYPES
+    ):
+        ctx.set_output_value(0, [expr.add(start, k * delta) for k in range(length)])  # type: ignore[arg-type]
+
+
+def _is_dim(x: object) -> bool:
+    return isinstance(x, int) or (isinstance(x, expr.DimExpr) and not x.is_unknown)
+
+
+@register("", "Expand", since=8)
+def infer_expand(ctx: NodeContext, node: ir.Node) -> None:
+    """Numpy broadcasting of the input shape with the target shape (input 1)."""
+    ctx.require_input(0)
+    ctx.require_input(1)
+    data = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    target = ctx.input_value(1)
+    if target is None:
+        length = _static_length(ctx, 1)
+        target = None if length is None else [values.unknown_element()] * length
+    if data is None or target is None:
+        ctx.set_output(0, None, dtype)
+        return
+    dims: list[Dim] = []
+    for k, t in enumerate(target):
+        if isinstance(t, int):
+            if t < 0:
+                ctx.fail(f"negative target dim {t} at axis {k}")
+            dims.append(t)
+        elif t.is_unknown or not ctx.scope.prove_nonneg(t):
+            dims.append(ctx.new_symbol(f"shape{k}"))  # some dim >= 0
+        else:
+            dims.append(t)
+    out = ctx.broadcast_shapes(data, tuple(dims))
+    ctx.set_output(0, out, dtype)
+    elements = ctx.input_value(0)
+    if elements is not None and _is_static(data) and _is_static(out):
+        result = values.broadcast_elements(lambda e, _: e, [(data, elements), (out, None)])
+        if result is not None:
+            ctx.set_output_value(0, result[1])

@@ -1,0 +1,767 @@
+"""Shape hooks for slicing and data-movement ops.
+
+Slice, Split, Flatten, Transpose, Tile, Pad, Trilu, CumSum, DepthToSpace, SpaceToDepth,
+ReverseSequence, Col2Im and CenterCropPad, for every version from opset 7 on.
+
+Soundness notes:
+
+* A dim may be 0, so ``x[0:1]`` on a symbolic axis ``d`` is ``min(1, d)``, never ``1``.
+* A start or end whose sign cannot be proven (``seq - 1`` may be ``-1``) changes the
+  meaning of the index, so that axis gets a fresh symbol bounded by the input dim.
+* Ends at or beyond ``INT32_MAX`` (and starts at or below ``-INT32_MAX``) are the
+  exporters' spelling of "to the end"; they are read as infinities, which assumes
+  the sliced axis is shorter than ``2**31 - 1``. A backward slice ending exactly at
+  ``INT32_MAX``/``INT64_MAX`` is read differently by the spec (clamp to ``d - 1``) and
+  by onnxruntime ("before the first element"), so it gets a fresh symbol.
+* ONNX clamps a backward start into ``[0, d-1]``, unlike numpy: ``x[-5:-10:-1]`` of a
+  length-3 axis has 1 element in ONNX and none in numpy.
+* Split with a ``split`` input that is only known at run time gets a fresh symbol per
+  output (their sum is recorded as equal to the dim), never an even split.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from onnx_symdims import expr
+from onnx_symdims.ops._registry import register
+
+if TYPE_CHECKING:
+    import onnx_ir as ir
+
+    from onnx_symdims.shapes import NodeContext
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+
+#: Indices at or beyond this magnitude mean "past the end" / "before the start".
+_INFINITE_INDEX = 2**31 - 1
+_POS_INF = "+inf"
+_NEG_INF = "-inf"
+#: onnxruntime reads exactly these ends as "before the first element" when the step is
+#: negative, while the ONNX spec clamps them to ``d - 1``: such slices get a fresh symbol.
+_RUNTIME_DEPENDENT_ENDS = frozenset({2**31 - 1, 2**63 - 1})
+
+
+# ---------------------------------------------------------------------------------------
+# Shared helpers
+# ---------------------------------------------------------------------------------------
+def _is_known(d: Dim | None) -> bool:
+    return d is not None and not (isinstance(d, expr.DimExpr) and d.is_unknown)
+
+
+def _bounded_symbol(ctx: NodeContext, hint: str, bound: Dim) -> Dim:
+    """A fresh dim known to be at most ``bound`` (``0`` when the bound is ``0``)."""
+    if bound == 0:
+        return 0
+    symbol = ctx.new_symbol(hint)
+    ctx.ctx.add_less_equal_constraint(symbol, bound)
+    return symbol
+
+
+def _product(dims: Sequence[Dim]) -> Dim:
+    return functools.reduce(expr.mul, dims, 1)
+
+
+def _exact_div(ctx: NodeContext, a: Dim, b: int, what: str) -> Dim:
+    try:
+        return expr.exact_div(a, b)
+    except expr.InexactDivisionError:
+        ctx.fail(f"{what} {a} is not divisible by {b}")
+
+
+def _static_length(ctx: NodeContext, i: int) -> int | None:
+    """The length of 1-D input ``i`` from its value or its static shape."""
+    value = ctx.input_value(i)
+    if value is not None:
+        return len(value)
+    shape = ctx.input_shape(i)
+    if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
+        return shape[0]
+    return None
+
+
+def _int_value(ctx: NodeContext, i: int) -> int | None:
+    """The single integer element of (scalar or 1-element) input ``i``, if known."""
+    value = ctx.input_ints(i)
+    if value is None or len(value) != 1:
+        return None
+    return value[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Slice
+# ---------------------------------------------------------------------------------------
+def _onnx_slice_range(n: int, start: int, end: int, step: int) -> range:
+    """The indices ONNX Slice takes from an axis of length ``n``.
+
+    Not Python's rules: with a negative step ONNX clamps the start into ``[0, n-1]``.
+    """
+    start = start + n if start < 0 else start
+    end = end + n if end < 0 else end
+    if step > 0:
+        start = min(max(start, 0), n)
+        end = min(max(end, 0), n)
+    else:
+        start = min(max(start, 0), n - 1)
+        end = min(max(end, -1), n - 1)
+    return range(start, end, step)
+
+
+def _runtime_dependent(end: Dim, step: Dim, scope: expr.Scope) -> bool:
+    """True for a backward slice whose end means different things to spec and runtime."""
+    if not (isinstance(end, int) and end in _RUNTIME_DEPENDENT_ENDS):
+        return False
+    return not (isinstance(step, int) and step > 0) and not scope.prove_ge(step, 1)
+
+
+def _adjusted_index(v: Dim, d: Dim, scope: expr.Scope) -> Dim | str | None:
+    """``v + d`` for a negative index, ``v`` otherwise; infinities as markers.
+
+    ``None`` when the sign of a symbolic index cannot be proven.
+    """
+    if isinstance(v, int):
+        if v >= _INFINITE_INDEX:
+            return _POS_INF
+        if v <= -_INFINITE_INDEX:
+            return _NEG_INF
+        return v if v >= 0 else expr.add(v, d)
+    if scope.prove_nonneg(v):
+        return v
+    if scope.prove_gt(0, v):
+        return expr.add(v, d)
+    return None
+
+
+def _clamp(v: Dim | str, lo: Dim, hi: Dim, scope: expr.Scope) -> Dim:
+    """``min(max(v, lo), hi)`` exactly (also when ``lo > hi``), simplified by the scope."""
+    if v == _POS_INF:
+        return hi
+    if v == _NEG_INF or scope.prove_le(v, lo):
+        return expr.dmin(lo, hi, scope=scope)
+    if scope.prove_ge(v, hi):
+        return hi
+    return expr.dmin(expr.dmax(v, lo, scope=scope), hi, scope=scope)
+
+
+def _forward_length(
+    d: Dim, start: Dim | str, end: Dim | str, step: Dim, scope: expr.Scope
+) -> Dim:
+    """Length of a positive-step slice: ``max(0, ceil((min(end, d) - max(start, 0)) / step))``.
+
+    This equals ``max(0, ceil((clamp(end, 0, d) - clamp(start, 0, d)) / step))`` for every
+    start and end (checked case by case) and keeps the expressions small: the difference
+    of a ``min`` and a ``max`` is the ``min`` of the pairwise differences, so
+    ``x[-(n+1):]`` on ``d`` gives ``min(n+1, d)``.
+    """
+    if start == _POS_INF or end == _NEG_INF:
+        return 0
+    if start == _NEG_INF:
+        firsts: list[Dim] = [0]
+    elif scope.prove_nonneg(start):
+        firsts = [start]  # type: ignore[list-item]
+    else:
+        firsts = [start, 0]  # type: ignore[list-item]
+    stops: list[Dim] = [d] if end == _POS_INF else [end, d]  # type: ignore[list-item]
+    span = expr.dmin(*(expr.sub(b, a) for b in stops for a in firsts), scope=scope)
+    return expr.dmax(0, expr.ceildiv(span, step), scope=scope)
+
+
+def _backward_length(
+    d: Dim, start: Dim | str, end: Dim | str, step: Dim, scope: expr.Scope
+) -> Dim:
+    """Length of a negative-step slice (``step`` is the absolute step).
+
+    ONNX clamps the start into ``[0, d-1]`` and the end into ``[-1, d-1]``; for ``d == 0``
+    both clamps give ``-1``, hence length 0.
+    """
+    last = expr.sub(d, 1)
+    first_index = _clamp(start, 0, last, scope)
+    stop_index = _clamp(end, -1, last, scope)
+    length = expr.ceildiv(expr.sub(first_index, stop_index), step)
+    ordered = (
+        start not in (_POS_INF, _NEG_INF)
+        and end not in (_POS_INF, _NEG_INF)
+        and scope.prove_ge(start, end)  # the clamps are monotone: first >= stop
+    )
+    return length if ordered else expr.dmax(0, length, scope=scope)
+
+
+def slice_length(d: Dim, start: Dim, end: Dim, step: Dim, scope: expr.Scope) -> Dim | None:
+    """The length of ``Slice`` on an axis of length ``d``, or ``None`` when unprovable.
+
+    Args:
+        d: The input dim.
+        start: The start index (negative counts from the end).
+        end: The end index (exclusive; negative counts from the end).
+        step: The step, nonzero.
+        scope: Assumptions used to resolve signs and ``min``/``max``.
+
+    Returns:
+        The output dim, sound for every binding of the symbols; ``None`` when a sign
+        (of the step, or of a symbolic index) cannot be proven.
+
+    Raises:
+        ValueError: the step is 0.
+    """
+    if not (_is_known(start) and _is_known(end) and _is_known(step)):
+        return None
+    if step == 0:
+        raise ValueError("Slice step cannot be 0")
+    if d == 0:
+        return 0
+    if _runtime_dependent(end, step, scope):
+        return None
+    if (
+        isinstance(d, int)
+        and isinstance(start, int)
+        and isinstance(end, int)
+        and isinstance(step, int)
+    ):
+        return len(_onnx_slice_range(d, start, end, step))
+    if isinstance(step, int):
+        forward = step > 0
+    elif scope.prove_ge(step, 1):
+        forward = True
+    elif scope.prove_le(step, -1):
+        forward = False
+    else:
+        return None
+    adjusted_start = _adjusted_index(start, d, scope)
+    adjusted_end = _adjusted_index(end, d, scope)
+    if adjusted_start is None or adjusted_end is None:
+        return None
+    if forward:
+        return _forward_length(d, adjusted_start, adjusted_end, step, scope)
+    return _backward_length(d, adjusted_start, adjusted_end, expr.neg(step), scope)
+
+
+def _slice_vector(ctx: NodeContext, i: int, n: int | None) -> tuple[Dim | None, ...] | None:
+    """Input ``i`` as ``n`` indices (``None`` for unknown elements), or ``None``."""
+    value = ctx.input_value(i)
+    if value is None:
+        return None if n is None else (None,) * n
+    if n is not None and len(value) != n:
+        ctx.fail(f"input {i} has {len(value)} elements, expected {n}")
+    return tuple(v if _is_known(v) else None for v in value)
+
+
+def _apply_slice(
+    ctx: NodeContext,
+    starts: Sequence[Dim | None],
+    ends: Sequence[Dim | None],
+    axes: Sequence[int] | None,
+    steps: Sequence[Dim | None],
+) -> None:
+    """Writes the Slice output; ``axes=None`` means the sliced axes are unknown."""
+    shape = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    if shape is None:
+        ctx.set_output(0, None, dtype)
+        return
+    rank = len(shape)
+    if axes is None:
+        # Any axis may be sliced: each dim is unknown but at most the input dim.
+        dims = [_bounded_symbol(ctx, f"d{k}", d) for k, d in enumerate(shape)]
+        ctx.set_output(0, dims, dtype)
+        return
+    axes = ctx.normalize_axes(axes, rank)
+    dims: list[Dim] = list(shape)
+    for axis, start, end, step in zip(axes, starts, ends, steps):
+        if step == 0:
+            ctx.fail(f"step is 0 on axis {axis}")
+        d = shape[axis]
+        length = None
+        if start is not None and end is not None and step is not None:
+            length = slice_length(d, start, end, step, ctx.scope)
+        dims[axis] = _bounded_symbol(ctx, f"d{axis}", d) if length is None else length
+    ctx.set_output(0, dims, dtype)
+    _slice_value(ctx, rank, starts, ends, axes, steps)
+
+
+def _slice_value(
+    ctx: NodeContext,
+    rank: int,
+    starts: Sequence[Dim | None],
+    ends: Sequence[Dim | None],
+    axes: Sequence[int],
+    steps: Sequence[Dim | None],
+) -> None:
+    """Value-as-shape: slicing a known 1-D value with constant indices."""
+    elements = ctx.input_value(0)
+    if elements is None or rank != 1 or list(axes) != [0]:
+        return
+    start, end, step = starts[0], ends[0], steps[0]
+    if not (isinstance(start, int) and isinstance(end, int) and isinstance(step, int)):
+        return
+    if _runtime_dependent(end, step, ctx.scope):
+        return
+    ctx.set_output_value(
+        0, [elements[i] for i in _onnx_slice_range(len(elements), start, end, step)]
+    )
+
+
+@register("", "Slice", since=1)
+def infer_slice_v1(ctx: NodeContext, node: ir.Node) -> None:
+    """Slice with ``starts``/``ends``/``axes`` attributes (opset < 10): clamped lengths."""
+    starts = ctx.attr_ints("starts")
+    ends = ctx.attr_ints("ends")
+    if starts is None or ends is None:
+        ctx.fail("attributes 'starts' and 'ends' are required")
+    if len(starts) != len(ends):
+        ctx.fail(f"{len(starts)} starts but {len(ends)} ends")
+    axes = ctx.attr_ints("axes", range(len(starts)))
+    if len(axes) != len(starts):
+        ctx.fail(f"{len(axes)} axes but {len(starts)} starts")
+    _apply_slice(ctx, starts, ends, axes, (1,) * len(starts))
+
+
+@register("", "Slice", since=10)
+def infer_slice(ctx: NodeContext, node: ir.Node) -> None:
+    """Slice with ``starts``/``ends``/``axes``/``steps`` inputs: clamped symbolic lengths."""
+    ctx.require_input(1)
+    ctx.require_input(2)
+    optional = [i for i in (3, 4) if ctx.has_input(i)]
+    lengths = {n for i in (1, 2, *optional) if (n := _static_length(ctx, i)) is not None}
+    if len(lengths) > 1:
+        ctx.fail(f"starts, ends, axes and steps have different lengths {sorted(lengths)}")
+    n = lengths.pop() if lengths else None
+    starts = _slice_vector(ctx, 1, n)
+    ends = _slice_vector(ctx, 2, n)
+    if ctx.has_input(3):
+        axes = ctx.input_ints(3)
+    else:
+        axes = None if n is None else tuple(range(n))
+    steps = _slice_vector(ctx, 4, n) if ctx.has_input(4) else (1,) * (n or 0)
+    if axes is None or starts is None or ends is None or steps is None:
+        _apply_slice(ctx, (), (), None, ())
+        return
+    _apply_slice(ctx, starts, ends, axes, steps)
+
+
+# ---------------------------------------------------------------------------------------
+# Split
+# ---------------------------------------------------------------------------------------
+def _set_split_outputs(ctx: NodeContext, axis: int, sizes: Sequence[Dim | None]) -> None:
+    """Writes one output per size (``None``: a fresh symbol) and the sum constraint."""
+    shape = ctx.input_shape(0)
+    assert shape is not None
+    d = shape[axis]
+    sizes = [
+        _bounded_symbol(ctx, f"split{i}", d) if size is None else size
+        for i, size in enumerate(sizes)
+    ]
+    total = functools.reduce(expr.add, sizes, 0)
+    if isinstance(total, int) and isinstance(d, int):
+        if total != d:
+            ctx.fail(f"split sizes {list(sizes)} do not add up to the dim {d}")
+    elif not ctx.scope.prove_eq(total, d):
+        # Holds in every execution that does not fail.
+        ctx.ctx.add_constraint(total, d)
+    dtype = ctx.input_dtype(0)
+    for i, size in enumerate(sizes):
+        dims = list(shape)
+        dims[axis] = size
+        ctx.set_output(i, dims, dtype)
+    _split_values(ctx, sizes)
+
+
+def _split_values(ctx: NodeContext, sizes: Sequence[Dim]) -> None:
+    """Value-as-shape: splitting a known 1-D value into constant sizes."""
+    elements = ctx.input_value(0)
+    if elements is None or ctx.input_rank(0) != 1:
+        return
+    if not all(isinstance(s, int) for s in sizes) or sum(sizes) != len(elements):  # type: ignore[arg-type]
+        return
+    offset = 0
+    for i, size in enumerate(sizes):
+        ctx.set_output_value(i, elements[offset : offset + size])  # type: ignore[operator]
+        offset += size  # type: ignore[operator]
+
+
+def _infer_split(
+    ctx: NodeContext, sizes: Sequence[Dim | None] | None, chunks: int | None
+) -> None:
+    """Split along ``axis`` into explicit ``sizes``, ``chunks`` ceil-sized chunks, or evenly.
+
+    Args:
+        ctx: The node context.
+        sizes: Explicit sizes (``None`` elements are run-time values), or ``None``.
+        chunks: ``num_outputs`` (opset >= 18) when no sizes are given.
+    """
+    shape = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    outputs = ctx.num_outputs
+    if sizes is not None and len(sizes) != outputs:
+        ctx.fail(f"{len(sizes)} split sizes for {outputs} outputs")
+    if chunks is not None and chunks != outputs:
+        ctx.fail(f"num_outputs={chunks} but the node has {outputs} outputs")
+    if sizes is not None:
+        for size in sizes:
+            if isinstance(size, int) and size < 0:
+                ctx.fail(f"negative split size {size}")
+    if shape is None:
+        for i in range(outputs):
+            ctx.set_output(i, None, dtype)
+        return
+    axis = ctx.normalize_axis(ctx.attr_int("axis", 0), len(shape))
+    d = shape[axis]
+    if sizes is None and chunks is not None:
+        chunk = expr.ceildiv(d, chunks)
+        last = expr.sub(d, expr.mul(chunks - 1, chunk))
+        if isinstance(last, int) and last < 0:
+            ctx.fail(f"cannot split dim {d} into {chunks} chunks")
+        sizes = [chunk] * (chunks - 1) + [last]
+    elif sizes is None:
+        sizes = [_exact_div(ctx, d, outputs, "dim")] * outputs
+    _set_split_outputs(ctx, axis, sizes)
+
+
+@register("", "Split", since=2)
+def infer_split_v2(ctx: NodeContext, node: ir.Node) -> None:
+    """Split with the optional ``split`` attribute (opsets 2-12); even split otherwise."""
+    split = ctx.attr_ints("split")
+    _infer_split(ctx, split or None, None)
+
+
+def _split_input(ctx: NodeContext) -> tuple[Dim | None, ...] | None:
+    """The ``split`` input's sizes; ``None`` when absent or empty (runtimes split evenly)."""
+    if not ctx.has_input(1) or _static_length(ctx, 1) == 0:
+        return None
+    return _slice_vector(ctx, 1, ctx.num_outputs)
+
+
+@register("", "Split", since=13)
+def infer_split_v13(ctx: NodeContext, node: ir.Node) -> None:
+    """Split with the optional ``split`` input; run-time sizes give fresh symbols."""
+    _infer_split(ctx, _split_input(ctx), None)
+
+
+@register("", "Split", since=18)
+def infer_split_v18(ctx: NodeContext, node: ir.Node) -> None:
+    """Split with a ``split`` input or ``num_outputs`` (ceil-sized chunks, short last)."""
+    chunks = ctx.attr_int("num_outputs")
+    sizes = _split_input(ctx)
+    if chunks is not None and sizes is not None:
+        ctx.fail("both the 'split' input and 'num_outputs' are given")
+    if chunks is not None and chunks < 1:
+        ctx.fail(f"num_outputs must be positive, got {chunks}")
+    _infer_split(ctx, sizes, chunks)
+
+
+# ---------------------------------------------------------------------------------------
+# Flatten, Transpose
+# ---------------------------------------------------------------------------------------
+@register("", "Flatten", since=1)
+def infer_flatten(ctx: NodeContext, node: ir.Node) -> None:
+    """Flatten: ``[prod(dims[:axis]), prod(dims[axis:])]``."""
+    shape = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    axis = ctx.attr_int("axis", 1)
+    if shape is None:
+        ctx.set_output(0, [1 if axis == 0 else None, None], dtype)
+        return
+    rank = len(shape)
+    lowest = -rank if ctx.opset >= 11 else 0
+    if not lowest <= axis <= rank:
+        ctx.fail(f"axis {axis} is out of range for rank {rank}")
+    if axis < 0:
+        axis += rank
+    ctx.set_output(0, [_product(shape[:axis]), _product(shape[axis:])], dtype)
+
+
+@register("", "Transpose", since=1)
+def infer_transpose(ctx: NodeContext, node: ir.Node) -> None:
+    """Transpose: dims permuted by ``perm`` (default: reversed); a bad perm fails."""
+    shape = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    perm = ctx.attr_ints("perm")
+    if perm is not None and sorted(perm) != list(range(len(perm))):
+        ctx.fail(f"perm {list(perm)} is not a permutation")
+    if shape is None:
+        ctx.set_output(0, None if perm is None else [None] * len(perm), dtype)
+        return
+    if perm is None:
+        perm = range(len(shape) - 1, -1, -1)
+    elif len(perm) != len(shape):
+        ctx.fail(
+            f"perm {list(perm)} has length {len(perm)} but the input has rank {len(shape)}"
+        )
+    ctx.set_output(0, [shape[p] for p in perm], dtype)
+    if len(shape) == 1:
+        ctx.set_output_value(0, ctx.input_value(0))
+
+
+# ---------------------------------------------------------------------------------------
+# Tile, Pad
+# ---------------------------------------------------------------------------------------
+@register("", "Tile", since=6)
+def infer_tile(ctx: NodeContext, node: ir.Node) -> None:
+    """Tile: ``dims[i] * repeats[i]`` (repeats may be symbolic)."""
+    shape = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    ctx.require_input(1)
+    repeats = ctx.input_value(1)
+    rank = len(shape) if shape is not None else _static_length(ctx, 1)
+    if rank is None:
+        ctx.set_output(0, None, dtype)
+        return
+    if repeats is not None and len(repeats) != rank:
+        ctx.fail(f"{len(repeats)} repeats for an input of rank {rank}")
+    dims: list[Dim | None] = []
+    for k in range(rank):
+        d = shape[k] if shape is not None else None
+        r = repeats[k] if repeats is not None else None
+        if isinstance(r, int) and r < 0:
+            ctx.fail(f"negative repeat {r}")
+        if d == 0 or r == 0:
+            dims.append(0)
+        elif d is None or not _is_known(r):
+            dims.append(None)
+        else:
+            dims.append(expr.mul(d, r))
+    ctx.set_output(0, dims, dtype)
+    elements = ctx.input_value(0)
+    if (
+        elements is not None
+        and rank == 1
+        and repeats is not None
+        and isinstance(repeats[0], int)
+    ):
+        ctx.set_output_value(0, tuple(elements) * repeats[0])
+
+
+def _infer_pad(
+    ctx: NodeContext,
+    pads: Sequence[Dim] | None,
+    axes: Sequence[int] | None,
+    fill: int | None,
+) -> None:
+    """Pad: ``dims[a] + pads[begin a] + pads[end a]`` on ``axes`` (``None``: all axes).
+
+    Args:
+        ctx: The node context.
+        pads: Begin pads then end pads (elements may be symbolic or unknown), or
+            ``None`` when only known at run time.
+        axes: The padded axes (already read), or ``None`` for every axis.
+        fill: The constant fill value when known (for value-as-shape), else ``None``.
+    """
+    shape = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    if shape is None:
+        rank = None if pads is None or axes is not None else len(pads) // 2
+        ctx.set_output(0, None if rank is None else [None] * rank, dtype)
+        return
+    rank = len(shape)
+    axes = list(range(rank)) if axes is None else ctx.normalize_axes(axes, rank)
+    if pads is not None and len(pads) != 2 * len(axes):
+        ctx.fail(f"{len(pads)} pads for {len(axes)} axes")
+    dims: list[Dim | None] = list(shape)
+    for k, axis in enumerate(axes):
+        begin = pads[k] if pads is not None else None
+        end = pads[k + len(axes)] if pads is not None else None
+        if not (_is_known(begin) and _is_known(end)):
+            dims[axis] = None
+            continue
+        dims[axis] = expr.add(expr.add(shape[axis], begin), end)
+        if isinstance(dims[axis], int) and dims[axis] < 0:
+            ctx.fail(f"pads {begin}, {end} make axis {axis} of size {shape[axis]} negative")
+    ctx.set_output(0, dims, dtype)
+    elements = ctx.input_value(0)
+    if (
+        elements is not None
+        and rank == 1
+        and fill is not None
+        and ctx.attr_str("mode", "constant") == "constant"
+        and pads is not None
+        and all(isinstance(p, int) and p >= 0 for p in pads)
+    ):
+        begin, end = pads  # type: ignore[misc]
+        ctx.set_output_value(0, (fill,) * begin + tuple(elements) + (fill,) * end)
+
+
+@register("", "Pad", since=2)
+def infer_pad_v2(ctx: NodeContext, node: ir.Node) -> None:
+    """Pad with the ``pads`` attribute (opsets 2-10), negative pads crop."""
+    pads = ctx.attr_ints("pads")
+    if pads is None:
+        ctx.fail("attribute 'pads' is required")
+    value = ctx.attr_float("value", 0.0)
+    fill = int(value) if value is not None and float(value).is_integer() else None
+    _infer_pad(ctx, pads, None, fill)
+
+
+def _pad_fill(ctx: NodeContext) -> int | None:
+    if not ctx.has_input(2):
+        return 0
+    return _int_value(ctx, 2)
+
+
+@register("", "Pad", since=11)
+def infer_pad_v11(ctx: NodeContext, node: ir.Node) -> None:
+    """Pad with a ``pads`` input (symbolic pads from shape computations allowed)."""
+    ctx.require_input(1)
+    _infer_pad(ctx, ctx.input_value(1), None, _pad_fill(ctx))
+
+
+@register("", "Pad", since=18)
+def infer_pad_v18(ctx: NodeContext, node: ir.Node) -> None:
+    """Pad with ``pads`` and the optional ``axes`` input."""
+    ctx.require_input(1)
+    pads = ctx.input_value(1)
+    if not ctx.has_input(3):
+        _infer_pad(ctx, pads, None, _pad_fill(ctx))
+        return
+    axes = ctx.input_ints(3)
+    if axes is not None:
+        _infer_pad(ctx, pads, axes, _pad_fill(ctx))
+        return
+    # Unknown padded axes: any dim may change, the rank stays.
+    _infer_pad(ctx, None, None, None)
+
+
+# ---------------------------------------------------------------------------------------
+# Same-shape ops with checks
+# ---------------------------------------------------------------------------------------
+@register("", "Trilu", since=14)
+def infer_trilu(ctx: NodeContext, node: ir.Node) -> None:
+    """Trilu: same shape as the input (rank >= 2)."""
+    shape = ctx.input_shape(0)
+    if shape is not None and len(shape) < 2:
+        ctx.fail(f"input must have rank >= 2, got {len(shape)}")
+    ctx.set_output(0, shape, ctx.input_dtype(0))
+
+
+@register("", "CumSum", since=11)
+def infer_cumsum(ctx: NodeContext, node: ir.Node) -> None:
+    """CumSum: same shape as the input; a constant ``axis`` is range-checked."""
+    shape = ctx.input_shape(0)
+    ctx.require_input(1)
+    axis = _int_value(ctx, 1)
+    if shape is not None and axis is not None:
+        ctx.normalize_axis(axis, len(shape))
+    ctx.set_output(0, shape, ctx.input_dtype(0))
+
+
+@register("", "ReverseSequence", since=10)
+def infer_reverse_sequence(ctx: NodeContext, node: ir.Node) -> None:
+    """ReverseSequence: same shape as the input (rank >= 2, axes 0 and 1)."""
+    shape = ctx.input_shape(0)
+    batch_axis = ctx.attr_int("batch_axis", 1)
+    time_axis = ctx.attr_int("time_axis", 0)
+    if {batch_axis, time_axis} != {0, 1}:
+        ctx.fail(f"batch_axis={batch_axis} and time_axis={time_axis} must be 0 and 1")
+    if shape is not None and len(shape) < 2:
+        ctx.fail(f"input must have rank >= 2, got {len(shape)}")
+    lens = ctx.input_shape(1)
+    if shape is not None and lens is not None:
+        if len(lens) != 1:
+            ctx.fail(f"sequence_lens must be 1-D, got rank {len(lens)}")
+        if (
+            isinstance(lens[0], int)
+            and isinstance(shape[batch_axis], int)
+            and lens[0] != shape[batch_axis]
+        ):
+            ctx.fail(
+                f"sequence_lens has {lens[0]} elements for batch size {shape[batch_axis]}"
+            )
+    ctx.set_output(0, shape, ctx.input_dtype(0))
+
+
+# ---------------------------------------------------------------------------------------
+# DepthToSpace, SpaceToDepth
+# ---------------------------------------------------------------------------------------
+def _blocked_input(ctx: NodeContext) -> tuple[tuple[Dim, ...] | None, int]:
+    blocksize = ctx.attr_int("blocksize")
+    if blocksize is None or blocksize < 1:
+        ctx.fail(f"blocksize must be a positive int, got {blocksize}")
+    shape = ctx.input_shape(0)
+    if shape is not None and len(shape) != 4:
+        ctx.fail(f"input must have rank 4, got {len(shape)}")
+    return shape, blocksize
+
+
+@register("", "DepthToSpace", since=1)
+def infer_depth_to_space(ctx: NodeContext, node: ir.Node) -> None:
+    """DepthToSpace: ``[N, C / b^2, H * b, W * b]`` (C must divide exactly)."""
+    shape, b = _blocked_input(ctx)
+    dtype = ctx.input_dtype(0)
+    if shape is None:
+        ctx.set_output(0, [None] * 4, dtype)
+        return
+    n, c, h, w = shape
+    channels = _exact_div(ctx, c, b * b, "channel dim")
+    ctx.set_output(0, [n, channels, expr.mul(h, b), expr.mul(w, b)], dtype)
+
+
+@register("", "SpaceToDepth", since=1)
+def infer_space_to_depth(ctx: NodeContext, node: ir.Node) -> None:
+    """SpaceToDepth: ``[N, C * b^2, H / b, W / b]`` (H and W must divide exactly)."""
+    shape, b = _blocked_input(ctx)
+    dtype = ctx.input_dtype(0)
+    if shape is None:
+        ctx.set_output(0, [None] * 4, dtype)
+        return
+    n, c, h, w = shape
+    height = _exact_div(ctx, h, b, "height")
+    width = _exact_div(ctx, w, b, "width")
+    ctx.set_output(0, [n, expr.mul(c, b * b), height, width], dtype)
+
+
+# ---------------------------------------------------------------------------------------
+# Col2Im, CenterCropPad
+# ---------------------------------------------------------------------------------------
+@register("", "Col2Im", since=18)
+def infer_col2im(ctx: NodeContext, node: ir.Node) -> None:
+    """Col2Im: ``[N, C * prod(block) , L] -> [N, C, *image_shape]``."""
+    ctx.require_input(1)
+    ctx.require_input(2)
+    shape = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    if shape is not None and len(shape) != 3:
+        ctx.fail(f"input must have rank 3, got {len(shape)}")
+    image = ctx.input_value(1)
+    spatial = len(image) if image is not None else _static_length(ctx, 1)
+    block = ctx.input_value(2)
+    if block is not None and spatial is not None and len(block) != spatial:
+        ctx.fail(f"block_shape has {len(block)} elements, image_shape {spatial}")
+    if spatial is None:
+        ctx.set_output(0, None, dtype)
+        return
+    image_dims: list[Dim | None] = [None] * spatial
+    if image is not None:
+        image_dims = [v if _is_known(v) else None for v in image]
+    batch: Dim | None = None
+    channels: Dim | None = None
+    if shape is not None:
+        batch = shape[0]
+        if block is not None and all(isinstance(v, int) for v in block):
+            block_size = _product(block)
+            if block_size < 1:  # type: ignore[operator]
+                ctx.fail(f"block_shape {list(block)} must be positive")
+            channels = _exact_div(ctx, shape[1], block_size, "channel dim")  # type: ignore[arg-type]
+    ctx.set_output(0, [batch, channels, *image_dims], dtype)
+
+
+@register("", "CenterCropPad", since=18)
+def infer_center_crop_pad(ctx: NodeContext, node: ir.Node) -> None:
+    """CenterCropPad: the dims on ``axes`` become the ``shape`` input's elements."""
+    ctx.require_input(1)
+    shape = ctx.input_shape(0)
+    dtype = ctx.input_dtype(0)
+    target = ctx.input_value(1)
+    if shape is None:
+        ctx.set_output(0, None, dtype)
+        return
+    rank = len(shape)
+    axes = ctx.normalize_axes(ctx.attr_ints("axes", range(rank)), rank)
+    if target is not None and len(target) != len(axes):
+        ctx.fail(f"shape has {len(target)} elements for {len(axes)} axes")
+    dims: list[Dim | None] = list(shape)
+    for k, axis in enumerate(axes):
+        dims[axis] = target[k] if target is not None and _is_known(target[k]) else None
+    ctx.set_output(0, dims, dtype)

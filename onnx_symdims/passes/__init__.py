@@ -1,0 +1,17 @@
+"""onnx-ir passes of onnx-symdims."""
+
+from __future__ import annotations
+
+__all__ = [
+    "POLICIES",
+    "Policy",
+    "SymbolicShapeInferencePass",
+    "SymbolicShapeInferenceResult",
+]
+
+from onnx_symdims.passes._inference import (
+    POLICIES,
+    Policy,
+    SymbolicShapeInferencePass,
+    SymbolicShapeInferenceResult,
+)

@@ -1,0 +1,277 @@
+"""Turning recorded equalities into a rename map (no IR here, only dims).
+
+Given the equalities ``a == b`` recorded during inference, :func:`plan_renames` closes
+them into equivalence classes (union-find, any chain length), picks one canonical target
+per class and maps the members that may be renamed to it.
+
+Who may be renamed (a *key*):
+
+* an expression containing a *renamable* symbol — one the engine minted
+  (``ShapesContext.generated_symbols``), never a name the model declares, however
+  generated it looks (``_d0``, ``s0``, ``NonZero_nz_nnz`` declared by a user stay);
+* a compound expression made only of declared symbols (``past_seq+seq``), but only
+  when its target is a bare symbol declared on a graph **input** (``total_seq``):
+  the input symbol is the authoritative dim. With an output-only label as target the
+  computed expression is kept. A bare declared symbol is never a key.
+
+The target of a class, in this order of preference:
+
+1. the byte-order smallest bare *preferred* symbol — declared on the main graph (a name
+   declared only in a loop body annotation means nothing outside it) — not starting
+   with the ban prefix (``DYN``: torch.export's automatic names; they are filtered,
+   they do not veto);
+2. an int;
+3. the shortest compound expression of preferred symbols (e.g. ``N+1`` declared on an
+   output against an inferred ``nnz``), none of them banned.
+
+A target never contains a renamable symbol, so renaming terminates and never produces a
+key again. Classes with two different ints are contradictions (the anchors disagree)
+and are not used.
+
+Solving: a class that equates ``g + r`` (``g`` renamable, appearing once with coefficient
+±1 outside any function term, ``r`` free of renamable symbols) with a target ``t`` also
+gives the exact equality ``g == t - r`` (or ``r - t``), which joins ``g``'s class.
+This is plain algebra — ``x + 1 == y`` gives ``x == y - 1``, never ``x == y``; nothing
+is solved through ``//``, ``%``, ``max``, ``broadcast`` or a coefficient other than ±1.
+
+Renaming an expression may reveal new equal pairs (``h == 2*g`` with ``g -> N`` makes
+``h == 2*N``), so the planning repeats, adding each member's rewritten form to its class,
+until the map is stable.
+"""
+
+from __future__ import annotations
+
+__all__ = ["RenamePlan", "plan_renames"]
+
+import dataclasses
+import logging
+from collections.abc import Iterable
+
+from onnx_symdims import expr
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+
+_MAX_ROUNDS = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class RenamePlan:
+    """The outcome of :func:`plan_renames`.
+
+    Attributes:
+        mapping: Key -> target, in a deterministic order; apply with
+            :func:`onnx_symdims.expr.replace_subexpressions`.
+        implied: Classes containing two or more declared names or ints (e.g.
+            ``(M, N)``: the anchors imply the author's ``N == M``). Never renamed.
+        contradictions: Classes containing two different ints; not used for renaming.
+    """
+
+    mapping: dict[expr.DimExpr, Dim]
+    implied: tuple[tuple[Dim, ...], ...]
+    contradictions: tuple[tuple[Dim, ...], ...]
+
+    def text_mapping(self) -> dict[str, str]:
+        """The mapping as printed ``{key: target}`` (``to_onnx`` text)."""
+        return {expr.to_onnx(k): _text(v) for k, v in self.mapping.items()}
+
+
+def _text(d: Dim) -> str:
+    return str(d) if isinstance(d, int) else expr.to_onnx(d)
+
+
+def _order(d: Dim) -> tuple[int, str]:
+    return (0, f"{d:020d}") if isinstance(d, int) else (1, expr.to_onnx(d))
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[Dim, Dim] = {}
+
+    def find(self, x: Dim) -> Dim:
+        parent = self.parent
+        parent.setdefault(x, x)
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while x != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(self, a: Dim, b: Dim) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+    def classes(self) -> list[list[Dim]]:
+        groups: dict[Dim, list[Dim]] = {}
+        for x in self.parent:
+            groups.setdefault(self.find(x), []).append(x)
+        result = [sorted(members, key=_order) for members in groups.values()]
+        result.sort(key=lambda members: _order(members[0]))
+        return result
+
+
+class _Planner:
+    def __init__(
+        self,
+        renamable: frozenset[str],
+        input_symbols: frozenset[str],
+        preferred: frozenset[str] | None,
+        ban_prefix: str | None,
+    ) -> None:
+        self.renamable = renamable
+        self.input_symbols = input_symbols
+        self.preferred = preferred
+        self.ban_prefix = ban_prefix or None
+
+    def _eligible(self, name: str) -> bool:
+        """May ``name`` appear in a target? Declared, preferred and not banned."""
+        if name in self.renamable:
+            return False
+        if self.preferred is not None and name not in self.preferred:
+            return False
+        return self.ban_prefix is None or not name.startswith(self.ban_prefix)
+
+    def _is_declared(self, d: Dim) -> bool:
+        return isinstance(d, int) or not (d.symbols() & self.renamable)
+
+    def target(self, members: list[Dim]) -> Dim | None:
+        names = [
+            m
+            for m in members
+            if isinstance(m, expr.DimExpr) and m.is_symbol and self._eligible(m.name)  # type: ignore[arg-type]
+        ]
+        if names:
+            return min(names, key=lambda m: m.name)  # str order == UTF-8 byte order
+        ints = [m for m in members if isinstance(m, int)]
+        if ints:
+            return ints[0]
+        compounds = [m for m in members if all(self._eligible(s) for s in m.symbols())]
+        if compounds:
+            return min(compounds, key=lambda m: (len(_text(m)), _text(m)))
+        return None
+
+    def is_key(self, member: Dim, target: Dim) -> bool:
+        if isinstance(member, int) or member is target:
+            return False
+        if member.symbols() & self.renamable:
+            return True
+        return (
+            not member.is_symbol
+            and isinstance(target, expr.DimExpr)
+            and target.is_symbol
+            and target.name in self.input_symbols
+        )
+
+    def solve(self, member: Dim, target: Dim) -> tuple[expr.DimExpr, Dim] | None:
+        """``(g, solution)`` when ``member == target`` determines a renamable ``g``."""
+        if isinstance(member, int) or member.is_symbol:
+            return None
+        monomials, constant = expr.coefficients(member)
+        found: tuple[expr.DimExpr, int] | None = None
+        rest: Dim = constant
+        for monomial, coeff in monomials.items():
+            if monomial.is_symbol and monomial.name in self.renamable and coeff in (1, -1):
+                if found is not None:
+                    return None  # two candidates: not determined
+                found = (monomial, coeff)
+            else:
+                rest = expr.add(rest, expr.mul(coeff, monomial))
+        if found is None or not self._is_declared(rest):
+            return None
+        g, coeff = found
+        solution = expr.sub(target, rest) if coeff == 1 else expr.sub(rest, target)
+        if isinstance(solution, expr.DimExpr) and solution.is_unknown:
+            return None
+        return g, solution
+
+    def round(
+        self, classes: list[list[Dim]]
+    ) -> tuple[dict[expr.DimExpr, Dim], list[tuple[Dim, Dim]], list, list]:
+        mapping: dict[expr.DimExpr, Dim] = {}
+        solved: list[tuple[Dim, Dim]] = []
+        implied: list[tuple[Dim, ...]] = []
+        contradictions: list[tuple[Dim, ...]] = []
+        for members in classes:
+            names_and_ints = [
+                m
+                for m in members
+                if isinstance(m, int) or (m.is_symbol and m.name not in self.renamable)
+            ]
+            if len(names_and_ints) >= 2:
+                implied.append(tuple(names_and_ints))
+            if len({m for m in members if isinstance(m, int)}) > 1:
+                contradictions.append(tuple(members))
+                continue
+            target = self.target(members)
+            if target is None:
+                continue
+            for member in members:
+                if self.is_key(member, target):
+                    mapping[member] = target  # type: ignore[index]
+                    pair = self.solve(member, target)
+                    if pair is not None:
+                        solved.append(pair)
+        return mapping, solved, implied, contradictions
+
+
+def _valid(d: Dim) -> bool:
+    return isinstance(d, int) or not d.is_unknown
+
+
+def plan_renames(
+    equalities: Iterable[tuple[Dim, Dim]],
+    *,
+    renamable: Iterable[str],
+    input_symbols: Iterable[str] = (),
+    preferred: Iterable[str] | None = None,
+    ban_prefix: str | None = "DYN",
+) -> RenamePlan:
+    """Closes ``equalities`` and maps renamable members of each class to its target.
+
+    Args:
+        equalities: Pairs known equal (e.g. ``ShapesContext.constraint_dims()``).
+        renamable: Names of the symbols the engine minted (may be renamed).
+        input_symbols: Symbols declared on the main graph's inputs.
+        preferred: Names a target may use (declared on the main graph); ``None``:
+            every name that is not renamable. A name declared only inside a subgraph
+            (a loop body annotation) means nothing outside it: never a target.
+        ban_prefix: Names starting with it are never targets (``None``: no ban).
+
+    Returns:
+        The plan (see :class:`RenamePlan` and the module docstring).
+    """
+    planner = _Planner(
+        frozenset(renamable),
+        frozenset(input_symbols),
+        None if preferred is None else frozenset(preferred),
+        ban_prefix,
+    )
+    edges: list[tuple[Dim, Dim]] = [(a, b) for a, b in equalities if _valid(a) and _valid(b)]
+    known_edges = set(edges)
+    mapping: dict[expr.DimExpr, Dim] = {}
+    implied: list = []
+    contradictions: list = []
+    for _ in range(_MAX_ROUNDS):
+        uf = _UnionFind()
+        for a, b in edges:
+            uf.union(a, b)
+        classes = uf.classes()
+        new_mapping, solved, implied, contradictions = planner.round(classes)
+        new_edges = list(solved)
+        for members in classes:
+            for member in members:
+                rewritten = expr.replace_subexpressions(member, new_mapping)
+                if _valid(rewritten) and _order(rewritten) != _order(member):
+                    new_edges.append((member, rewritten))
+        new_edges = [e for e in new_edges if e not in known_edges]
+        if new_mapping == mapping and not new_edges:
+            break
+        mapping = new_mapping
+        known_edges.update(new_edges)
+        edges.extend(new_edges)
+    else:
+        logger.debug("rename planning stopped after %d rounds", _MAX_ROUNDS)
+    return RenamePlan(mapping, tuple(implied), tuple(contradictions))

@@ -1,0 +1,281 @@
+"""``AnchorConstraintPropagationPass``: rewrite the engine's dim names into the author's.
+
+The model author names dims on graph inputs and outputs (``Y: [N, 4]``); the engine
+names what it computes (``NonZero_nz_nnz``, ``past_seq+seq``). Inference records how the
+two relate (equalities, see :mod:`onnx_symdims.shapes._anchors`); this pass, run after
+inference, turns them into renames and rewrites the model:
+
+1. No equality: nothing changes (``modified=False``).
+2. Only symbols the engine minted (``ShapesContext.generated_symbols``) and expressions
+   built from them are renamed. Every other name is the model's: never renamed away,
+   however generated it looks (``_d0``, ``s0``, ``NonZero_nz_nnz``). The preferred
+   names (rename targets) are those declared on the main graph's values.
+3. Equalities are closed with union-find; each class gets one deterministic target
+   (byte-order smallest preferred name, never one starting with ``DYN``, which
+   torch.export uses for automatic names; else an int; else a declared expression).
+4. A compound of declared names (``b+c``) is kept, except when the target is a symbol
+   declared on a graph **input**: ``past_seq+seq == total_seq`` rewrites
+   ``past_seq+seq`` to ``total_seq`` everywhere (``broadcast(past_seq+seq, total_seq)``
+   then collapses to ``total_seq``); with ``total_seq`` only an output label the
+   computed expression stays.
+5. Every value's shape in the main graph, its subgraphs and the model's functions is
+   rewritten, matching sub-expressions modulo canonical form, to a fixed point; the
+   context's shapes, values-as-shape and upper bounds too. Dims declared on the main
+   graph's inputs and outputs are left as the author wrote them unless they contain a
+   minted symbol (a dim the engine filled in). Equalities between two declared names
+   (``N == M``) are reported as ``info`` diagnostics; neither is rewritten.
+
+Without a context the pass re-derives the equalities: the producer of each graph output is
+inferred again from the shapes already on the model and merged with the declared output
+(so it works after any engine). Then the renamable symbols are the ones the model carries
+only on intermediate values, plus those minted while re-inferring.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AnchorConstraintPropagationPass", "AnchorPropagationResult"]
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Sequence
+
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.passes._anchor_rederive import rederive, rederived_renamable
+from onnx_symdims.passes._anchor_renames import RenamePlan, plan_renames
+from onnx_symdims.passes._model_dims import dim_symbols, main_graph_values, model_values
+from onnx_symdims.shapes import (
+    Diagnostic,
+    ShapeInferenceError,
+    ShapesContext,
+)
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+Shape = tuple[Dim, ...]
+
+
+@dataclasses.dataclass
+class AnchorPropagationResult(ir.passes.PassResult):
+    """The pass result.
+
+    Attributes:
+        context: The context whose constraints were used (the given one, or the one
+            built while re-deriving), with its tables and bounds rewritten.
+        renames: ``{key: target}`` as ``dim_param`` text, e.g. ``{"NonZero_o0_d1": "N"}``.
+        implied_equalities: Equalities between declared names or ints the anchors imply,
+            e.g. ``"M == N"`` (reported, never applied).
+        diagnostics: Diagnostics recorded by this run.
+    """
+
+    context: ShapesContext = dataclasses.field(default_factory=ShapesContext)
+    renames: dict[str, str] = dataclasses.field(default_factory=dict)
+    implied_equalities: list[str] = dataclasses.field(default_factory=list)
+    diagnostics: list[Diagnostic] = dataclasses.field(default_factory=list)
+
+    def summary_lines(self) -> list[str]:
+        """Human-readable lines: constraints, upper bounds, renames, implied equalities."""
+        ctx = self.context
+        lines = [f"constraints ({ctx.constraints_size()}):"]
+        lines += [f"  {a} == {b}" for a, b in ctx.constraints()]
+        lines.append(f"upper bounds ({ctx.less_equal_constraints_size()}):")
+        lines += [f"  {a} <= {b}" for a, b in ctx.less_equal_constraints()]
+        lines.append(f"renames ({len(self.renames)}):")
+        lines += [f"  {k} -> {v}" for k, v in self.renames.items()]
+        if self.implied_equalities:
+            lines.append(f"implied equalities ({len(self.implied_equalities)}):")
+            lines += [f"  {e}" for e in self.implied_equalities]
+        return lines
+
+
+# ----------------------------------------------------------------------------------------
+# Rewriting
+# ----------------------------------------------------------------------------------------
+class _Rewriter:
+    """Applies a rename map to dims, once per distinct expression."""
+
+    def __init__(self, mapping: dict[expr.DimExpr, Dim], renamable: frozenset[str]) -> None:
+        self._mapping = mapping
+        self._renamable = renamable
+        self._cache: dict[expr.DimExpr, Dim] = {}
+        self._ir_dims: dict[expr.DimExpr, ir.SymbolicDim] = {}
+
+    def dim(self, d: Dim) -> Dim:
+        if isinstance(d, int) or d.is_unknown:
+            return d
+        result = self._cache.get(d)
+        if result is None:
+            result = self._cache[d] = expr.replace_subexpressions(d, self._mapping)
+        return result
+
+    def dims(self, dims: Sequence[Dim] | None) -> tuple[Dim, ...] | None:
+        """The rewritten dims, or ``None`` when nothing changes."""
+        if dims is None:
+            return None
+        new = tuple(self.dim(d) for d in dims)
+        if all(a is b for a, b in zip(new, dims)):
+            return None
+        return new
+
+    def ir_shape(self, shape: ir.Shape, protected: bool) -> ir.Shape | None:
+        """The rewritten ``ir.Shape``, or ``None`` when nothing changes.
+
+        ``protected`` dims (main-graph inputs and outputs) are rewritten only when they
+        contain a renamable symbol, i.e. when the engine wrote them.
+        """
+        changed = False
+        dims: list[int | ir.SymbolicDim] = []
+        for d in shape.dims:
+            if isinstance(d, int) or not d.value:
+                dims.append(d)
+                continue
+            parsed = expr.parse_dim(d.value)
+            if isinstance(parsed, int) or parsed.is_unknown:
+                dims.append(d)
+                continue
+            if protected and not (parsed.symbols() & self._renamable):
+                dims.append(d)
+                continue
+            new = self.dim(parsed)
+            if new is parsed:
+                dims.append(d)
+                continue
+            changed = True
+            if isinstance(new, int):
+                dims.append(new)
+            else:
+                ir_dim = self._ir_dims.get(new)
+                if ir_dim is None:
+                    ir_dim = self._ir_dims[new] = ir.SymbolicDim(expr.to_onnx(new))
+                dims.append(ir_dim)
+        if not changed:
+            return None
+        denotations = [shape.get_denotation(i) for i in range(len(dims))]
+        return ir.Shape(dims, denotations=denotations)
+
+
+def _rewrite_model(model: ir.Model, rewriter: _Rewriter) -> bool:
+    modified = False
+    for value, protected in model_values(model):
+        shape = value.shape
+        if shape is None:
+            continue
+        new = rewriter.ir_shape(shape, protected)
+        if new is not None:
+            value.shape = new
+            modified = True
+    return modified
+
+
+def _rewrite_context(ctx: ShapesContext, model: ir.Model, rewriter: _Rewriter) -> None:
+    values = dict.fromkeys([*ctx.known_values(), *(v for v, _ in model_values(model))])
+    for value in values:
+        if ctx.has_shape(value):
+            new = rewriter.dims(ctx.peek_shape(value))
+            if new is not None:
+                ctx.set_shape(value, new)
+        new_elements = rewriter.dims(ctx.value_of(value))
+        if new_elements is not None:
+            ctx.set_value(value, new_elements)
+    bounds = ctx.less_equal_constraint_dims()
+    renamed = [(rewriter.dim(lhs), rewriter.dim(rhs)) for lhs, rhs in bounds]
+    if all(a is b and c is d for (a, c), (b, d) in zip(bounds, renamed)):
+        return
+    # The context has no in-place update of bounds: empty the stores and refill them
+    # (equalities unchanged, they are the history of what was proven).
+    equalities = ctx.constraint_dims()
+    ctx.clear()
+    for a, b in equalities:
+        ctx.add_constraint(a, b)
+    for lhs, rhs in renamed:
+        ctx.add_less_equal_constraint(lhs, rhs)
+
+
+def _text(d: Dim) -> str:
+    return str(d) if isinstance(d, int) else expr.to_onnx(d)
+
+
+# ----------------------------------------------------------------------------------------
+# The pass
+# ----------------------------------------------------------------------------------------
+class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
+    """Renames the engine's symbols to the names the model author declared.
+
+    Args:
+        context: The :class:`ShapesContext` the inference pass produced (its
+            equalities, generated symbols and tables). ``None``: re-derive the
+            equalities from the shapes already on the model.
+        strict: Raise :class:`ShapeInferenceError` on a conflicting anchor (re-derive
+            mode) or on anchors implying two different ints for one dim.
+        ban_prefix: Names starting with it are never rename targets (torch.export's
+            automatic ``DYN0``...); ``None`` bans nothing.
+        preserve: Extra names never renamed (e.g. a user's names on intermediate
+            ``value_info`` in re-derive mode, where they cannot be told apart).
+    """
+
+    def __init__(
+        self,
+        context: ShapesContext | None = None,
+        *,
+        strict: bool = False,
+        ban_prefix: str | None = "DYN",
+        preserve: Iterable[str] = (),
+    ) -> None:
+        super().__init__()
+        self.context = context
+        self.strict = strict
+        self.ban_prefix = ban_prefix
+        self.preserve = frozenset(preserve)
+
+    def call(self, model: ir.Model) -> AnchorPropagationResult:
+        if self.context is not None:
+            ctx = self.context
+            first_diagnostic = len(ctx.diagnostics)
+            renamable = ctx.generated_symbols
+        else:
+            ctx = rederive(model, strict=self.strict)
+            first_diagnostic = 0
+            renamable = rederived_renamable(model, ctx)
+        renamable = renamable - self.preserve
+        result = AnchorPropagationResult(model, False, ctx)
+        if ctx.constraints_size():
+            input_symbols: set[str] = set()
+            for value in model.graph.inputs:
+                input_symbols |= dim_symbols(value.shape)
+            preferred: set[str] = set()
+            for value in main_graph_values(model.graph):
+                preferred |= dim_symbols(value.shape)
+            plan = plan_renames(
+                ctx.constraint_dims(),
+                renamable=renamable,
+                input_symbols=input_symbols - renamable,
+                preferred=preferred - renamable,
+                ban_prefix=self.ban_prefix,
+            )
+            self._report(ctx, plan, result)
+            if plan.mapping:
+                rewriter = _Rewriter(plan.mapping, renamable)
+                result.modified = _rewrite_model(model, rewriter)
+                _rewrite_context(ctx, model, rewriter)
+                result.renames = plan.text_mapping()
+        result.diagnostics = ctx.diagnostics[first_diagnostic:]
+        return result
+
+    def _report(
+        self, ctx: ShapesContext, plan: RenamePlan, result: AnchorPropagationResult
+    ) -> None:
+        for members in plan.implied:
+            text = " == ".join(_text(m) for m in members)
+            result.implied_equalities.append(text)
+            ctx.add_diagnostic(None, "info", f"the declared shapes imply {text}")
+        for members in plan.contradictions:
+            message = (
+                "declared shapes contradict each other: "
+                + " == ".join(_text(m) for m in members)
+                + " (not used for renaming)"
+            )
+            if self.strict:
+                raise ShapeInferenceError(ctx.add_diagnostic(None, "error", message))
+            ctx.add_diagnostic(None, "warning", message)

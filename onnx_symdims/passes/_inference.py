@@ -1,0 +1,427 @@
+"""``SymbolicShapeInferencePass``: give every value of a model a sound symbolic shape.
+
+How a model flows through the pass:
+
+1. Every ``dim_param`` text (and every symbol in it) is reserved, so fresh symbols the
+   engine mints never collide with a name of the model.
+2. Graph inputs are read once (``parse_dim``; an empty dim becomes a fresh symbol).
+   Initializers are read lazily (shape from the tensor, elements only for small integer
+   tensors).
+3. Nodes are visited in topological order. Each node goes to the hook registered for
+   ``(domain, op_type, opset)``; without one, to ONNX's per-node inference
+   (:mod:`onnx_symdims.ops._fallback`). A failing hook records an error diagnostic and
+   leaves the node's outputs with unknown shapes.
+4. Each output's inferred shape is merged with what the model declares
+   (:mod:`onnx_symdims.shapes._merge`) and written as ``int`` or canonical
+   ``ir.SymbolicDim`` text. Graph outputs keep their declared text (anchors).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "POLICIES",
+    "Policy",
+    "SymbolicShapeInferencePass",
+    "SymbolicShapeInferenceResult",
+]
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.ops import _registry
+from onnx_symdims.ops._fallback import OnnxFallback
+from onnx_symdims.shapes import (
+    Diagnostic,
+    IRDimWriter,
+    NodeContext,
+    NodeInferenceFailure,
+    ShapeInferenceError,
+    ShapesContext,
+)
+from onnx_symdims.shapes._convert import same_ir_dims
+from onnx_symdims.shapes._merge import merge_declared_shape
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+Shape = tuple[Dim, ...]
+Policy = Literal["refine", "strict", "override", "skip"]
+POLICIES: tuple[str, ...] = ("refine", "strict", "override", "skip")
+ProgressCallback = Callable[[int, int], None]
+_LATEST_OPSET = 1000
+
+
+@dataclasses.dataclass
+class SymbolicShapeInferenceResult(ir.passes.PassResult):
+    """The pass result, with the context holding every inferred fact.
+
+    Attributes:
+        context: The :class:`ShapesContext` (shapes, values, constraints, symbols).
+        diagnostics: Diagnostics recorded during this run.
+    """
+
+    context: ShapesContext = dataclasses.field(default_factory=ShapesContext)
+    diagnostics: list[Diagnostic] = dataclasses.field(default_factory=list)
+
+
+class SymbolicShapeInferencePass(ir.passes.InPlacePass):
+    """Infers symbolic shapes for every value of the model, in place.
+
+    Args:
+        policy: How inferred shapes meet declared ones: ``"refine"`` (default) keeps
+            declared information and adds what is inferred; ``"strict"`` is ``refine``
+            but a conflict raises :class:`ShapeInferenceError`; ``"override"`` writes
+            the inferred shape over declared intermediate shapes; ``"skip"`` leaves
+            values that already have a shape untouched. Graph outputs always keep
+            their declared dim text.
+        strict: Any ``error`` diagnostic raises :class:`ShapeInferenceError` naming
+            the node.
+        context: A :class:`ShapesContext` to use (and fill); a new one by default.
+        progress: Called as ``progress(done, total)`` while walking the main graph.
+        nonempty_inputs: Assume every symbol of a graph input's dims is ``>= 1``
+            (the model never runs on empty inputs). Off by default: ONNX semantics
+            differ at 0 (a ``Reshape`` target element 0 copies a dim), so several
+            dims are only exact under this assumption. The written dims then hold for
+            every run with non-empty inputs.
+        symbol_ranges: Known ``(lower, upper)`` bounds of symbols (``None``: open),
+            e.g. ``{"seq_len": (1, 4096)}``.
+    """
+
+    def __init__(
+        self,
+        policy: Policy = "refine",
+        *,
+        strict: bool = False,
+        context: ShapesContext | None = None,
+        progress: ProgressCallback | None = None,
+        nonempty_inputs: bool = False,
+        symbol_ranges: Mapping[str, tuple[int | None, int | None]] | None = None,
+    ) -> None:
+        super().__init__()
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        self.policy = policy
+        self.strict = strict
+        self.context = context
+        self.progress = progress
+        self.nonempty_inputs = nonempty_inputs
+        self.symbol_ranges = dict(symbol_ranges or {})
+
+    def call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
+        ctx = self.context if self.context is not None else ShapesContext()
+        first_diagnostic = len(ctx.diagnostics)
+        previous_strict = ctx.strict
+        ctx.strict = self.strict
+        try:
+            engine = InferenceEngine(model, ctx, self.policy, self.progress)
+            if self.nonempty_inputs:
+                for name in _input_symbols(model.graph):
+                    ctx.scope.set_range(name, lower=1)
+            for name, (lower, upper) in self.symbol_ranges.items():
+                ctx.scope.set_range(name, lower=lower, upper=upper)
+            engine.run()
+        finally:
+            ctx.strict = previous_strict
+        return SymbolicShapeInferenceResult(
+            model, engine.modified, ctx, ctx.diagnostics[first_diagnostic:]
+        )
+
+
+def _input_symbols(graph: ir.Graph) -> set[str]:
+    names: set[str] = set()
+    for value in graph.inputs:
+        for text in _dim_params(value.shape):
+            parsed = expr.parse_dim(text)
+            if isinstance(parsed, expr.DimExpr):
+                names.update(parsed.symbols())
+    return names
+
+
+def _dim_params(shape: ir.Shape | None) -> list[str]:
+    if shape is None:
+        return []
+    return [d.value for d in shape.dims if not isinstance(d, int) and d.value]
+
+
+def _subgraphs(node: ir.Node) -> list[ir.Graph]:
+    graphs: list[ir.Graph] = []
+    for attr in node.attributes.values():
+        if attr.type == ir.AttributeType.GRAPH:
+            graphs.append(attr.value)
+        elif attr.type == ir.AttributeType.GRAPHS:
+            graphs.extend(attr.value)
+    return graphs
+
+
+def topological_order(graph: ir.Graph) -> list[ir.Node]:
+    """The nodes of ``graph`` in an order where producers precede consumers.
+
+    Valid models are already sorted; otherwise a stable Kahn sort is done without
+    touching the graph. Nodes on a cycle keep their relative order at the end.
+    """
+    nodes = list(graph)
+    position = {node: i for i, node in enumerate(nodes)}
+    if all(
+        value is None or (p := value.producer()) is None or position.get(p, -1) < i
+        for i, node in enumerate(nodes)
+        for value in node.inputs
+    ):
+        return nodes
+    pending: dict[ir.Node, int] = {}
+    consumers: dict[ir.Node, list[ir.Node]] = {node: [] for node in nodes}
+    for node in nodes:
+        producers = {
+            p
+            for value in node.inputs
+            if value is not None and (p := value.producer()) is not None and p in position
+        }
+        pending[node] = len(producers)
+        for p in producers:
+            consumers[p].append(node)
+    ready = [node for node in nodes if pending[node] == 0]
+    order: list[ir.Node] = []
+    while ready:
+        ready.sort(key=position.__getitem__, reverse=True)
+        node = ready.pop()
+        order.append(node)
+        for consumer in consumers[node]:
+            pending[consumer] -= 1
+            if pending[consumer] == 0:
+                ready.append(consumer)
+    if len(order) < len(nodes):
+        done = set(order)
+        order.extend(node for node in nodes if node not in done)
+    return order
+
+
+class InferenceEngine:
+    """Walks a model's graphs, dispatching nodes to hooks and writing results.
+
+    Also implements the hand-off API of :class:`NodeContext` (``fallback`` and
+    ``infer_subgraph``), which hooks for control-flow ops use.
+    """
+
+    def __init__(
+        self,
+        model: ir.Model,
+        ctx: ShapesContext,
+        policy: str = "refine",
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        self.model = model
+        self.ctx = ctx
+        self.policy = policy
+        self.progress = progress
+        self.modified = False
+        self._writer = IRDimWriter()
+        self._onnx = OnnxFallback(model)
+        self._functions = model.functions
+        self._opsets = {
+            _registry.normalize_domain(domain): version
+            for domain, version in model.opset_imports.items()
+        }
+
+    # ------------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Infers the main graph."""
+        self._reserve_model_names()
+        graph = self.model.graph
+        self._seed_inputs(graph, None, None)
+        self._walk(graph, self.progress)
+
+    def _reserve_model_names(self) -> None:
+        texts: set[str] = set()
+        pending: list[ir.Graph | ir.Function] = [self.model.graph]
+        pending.extend(self.model.functions.values())
+        while pending:
+            graph = pending.pop()
+            for value in graph.inputs:
+                texts.update(_dim_params(value.shape))
+            for value in graph.outputs:
+                texts.update(_dim_params(value.shape))
+            for node in graph:
+                for value in node.outputs:
+                    if value.shape is not None:
+                        texts.update(_dim_params(value.shape))
+                if node.attributes:
+                    pending.extend(_subgraphs(node))
+        names = set(texts)
+        for text in texts:
+            parsed = expr.parse_dim(text)
+            if isinstance(parsed, expr.DimExpr):
+                names.update(parsed.symbols())
+        self.ctx.reserve_names(names)
+
+    def _seed_inputs(
+        self,
+        graph: ir.Graph,
+        shapes: Sequence[Shape | None] | None,
+        dtypes: Sequence[ir.DataType | None] | None,
+    ) -> None:
+        ctx = self.ctx
+        for i, value in enumerate(graph.inputs):
+            if shapes is not None and i < len(shapes):
+                ctx.set_shape(value, shapes[i])
+            elif value.shape is not None:
+                ctx.set_shape(value, ctx.dims_from_ir(value.shape, value.name or f"in{i}"))
+            else:
+                ctx.set_shape(value, ctx.read_declared_shape(value))
+            if dtypes is not None and i < len(dtypes) and dtypes[i] is not None:
+                ctx.set_dtype(value, dtypes[i])
+            # A graph input may be fed at runtime even if an initializer backs it.
+            ctx.set_value(value, None)
+
+    def _walk(self, graph: ir.Graph, progress: ProgressCallback | None = None) -> None:
+        nodes = topological_order(graph)
+        node_ctx = NodeContext(self.ctx, self)
+        total = len(nodes)
+        step = max(total // 100, 1)
+        for done, node in enumerate(nodes, 1):
+            self._infer_node(node_ctx, node)
+            if progress is not None and (done % step == 0 or done == total):
+                progress(done, total)
+
+    # ------------------------------------------------------------------------------------
+    def _infer_node(self, node_ctx: NodeContext, node: ir.Node) -> None:
+        domain = node.domain
+        opset = self._opsets.get(_registry.normalize_domain(domain))
+        # A domain the model does not import: the latest hook, seen as the latest opset.
+        node_ctx.reset(node, opset if opset is not None else _LATEST_OPSET)
+        ctx = self.ctx
+        if self._functions and node.op_identifier() in self._functions:
+            hook = None
+        else:
+            hook = _registry.lookup(domain, node.op_type, opset)
+        try:
+            if hook is None:
+                self.fallback(node_ctx)
+            else:
+                hook(node_ctx, node)
+        except NodeInferenceFailure as e:
+            self._forget_outputs(node)
+            ctx.add_diagnostic(node, "error", str(e))
+        except ShapeInferenceError:
+            raise
+        except Exception as e:  # a bug in a hook must not stop the whole model
+            logger.debug("hook for %s failed", node.op_type, exc_info=True)
+            self._forget_outputs(node)
+            ctx.add_diagnostic(
+                node, "error", f"internal error in shape hook: {type(e).__name__}: {e}"
+            )
+            if hook is not None:
+                self._fallback_after_bug(node_ctx)
+        for value in node.outputs:
+            self._commit(node, value)
+
+    def _fallback_after_bug(self, node_ctx: NodeContext) -> None:
+        """Coverage never drops below ONNX's: a crashed hook hands over to the fallback."""
+        try:
+            self._onnx.infer(node_ctx)
+        except NodeInferenceFailure:
+            self._forget_outputs(node_ctx.node)
+        except Exception:  # the fallback itself is defensive; stay safe anyway
+            logger.debug("fallback after a hook failure failed", exc_info=True)
+            self._forget_outputs(node_ctx.node)
+
+    def _forget_outputs(self, node: ir.Node) -> None:
+        for value in node.outputs:
+            self.ctx.forget(value)
+            self.ctx.set_shape(value, None)
+            self.ctx.set_value(value, None)
+
+    def fallback(self, node_ctx: NodeContext) -> None:
+        """ONNX per-node inference for the node; subgraphs are inferred first."""
+        for graph in _subgraphs(node_ctx.node):
+            self.infer_subgraph(graph, None, None)
+        self._onnx.infer(node_ctx)
+
+    def infer_subgraph(
+        self,
+        graph: ir.Graph,
+        input_shapes: Sequence[Shape | None] | None,
+        input_dtypes: Sequence[ir.DataType | None] | None,
+    ) -> list[Shape | None]:
+        """Infers ``graph`` with the values of enclosing graphs visible.
+
+        Args:
+            graph: A subgraph (attribute of a node being inferred).
+            input_shapes: Shapes for the subgraph's inputs; ``None`` (or a short
+                sequence) uses the declared input shapes.
+            input_dtypes: Element types for the subgraph's inputs, likewise optional.
+
+        Returns:
+            The shapes of the subgraph's outputs (``None``: rank unknown).
+        """
+        self._seed_inputs(graph, input_shapes, input_dtypes)
+        self._walk(graph)
+        return [self.ctx.shape_of(value) for value in graph.outputs]
+
+    # ------------------------------------------------------------------------------------
+    def _commit(self, node: ir.Node, value: ir.Value) -> None:
+        """Merges the inferred facts of ``value`` with the declared ones and writes them."""
+        ctx = self.ctx
+        inferred = ctx.peek_shape(value)
+        if value.shape is None:  # the common case: nothing declared, nothing to merge
+            if inferred is not None:
+                value.shape = self._writer.shape(inferred)
+                self.modified = True
+            else:
+                ctx.set_shape(value, None)
+            self._commit_type(node, value, had_shape=False)
+            return
+        merged = merge_declared_shape(
+            ctx,
+            self._writer,
+            inferred,
+            value.shape,
+            policy=self.policy,
+            anchor=value.is_graph_output(),
+            hint=value.name or node.op_type,
+        )
+        ctx.set_shape(value, merged.dims)
+        for conflict in merged.conflicts:
+            diagnostic = ctx.add_diagnostic(
+                node, "error", f"output {value.name!r}: {conflict}"
+            )
+            if self.policy == "strict":
+                raise ShapeInferenceError(diagnostic)
+        if merged.written is not None and not same_ir_dims(merged.written, value.shape):
+            value.shape = ir.Shape(merged.written)
+            self.modified = True
+        self._commit_type(node, value, had_shape=True)
+
+    def _commit_type(self, node: ir.Node, value: ir.Value, had_shape: bool) -> None:
+        ctx = self.ctx
+        other = ctx.non_tensor_type_of(value)
+        if other is not None:
+            if value.type is None:
+                value.type = other
+                self.modified = True
+            return
+        dtype = ctx.peek_dtype(value)
+        if dtype is None:
+            return
+        declared = value.dtype
+        if declared is None or declared == ir.DataType.UNDEFINED:
+            if self.policy == "skip" and had_shape:
+                return  # the value already had a shape: skip leaves it as it is
+            value.type = ir.TensorType(dtype)
+            self.modified = True
+        elif declared != dtype:
+            diagnostic = ctx.add_diagnostic(
+                node,
+                "error",
+                f"output {value.name!r}: declared type {declared.name} but inferred {dtype.name}",
+            )
+            if self.policy == "strict":
+                raise ShapeInferenceError(diagnostic)
+            if self.policy == "override" and not value.is_graph_output():
+                value.type = ir.TensorType(dtype)
+                self.modified = True
+            else:
+                ctx.set_dtype(value, declared)

@@ -1,0 +1,220 @@
+"""Merging an inferred shape with an *anchor*: a shape the model author declared.
+
+Graph outputs are always anchors; declared ``value_info`` can be, by option. The author
+names dims (``Y: [N, 4]``), the engine names what it computes (``NonZero_nz_nnz``); the
+merge relates the two by recording equalities in the :class:`ShapesContext`, which the
+anchor-constraint propagation pass later turns into renames.
+
+Rules, per dim (the ranks must agree, or the anchor conflicts):
+
+=========================== ====================== =========================================
+inferred                    declared (anchor)      result
+=========================== ====================== =========================================
+anything                    empty (``None``)       inferred: an empty dim declares nothing
+unknown (``None``)          anything               declared
+``d``                       ``d`` (same)           ``d``
+int ``n``                   int ``m != n``         conflict
+int ``n``                   symbolic ``e``         ``n``; records ``e == n``
+symbolic ``e``              int ``n``              ``n``; records ``e == n``
+symbolic ``e``              symbolic ``f != e``    ``f``; records ``e == f`` with leaf derivation
+=========================== ====================== =========================================
+
+Every equality goes through
+:meth:`ShapesContext.add_symbolic_constraint_with_leaf_derivation`, which derives
+``x == y`` only from ``c*x == c*y`` with no constant left over (so ``2*nnz == 2*dnz``
+gives ``nnz == dnz`` but ``x + 1 == y`` gives nothing).
+
+A broadcast never proves ``d == 64`` when ``d`` may be 1: the algebra folds
+``broadcast(d, 64)`` to ``64`` and records nothing, and an inferred
+``broadcast(d, e)`` merged with an anchor ``64`` records ``broadcast(d, e) == 64`` —
+an equality about the whole term, from which no leaf equality can be derived (the
+term is not a bare symbol), so neither ``d`` nor ``e`` is ever renamed to ``64``.
+
+A conflict makes the whole anchor be skipped (nothing is recorded from it, so a half
+applied anchor never leaves misleading equalities) with a ``warning`` diagnostic, or,
+in strict mode, an ``error`` diagnostic and :class:`ShapeInferenceError`.
+
+The same rules apply to value-as-shape (the elements of a small integer tensor), where
+elements are integers that may be negative.
+"""
+
+from __future__ import annotations
+
+__all__ = ["declared_dims", "merge_value_with_anchor", "merge_with_anchor"]
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.shapes._diagnostics import ShapeInferenceError
+
+if TYPE_CHECKING:
+    from onnx_symdims.shapes._context import ShapesContext
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+MaybeDims = tuple["Dim | None", ...]
+
+
+def declared_dims(shape: ir.Shape | None) -> MaybeDims | None:
+    """Converts a declared ``ir.Shape`` to anchor dims (``None``: the dim declares nothing).
+
+    ``dim_param`` text is parsed with ``parse_dim`` (which never fails: a name that is not
+    an expression, such as ``batch size``, becomes one opaque symbol). An empty dim, a
+    negative ``dim_value`` (some exporters write ``-1`` for "unknown") and text that parses
+    to a negative constant or an unknown expression declare nothing.
+
+    Returns:
+        The dims, or ``None`` when no shape (not even the rank) is declared.
+    """
+    if shape is None:
+        return None
+    dims: list[Dim | None] = []
+    for d in shape.dims:
+        if isinstance(d, int):
+            dims.append(d if d >= 0 else None)
+            continue
+        text = d.value
+        parsed = expr.parse_dim(text) if text else None
+        dims.append(_declared_value(parsed))
+    return tuple(dims)
+
+
+def _declared_value(d: Dim | None) -> Dim | None:
+    """``d`` unless it cannot be a dim (a negative constant, an unknown expression)."""
+    if isinstance(d, int):
+        return d if d >= 0 else None
+    return _usable(d)
+
+
+def _usable(d: Dim | None) -> Dim | None:
+    """``d`` unless it carries no information (``None`` or an unknown expression)."""
+    if isinstance(d, expr.DimExpr) and d.is_unknown:
+        return None
+    return d
+
+
+def _same(a: Dim, b: Dim) -> bool:
+    # DimExpr is hash-consed (== is identity); an int never equals a DimExpr.
+    if isinstance(a, int) or isinstance(b, int):
+        return isinstance(a, int) and isinstance(b, int) and a == b
+    return a is b
+
+
+def _plan(
+    inferred: Sequence[Dim | None], declared: Sequence[Dim | None], what: str
+) -> tuple[list[Dim | None], list[tuple[Dim, Dim]], list[str]]:
+    """Per-dim merge without side effects: (result, equalities, conflicts)."""
+    result: list[Dim | None] = []
+    equalities: list[tuple[Dim, Dim]] = []
+    conflicts: list[str] = []
+    for axis, (inf, decl) in enumerate(zip(inferred, declared)):
+        inf, decl = _usable(inf), _usable(decl)
+        if decl is None:
+            result.append(inf)
+        elif inf is None or _same(inf, decl):
+            result.append(decl)
+        elif isinstance(inf, int) and isinstance(decl, int):
+            conflicts.append(f"{what} {axis}: declared {decl} but inferred {inf}")
+            result.append(inf)
+        elif isinstance(inf, int):
+            # The inferred int is a proof; the anchor only names it.
+            equalities.append((decl, inf))
+            result.append(inf)
+        elif isinstance(decl, int):
+            equalities.append((inf, decl))
+            result.append(decl)
+        else:
+            equalities.append((inf, decl))
+            result.append(decl)
+    return result, equalities, conflicts
+
+
+def _merge(
+    ctx: ShapesContext,
+    inferred: Sequence[Dim | None] | None,
+    declared: Sequence[Dim | None] | None,
+    *,
+    strict: bool,
+    where: str,
+    node: ir.Node | None,
+    what: str,
+) -> MaybeDims | None:
+    if declared is None:
+        return None if inferred is None else tuple(inferred)
+    if inferred is None:
+        return tuple(declared)
+    if len(inferred) != len(declared):
+        size = "rank" if what == "axis" else "length"
+        conflicts = [f"declared {size} {len(declared)} but inferred {size} {len(inferred)}"]
+        result: Sequence[Dim | None] = inferred
+        equalities: list[tuple[Dim, Dim]] = []
+    else:
+        result, equalities, conflicts = _plan(inferred, declared, what)
+    if conflicts:
+        kind = "shape" if what == "axis" else "value"
+        message = f"{where}: declared {kind} conflicts with the inferred one: " + "; ".join(
+            conflicts
+        )
+        if strict:
+            raise ShapeInferenceError(ctx.add_diagnostic(node, "error", message))
+        ctx.add_diagnostic(node, "warning", message + " (anchor skipped)")
+        return tuple(inferred)
+    for inf, decl in equalities:
+        ctx.add_symbolic_constraint_with_leaf_derivation(inf, decl)
+    return tuple(result)
+
+
+def merge_with_anchor(
+    ctx: ShapesContext,
+    inferred: Sequence[Dim | None] | None,
+    declared: Sequence[Dim | None] | None,
+    *,
+    strict: bool,
+    where: str,
+    node: ir.Node | None = None,
+) -> MaybeDims | None:
+    """Merges an inferred shape with an anchor and records the equalities it implies.
+
+    See the module docstring for the per-dim rules.
+
+    Args:
+        ctx: Receives the equalities and the diagnostics.
+        inferred: The inferred dims (``None``: rank unknown; a ``None`` dim: unknown).
+        declared: The anchor (``None``: declares nothing; a ``None`` dim: empty dim),
+            e.g. from :func:`declared_dims`.
+        strict: Raise on a conflict instead of skipping the anchor.
+        where: Names the anchored value in diagnostics, e.g. ``"graph output 'Y'"``.
+        node: The producer of the value, for the diagnostic (optional).
+
+    Returns:
+        The merged dims (``None`` when neither side knows the rank). A dim is ``None``
+        only when neither side knows it. On a lenient conflict, ``inferred`` unchanged.
+
+    Raises:
+        ShapeInferenceError: ``strict`` and the anchor conflicts (different ints, or a
+            rank mismatch).
+    """
+    return _merge(ctx, inferred, declared, strict=strict, where=where, node=node, what="axis")
+
+
+def merge_value_with_anchor(
+    ctx: ShapesContext,
+    inferred: Sequence[Dim | None] | None,
+    declared: Sequence[Dim | None] | None,
+    *,
+    strict: bool,
+    where: str,
+    node: ir.Node | None = None,
+) -> MaybeDims | None:
+    """Like :func:`merge_with_anchor`, for value-as-shape (flattened integer elements).
+
+    Elements may be negative ints; a length mismatch is a conflict.
+    """
+    return _merge(
+        ctx, inferred, declared, strict=strict, where=where, node=node, what="element"
+    )

@@ -1,0 +1,462 @@
+"""``ShapesContext``: everything shape inference knows about one model.
+
+The context owns
+
+* the assumption :class:`~onnx_symdims.expr.Scope` (every symbol is a tensor dim,
+  hence ``>= 0``; data-dependent dims get upper bounds),
+* deterministic minting of fresh symbols that never collide with a name the model uses,
+* the constraint stores (equalities ``a == b`` and upper bounds ``lhs <= rhs``),
+* the side tables: the shape, dtype and "value as shape" (the symbolic elements of a
+  small integer tensor, e.g. the output of ``Shape``) of every ``ir.Value``,
+* the diagnostics.
+
+Side tables are keyed by ``ir.Value`` (identity hashing); the query methods also accept
+a value name. A stored shape is a tuple of dims, each an ``int`` or a non-unknown
+``DimExpr`` (an unknown dim is stored as a fresh symbol, never ``None``); a stored shape of
+``None`` means "rank unknown".
+"""
+
+from __future__ import annotations
+
+__all__ = ["ShapesContext", "sanitize_symbol_name"]
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.shapes._diagnostics import Diagnostic, Severity, ShapeInferenceError
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+Shape = tuple[Dim, ...]
+
+#: Integer tensors at most this large are read as "value as shape" (never weights).
+MAX_VALUE_ELEMENTS = 1024
+
+#: Element types whose values are tracked symbolically (bool as 0/1).
+INTEGER_DTYPES = frozenset(
+    {
+        ir.DataType.INT8,
+        ir.DataType.INT16,
+        ir.DataType.INT32,
+        ir.DataType.INT64,
+        ir.DataType.UINT8,
+        ir.DataType.UINT16,
+        ir.DataType.UINT32,
+        ir.DataType.UINT64,
+        ir.DataType.BOOL,
+    }
+)
+
+# Function names of the expression printers/parsers: a symbol must never be spelled
+# like one of them, or the written dim_param would re-parse as a call.
+_RESERVED_WORDS = frozenset(
+    {
+        "max", "min", "Max", "Min", "floor", "ceil", "ceiling", "mod", "Mod", "sqrt",
+        "broadcast", "abs", "Abs", "FloorDiv", "CeilDiv", "CleanDiv", "CeilToInt",
+        "PythonMod", "IntTrueDiv", "ModularIndexing", "Piecewise", "trunc", "TruncToInt",
+    }
+)  # fmt: skip
+
+_NON_IDENT = re.compile(r"[^A-Za-z0-9_]+")
+_UNDERSCORES = re.compile(r"__+")
+
+
+def sanitize_symbol_name(hint: str) -> str:
+    """Turns ``hint`` into an identifier ``[A-Za-z_][A-Za-z0-9_]*`` (``"d"`` if empty).
+
+    Example::
+
+        >>> sanitize_symbol_name("/model/layers.0/Reshape_3")
+        'model_layers_0_Reshape_3'
+        >>> sanitize_symbol_name("2d")
+        'd2d'
+    """
+    name = _UNDERSCORES.sub("_", _NON_IDENT.sub("_", hint)).strip("_")
+    if not name:
+        return "d"
+    if name[0].isdigit():
+        name = "d" + name
+    return name
+
+
+def _is_bare_symbol(d: Dim) -> bool:
+    return isinstance(d, expr.DimExpr) and d.is_symbol
+
+
+class ShapesContext:
+    """Shape facts, constraints, fresh symbols and diagnostics for one model.
+
+    Args:
+        scope: Assumptions for the symbols; defaults to a fresh
+            ``Scope(nonnegative=True)`` (every symbol is a tensor dim).
+
+    Attributes:
+        scope: The assumption scope used for proofs (``dmax``/``dmin``, comparisons).
+        strict: When True, recording an ``error`` diagnostic raises
+            :class:`ShapeInferenceError` (set by the pass's ``strict`` option).
+        diagnostics: Diagnostics in the order they were recorded.
+    """
+
+    def __init__(self, scope: expr.Scope | None = None) -> None:
+        self.scope = scope if scope is not None else expr.Scope(nonnegative=True)
+        self.strict = False
+        self.diagnostics: list[Diagnostic] = []
+        self._reserved: set[str] = set(_RESERVED_WORDS)
+        self._generated: set[str] = set()
+        self._next_suffix: dict[str, int] = {}
+        # Constraint stores: key (canonical strings) -> the dims they were built from.
+        self._equalities: dict[tuple[str, str], tuple[Dim, Dim]] = {}
+        self._upper_bounds: dict[tuple[str, str], tuple[Dim, Dim]] = {}
+        # Side tables.
+        self._shapes: dict[ir.Value, Shape | None] = {}
+        self._dtypes: dict[ir.Value, ir.DataType | None] = {}
+        self._values: dict[ir.Value, Shape | None] = {}
+        self._other_types: dict[ir.Value, ir.TypeProtocol] = {}
+        self._by_name: dict[str, ir.Value] = {}
+
+    # ------------------------------------------------------------------------------------
+    # Symbols
+    # ------------------------------------------------------------------------------------
+    def reserve_names(self, names: Iterable[str]) -> None:
+        """Marks names as used by the model, so :meth:`new_symbol` never returns them.
+
+        Register every ``dim_param`` text and every symbol name appearing in the model
+        before inference starts.
+        """
+        self._reserved.update(names)
+
+    @property
+    def generated_symbols(self) -> frozenset[str]:
+        """Names of the symbols minted by :meth:`new_symbol` (the engine's own names)."""
+        return frozenset(self._generated)
+
+    def is_generated(self, name: str) -> bool:
+        """True when ``name`` was minted by this context (not declared by the model)."""
+        return name in self._generated
+
+    def new_symbol(self, hint: str = "d") -> expr.DimExpr:
+        """Mints a fresh symbol named after ``hint``.
+
+        The name is ``hint`` sanitized to an identifier; when taken (by the model or an
+        earlier symbol) a suffix ``_1``, ``_2``, ... is appended. Names depend only on the
+        order of calls, so a run is deterministic.
+        """
+        base = sanitize_symbol_name(hint)
+        name = base
+        if name in self._reserved or name in self._generated:
+            suffix = self._next_suffix.get(base, 1)
+            name = f"{base}_{suffix}"
+            while name in self._reserved or name in self._generated:
+                suffix += 1
+                name = f"{base}_{suffix}"
+            self._next_suffix[base] = suffix + 1
+        self._generated.add(name)
+        return expr.sym(name)
+
+    def fresh_shape(self, rank: int, hint: str = "d") -> Shape:
+        """A shape of ``rank`` fresh symbols named ``{hint}_0``, ``{hint}_1``, ..."""
+        return tuple(self.new_symbol(f"{hint}_{i}") for i in range(rank))
+
+    # ------------------------------------------------------------------------------------
+    # Equality constraints
+    # ------------------------------------------------------------------------------------
+    @staticmethod
+    def _text(d: Dim | str) -> tuple[str, Dim | None]:
+        if isinstance(d, str):
+            return d, (expr.parse_dim(d) if d else None)
+        if isinstance(d, expr.DimExpr) and d.is_unknown:
+            return "", None  # an unknown equals nothing, not even itself
+        return expr.to_onnx(d), d
+
+    def add_constraint(self, a: Dim | str, b: Dim | str) -> bool:
+        """Records ``a == b``; returns whether it was new.
+
+        The pair is unordered and stored canonically as (smaller, larger) in byte order
+        of the printed forms; ``a == a``, empty operands and unknown dims are dropped.
+        """
+        ta, da = self._text(a)
+        tb, db = self._text(b)
+        if not ta or not tb or ta == tb:
+            return False
+        # str order is code point order, which equals UTF-8 byte order.
+        key, dims = ((ta, tb), (da, db)) if ta < tb else ((tb, ta), (db, da))
+        if key in self._equalities:
+            return False
+        self._equalities[key] = dims  # type: ignore[assignment]
+        return True
+
+    def has_constraint(self, a: Dim | str, b: Dim | str) -> bool:
+        """True when ``a == b`` was recorded (symmetric; ``a == a`` is always true)."""
+        ta, _ = self._text(a)
+        tb, _ = self._text(b)
+        if ta == tb:
+            return bool(ta)
+        return ((ta, tb) if ta < tb else (tb, ta)) in self._equalities
+
+    def constraints(self) -> list[tuple[str, str]]:
+        """The recorded equalities as canonical ``(smaller, larger)`` string pairs."""
+        return list(self._equalities)
+
+    def constraint_dims(self) -> list[tuple[Dim, Dim]]:
+        """The recorded equalities as dims, oriented like :meth:`constraints`."""
+        return list(self._equalities.values())
+
+    def constraints_size(self) -> int:
+        """Number of recorded equalities."""
+        return len(self._equalities)
+
+    def add_symbolic_constraint_with_leaf_derivation(self, a: Dim | str, b: Dim | str) -> bool:
+        """Records ``a == b`` and, when implied exactly, the leaf equality ``x == y``.
+
+        ``x == y`` is derived only when ``a - b`` is ``c*x - c*y`` for two bare symbols
+        and **no constant**: ``2*dnz == 2*nnz`` gives ``dnz == nnz``, and so does
+        ``x + z == y + z``. ``x + 1 == y``, ``2*x == 2*y + 2`` and ``x//2 == y//2`` derive
+        nothing (the last because ``x//2 == y//2`` holds for ``x=2, y=3``).
+
+        Returns:
+            Whether any new constraint was recorded.
+        """
+        recorded = self.add_constraint(a, b)
+        _, da = self._text(a)
+        _, db = self._text(b)
+        if da is None or db is None:
+            return recorded
+        monomials, constant = expr.coefficients(expr.sub(da, db))
+        if constant != 0 or len(monomials) != 2:
+            return recorded
+        (x, cx), (y, cy) = monomials.items()
+        if cx == -cy and _is_bare_symbol(x) and _is_bare_symbol(y):
+            recorded = self.add_constraint(x, y) or recorded
+        return recorded
+
+    # ------------------------------------------------------------------------------------
+    # Upper bounds
+    # ------------------------------------------------------------------------------------
+    def add_less_equal_constraint(self, lhs: Dim | str, rhs: Dim | str) -> bool:
+        """Records ``lhs <= rhs`` (ordered); returns whether it was new.
+
+        Self bounds and empty operands are dropped. A bound on a bare symbol is also
+        given to the scope, so proofs use it (e.g. ``nnz <= N*M``).
+        """
+        tl, dl = self._text(lhs)
+        tr, dr = self._text(rhs)
+        if not tl or not tr or tl == tr:
+            return False
+        key = (tl, tr)
+        if key in self._upper_bounds:
+            return False
+        self._upper_bounds[key] = (dl, dr)  # type: ignore[assignment]
+        if isinstance(dl, expr.DimExpr) and dl.is_symbol and dr is not None:
+            self.scope.add_upper_bound(dl.name, dr)  # type: ignore[arg-type]
+        return True
+
+    def has_less_equal_constraint(self, lhs: Dim | str, rhs: Dim | str) -> bool:
+        """True when exactly ``lhs <= rhs`` was recorded."""
+        return (self._text(lhs)[0], self._text(rhs)[0]) in self._upper_bounds
+
+    def less_equal_constraints(self) -> list[tuple[str, str]]:
+        """The recorded upper bounds as ``(lhs, rhs)`` string pairs."""
+        return list(self._upper_bounds)
+
+    def less_equal_constraint_dims(self) -> list[tuple[Dim, Dim]]:
+        """The recorded upper bounds as ``(lhs, rhs)`` dims."""
+        return list(self._upper_bounds.values())
+
+    def less_equal_constraints_size(self) -> int:
+        """Number of recorded upper bounds."""
+        return len(self._upper_bounds)
+
+    def clear(self) -> None:
+        """Empties both constraint stores (bounds already given to the scope stay)."""
+        self._equalities.clear()
+        self._upper_bounds.clear()
+
+    # ------------------------------------------------------------------------------------
+    # Diagnostics
+    # ------------------------------------------------------------------------------------
+    def add_diagnostic(
+        self, node: ir.Node | None, severity: Severity, message: str
+    ) -> Diagnostic:
+        """Records a diagnostic about ``node`` (``None`` for graph-level findings).
+
+        Raises:
+            ShapeInferenceError: ``severity`` is ``"error"`` and :attr:`strict` is set.
+        """
+        if node is None:
+            diagnostic = Diagnostic("", "", "", severity, message)
+        else:
+            diagnostic = Diagnostic(
+                node.name or "", node.op_type, node.domain, severity, message
+            )
+        self.diagnostics.append(diagnostic)
+        logger.debug("%s", diagnostic)
+        if self.strict and severity == "error":
+            raise ShapeInferenceError(diagnostic)
+        return diagnostic
+
+    # ------------------------------------------------------------------------------------
+    # Side tables
+    # ------------------------------------------------------------------------------------
+    def _resolve(self, value: ir.Value | str) -> ir.Value | None:
+        if isinstance(value, str):
+            return self._by_name.get(value)
+        return value
+
+    def _remember_name(self, value: ir.Value) -> None:
+        name = value.name
+        if name:
+            self._by_name[name] = value
+
+    def has_shape(self, value: ir.Value) -> bool:
+        """True when the shape table has an entry (possibly ``None``) for ``value``."""
+        return value in self._shapes
+
+    def peek_shape(self, value: ir.Value) -> Shape | None:
+        """The stored shape of ``value`` without reading the IR (``None`` if absent)."""
+        return self._shapes.get(value)
+
+    def peek_dtype(self, value: ir.Value) -> ir.DataType | None:
+        """The inferred dtype of ``value`` without reading the IR (``None`` if absent)."""
+        return self._dtypes.get(value)
+
+    def shape_of(self, value: ir.Value | str) -> Shape | None:
+        """The shape of ``value`` as dims, or ``None`` when its rank is unknown.
+
+        A value not yet in the table is read once from its constant tensor or declared
+        ``ir.Shape`` (empty dims become fresh symbols) and cached.
+        """
+        resolved = self._resolve(value)
+        if resolved is None:
+            return None
+        try:
+            return self._shapes[resolved]
+        except KeyError:
+            pass
+        shape = self.read_declared_shape(resolved)
+        self._shapes[resolved] = shape
+        self._remember_name(resolved)
+        return shape
+
+    def read_declared_shape(self, value: ir.Value) -> Shape | None:
+        """Converts what ``value`` carries in the IR (constant or declared shape) to dims."""
+        tensor = value.const_value
+        if tensor is not None:
+            return tuple(int(d) for d in tensor.shape)
+        return self.dims_from_ir(value.shape, value.name or "value")
+
+    def dims_from_ir(self, shape: ir.Shape | None, hint: str) -> Shape | None:
+        """Converts an ``ir.Shape`` to dims.
+
+        ``dim_param`` text goes through ``parse_dim`` (never fails); an empty dim becomes a
+        fresh symbol named after ``hint``.
+        """
+        if shape is None:
+            return None
+        dims: list[Dim] = []
+        for i, d in enumerate(shape.dims):
+            if isinstance(d, int):
+                # Some producers write dim_value -1 for "unknown": not a dim.
+                dims.append(d if d >= 0 else self.new_symbol(f"{hint}_d{i}"))
+                continue
+            text = d.value
+            if text is None or text == "":
+                dims.append(self.new_symbol(f"{hint}_d{i}"))
+                continue
+            parsed = expr.parse_dim(text)
+            if isinstance(parsed, int) and parsed < 0:
+                parsed = self.new_symbol(f"{hint}_d{i}")  # "-1" etc.: not a dim
+            elif isinstance(parsed, expr.DimExpr) and parsed.is_unknown:
+                parsed = self.new_symbol(f"{hint}_d{i}")
+            dims.append(parsed)
+        return tuple(dims)
+
+    def set_shape(self, value: ir.Value, dims: Sequence[Dim] | None) -> None:
+        """Stores the shape of ``value`` (``None``: rank unknown).
+
+        Dims must be valid (ints >= 0 or non-unknown ``DimExpr``); :class:`NodeContext`
+        validates what hooks produce.
+        """
+        self._shapes[value] = None if dims is None else tuple(dims)
+        self._remember_name(value)
+
+    def dtype_of(self, value: ir.Value | str) -> ir.DataType | None:
+        """The element type inferred or declared for ``value`` (``None`` if unknown)."""
+        resolved = self._resolve(value)
+        if resolved is None:
+            return None
+        dtype = self._dtypes.get(resolved)
+        if dtype is None:
+            dtype = resolved.dtype
+            if dtype is None and resolved.const_value is not None:
+                dtype = resolved.const_value.dtype
+        return dtype
+
+    def set_dtype(self, value: ir.Value, dtype: ir.DataType | None) -> None:
+        """Stores the inferred element type of ``value``."""
+        self._dtypes[value] = dtype
+
+    def set_non_tensor_type(self, value: ir.Value, type_: ir.TypeProtocol) -> None:
+        """Stores an inferred sequence/optional/map type for ``value``."""
+        self._other_types[value] = type_
+
+    def non_tensor_type_of(self, value: ir.Value) -> ir.TypeProtocol | None:
+        """The inferred sequence/optional/map type of ``value``, if any."""
+        return self._other_types.get(value)
+
+    def value_of(self, value: ir.Value | str) -> Shape | None:
+        """The symbolic elements of ``value`` (flattened, row-major), or ``None``.
+
+        Known for outputs of shape computations and for small integer constants
+        (at most :data:`MAX_VALUE_ELEMENTS` elements; larger tensors are never read).
+        Elements may be unknown ``DimExpr`` (partially known values), and may be
+        negative: elements are integers, not dims.
+        """
+        resolved = self._resolve(value)
+        if resolved is None:
+            return None
+        try:
+            return self._values[resolved]
+        except KeyError:
+            pass
+        elements = self._read_constant_elements(resolved)
+        self._values[resolved] = elements
+        return elements
+
+    def set_value(self, value: ir.Value, elements: Sequence[Dim] | None) -> None:
+        """Stores the symbolic elements of ``value`` (``None``: not known)."""
+        self._values[value] = None if elements is None else tuple(elements)
+        self._remember_name(value)
+
+    def value_as_shape(self, name: str) -> Shape | None:
+        """The symbolic elements of the value called ``name`` (query API)."""
+        return self.value_of(name)
+
+    @staticmethod
+    def _read_constant_elements(value: ir.Value) -> Shape | None:
+        tensor = value.const_value
+        if tensor is None or tensor.dtype not in INTEGER_DTYPES:
+            return None
+        try:
+            if tensor.size > MAX_VALUE_ELEMENTS:
+                return None
+            array = tensor.numpy()
+        except Exception as e:  # e.g. external data file missing: value stays unknown
+            logger.debug("cannot read constant %r: %s", value.name, e)
+            return None
+        return tuple(int(x) for x in array.reshape(-1).tolist())
+
+    def forget(self, value: ir.Value) -> None:
+        """Drops everything stored about ``value`` (it will be re-read from the IR)."""
+        self._shapes.pop(value, None)
+        self._dtypes.pop(value, None)
+        self._values.pop(value, None)
+        self._other_types.pop(value, None)
+
+    def known_values(self) -> list[ir.Value]:
+        """Every value with an entry in the shape table, in insertion order."""
+        return list(self._shapes)

@@ -1,0 +1,388 @@
+"""``NodeContext``: the per-node view an op hook reads inputs from and writes outputs to.
+
+An op hook is ``def infer_x(ctx: NodeContext, node: ir.Node) -> None``. It reads input
+shapes (tuples of dims, ``None`` for an unknown rank), values-as-shape and attributes,
+and writes each output's shape, dtype and (for shape computations) value. It never sees
+``ir.SymbolicDim`` strings: the driver converts when reading and writing the model.
+
+Example hook::
+
+    @register("", "Relu")
+    def infer_relu(ctx: NodeContext, node: ir.Node) -> None:
+        ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+
+On malformed input a hook calls :meth:`NodeContext.fail`, which records an ``error``
+diagnostic for the node and leaves its outputs with unknown shapes.
+"""
+
+from __future__ import annotations
+
+__all__ = ["NodeContext", "SubgraphEngine", "broadcast_dims"]
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn, Protocol
+
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.shapes._context import MAX_VALUE_ELEMENTS, sanitize_symbol_name
+from onnx_symdims.shapes._diagnostics import NodeInferenceFailure
+
+if TYPE_CHECKING:
+    from onnx_symdims.shapes._context import ShapesContext
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+Shape = tuple[Dim, ...]
+
+
+def _one_forces_one(s: expr.DimExpr, other: Dim) -> bool:
+    """True when ``s`` is a bare symbol and ``other`` is 1 whenever ``s`` is 1."""
+    return s.is_symbol and expr.substitute(other, {s.name: 1}) == 1  # type: ignore[dict-item]
+
+
+def broadcast_dims(a: Dim, b: Dim) -> Dim:
+    """The numpy broadcast of two dims, as precise as soundness allows.
+
+    Besides :func:`expr.broadcast`, one case is decided here: ``broadcast(s, b)`` is
+    ``s`` when ``b`` is 1 whenever ``s`` is 1 (e.g. ``b = min(64, s)``): in a valid run
+    either ``b == s``, or ``b == 1`` (result ``s``), or ``s == 1`` and then ``b == 1``.
+
+    Raises:
+        expr.BroadcastError: two different ints, neither 1.
+    """
+    if isinstance(a, expr.DimExpr) and isinstance(b, expr.DimExpr):
+        if _one_forces_one(a, b):
+            return a
+        if _one_forces_one(b, a):
+            return b
+    return expr.broadcast(a, b)
+
+
+class SubgraphEngine(Protocol):
+    """What the inference driver offers to hooks (implemented by the pass)."""
+
+    def fallback(self, ctx: NodeContext) -> None:
+        """Infers the node's outputs with ONNX's own per-node inference."""
+        ...
+
+    def infer_subgraph(
+        self,
+        graph: ir.Graph,
+        input_shapes: Sequence[Shape | None] | None,
+        input_dtypes: Sequence[ir.DataType | None] | None,
+    ) -> list[Shape | None]:
+        """Infers a subgraph (outer values visible) and returns its output shapes."""
+        ...
+
+
+class NodeContext:
+    """A cheap, reusable view of one node for op hooks.
+
+    The driver keeps one instance per graph walk and calls :meth:`reset` before each
+    node, so hooks must not keep a reference to it.
+
+    Attributes:
+        ctx: The model's :class:`ShapesContext` (constraints, bounds, tables).
+        node: The node being inferred.
+        opset: The opset version of the node's domain (as imported by the model).
+    """
+
+    __slots__ = ("_engine", "_hint", "_inputs", "_outputs", "ctx", "node", "opset")
+
+    def __init__(self, ctx: ShapesContext, engine: SubgraphEngine | None = None) -> None:
+        self.ctx = ctx
+        self._engine = engine
+        self.node: ir.Node = None  # type: ignore[assignment]
+        self.opset = 0
+        self._inputs: Sequence[ir.Value | None] = ()
+        self._outputs: Sequence[ir.Value] = ()
+        self._hint: str | None = None
+
+    def reset(self, node: ir.Node, opset: int) -> None:
+        """Points the view at ``node`` (called by the driver)."""
+        self.node = node
+        self.opset = opset
+        self._inputs = node.inputs
+        self._outputs = node.outputs
+        self._hint = None
+
+    # ------------------------------------------------------------------------------------
+    # Node facts
+    # ------------------------------------------------------------------------------------
+    @property
+    def scope(self) -> expr.Scope:
+        """The assumption scope (all symbols are dims, hence ``>= 0``)."""
+        return self.ctx.scope
+
+    @property
+    def num_inputs(self) -> int:
+        """Number of input slots, including omitted optional ones."""
+        return len(self._inputs)
+
+    @property
+    def num_outputs(self) -> int:
+        """Number of output slots."""
+        return len(self._outputs)
+
+    # ------------------------------------------------------------------------------------
+    # Inputs
+    # ------------------------------------------------------------------------------------
+    def input(self, i: int) -> ir.Value | None:
+        """The ``i``-th input value, or ``None`` when absent (omitted optional input)."""
+        if i < len(self._inputs):
+            return self._inputs[i]
+        return None
+
+    def has_input(self, i: int) -> bool:
+        """True when input ``i`` is present (an omitted optional input is absent)."""
+        return i < len(self._inputs) and self._inputs[i] is not None
+
+    def require_input(self, i: int) -> ir.Value:
+        """The ``i``-th input; fails the node when it is absent."""
+        value = self.input(i)
+        if value is None:
+            self.fail(f"required input {i} is missing")
+        return value
+
+    def input_shape(self, i: int) -> Shape | None:
+        """The dims of input ``i``; ``None`` when its rank is unknown or it is absent."""
+        value = self.input(i)
+        if value is None:
+            return None
+        return self.ctx.shape_of(value)
+
+    def input_rank(self, i: int) -> int | None:
+        """The rank of input ``i`` (``None`` if unknown or absent)."""
+        shape = self.input_shape(i)
+        return None if shape is None else len(shape)
+
+    def input_value(self, i: int) -> Shape | None:
+        """The symbolic elements of input ``i`` (value as shape), flattened, or ``None``.
+
+        Small integer constants (initializers, ``Constant`` outputs) are read lazily;
+        elements may be unknown ``DimExpr`` when only part of the value is known.
+        """
+        value = self.input(i)
+        if value is None:
+            return None
+        return self.ctx.value_of(value)
+
+    def input_ints(self, i: int) -> tuple[int, ...] | None:
+        """The elements of input ``i`` when all are known ints, else ``None``."""
+        elements = self.input_value(i)
+        if elements is None or not all(isinstance(e, int) for e in elements):
+            return None
+        return elements  # type: ignore[return-value]
+
+    def input_dtype(self, i: int) -> ir.DataType | None:
+        """The element type of input ``i`` (``None`` if unknown or absent)."""
+        value = self.input(i)
+        if value is None:
+            return None
+        return self.ctx.dtype_of(value)
+
+    # ------------------------------------------------------------------------------------
+    # Attributes (a wrongly typed attribute fails the node)
+    # ------------------------------------------------------------------------------------
+    def has_attr(self, name: str) -> bool:
+        """True when the node carries attribute ``name``."""
+        return name in self.node.attributes
+
+    def _attr(self, name: str, kind: ir.AttributeType) -> ir.Attr | None:
+        attr = self.node.attributes.get(name)
+        if attr is None:
+            return None
+        if attr.is_ref():
+            self.fail(f"attribute {name!r} refers to a function attribute")
+        if attr.type != kind:
+            self.fail(f"attribute {name!r} must be {kind.name}, got {attr.type.name}")
+        return attr
+
+    def attr_int(self, name: str, default: int | None = None) -> int | None:
+        """Integer attribute ``name`` or ``default``."""
+        attr = self._attr(name, ir.AttributeType.INT)
+        return default if attr is None else attr.value
+
+    def attr_ints(
+        self, name: str, default: Sequence[int] | None = None
+    ) -> Sequence[int] | None:
+        """Integer list attribute ``name`` or ``default``."""
+        attr = self._attr(name, ir.AttributeType.INTS)
+        return default if attr is None else tuple(attr.value)
+
+    def attr_float(self, name: str, default: float | None = None) -> float | None:
+        """Float attribute ``name`` or ``default``."""
+        attr = self._attr(name, ir.AttributeType.FLOAT)
+        return default if attr is None else attr.value
+
+    def attr_floats(
+        self, name: str, default: Sequence[float] | None = None
+    ) -> Sequence[float] | None:
+        """Float list attribute ``name`` or ``default``."""
+        attr = self._attr(name, ir.AttributeType.FLOATS)
+        return default if attr is None else tuple(attr.value)
+
+    def attr_str(self, name: str, default: str | None = None) -> str | None:
+        """String attribute ``name`` or ``default``."""
+        attr = self._attr(name, ir.AttributeType.STRING)
+        return default if attr is None else attr.value
+
+    def attr_tensor(self, name: str) -> ir.TensorProtocol | None:
+        """Tensor attribute ``name`` or ``None``."""
+        attr = self._attr(name, ir.AttributeType.TENSOR)
+        return None if attr is None else attr.value
+
+    # ------------------------------------------------------------------------------------
+    # Outputs
+    # ------------------------------------------------------------------------------------
+    def set_output(
+        self, i: int, dims: Sequence[Dim | None] | None, dtype: ir.DataType | None = None
+    ) -> None:
+        """Sets the shape (and optionally dtype) of output ``i``.
+
+        Args:
+            i: Output index; an index past the node's outputs is ignored (optional
+                trailing outputs).
+            dims: The dims, or ``None`` for an unknown rank. A ``None`` dim or an unknown
+                ``DimExpr`` becomes a fresh symbol; a negative int fails the node.
+            dtype: The element type; ``None`` keeps whatever is known already.
+        """
+        if i >= len(self._outputs):
+            return
+        value = self._outputs[i]
+        if dims is not None:
+            checked: list[Dim] = []
+            for k, d in enumerate(dims):
+                if isinstance(d, int):
+                    if d < 0:
+                        self.fail(f"output {i} would have negative dim {d} at axis {k}")
+                    checked.append(d)
+                elif d is None or d.is_unknown:
+                    checked.append(self.new_symbol(f"o{i}_d{k}"))
+                else:
+                    checked.append(d)
+            dims = tuple(checked)
+        self.ctx.set_shape(value, dims)
+        if dtype is not None:
+            self.ctx.set_dtype(value, dtype)
+
+    def set_output_value(self, i: int, elements: Sequence[Dim] | None) -> None:
+        """Sets the symbolic elements (value as shape) of output ``i``.
+
+        Only for small integer tensors: more than ``MAX_VALUE_ELEMENTS`` elements are
+        dropped. Elements may be unknown ``DimExpr`` for partially known values.
+        """
+        if i >= len(self._outputs):
+            return
+        if elements is not None and len(elements) > MAX_VALUE_ELEMENTS:
+            elements = None
+        self.ctx.set_value(self._outputs[i], elements)
+
+    def set_output_type(self, i: int, type_: ir.TypeProtocol) -> None:
+        """Sets a non-tensor type (sequence, optional, map) for output ``i``."""
+        if i < len(self._outputs):
+            self.ctx.set_non_tensor_type(self._outputs[i], type_)
+
+    def output(self, i: int) -> ir.Value | None:
+        """The ``i``-th output value (``None`` past the end)."""
+        return self._outputs[i] if i < len(self._outputs) else None
+
+    # ------------------------------------------------------------------------------------
+    # Symbols and failure
+    # ------------------------------------------------------------------------------------
+    def _hint_base(self) -> str:
+        if self._hint is None:
+            node = self.node
+            base = sanitize_symbol_name(node.name) if node.name else node.op_type
+            if node.op_type not in base:
+                base = f"{node.op_type}_{base}"
+            self._hint = base
+        return self._hint
+
+    def new_symbol(self, hint: str = "d") -> expr.DimExpr:
+        """A fresh symbol named ``{node name or op_type}_{hint}`` (e.g. ``NonZero_nz_nnz``)."""
+        return self.ctx.new_symbol(f"{self._hint_base()}_{hint}")
+
+    def fresh_shape(self, rank: int, hint: str = "d") -> Shape:
+        """A shape of ``rank`` fresh symbols."""
+        return tuple(self.new_symbol(f"{hint}{k}") for k in range(rank))
+
+    def fail(self, message: str) -> NoReturn:
+        """Aborts the hook: records an ``error`` diagnostic; outputs get unknown shapes."""
+        raise NodeInferenceFailure(message)
+
+    def warn(self, message: str) -> None:
+        """Records a ``warning`` diagnostic for the node without aborting the hook."""
+        self.ctx.add_diagnostic(self.node, "warning", message)
+
+    # ------------------------------------------------------------------------------------
+    # Helpers for common patterns
+    # ------------------------------------------------------------------------------------
+    def normalize_axis(self, axis: int, rank: int) -> int:
+        """Maps ``axis`` in ``[-rank, rank)`` to ``[0, rank)``; fails the node otherwise."""
+        if not -rank <= axis < rank:
+            self.fail(f"axis {axis} is out of range for rank {rank}")
+        return axis + rank if axis < 0 else axis
+
+    def normalize_axes(self, axes: Sequence[int], rank: int) -> list[int]:
+        """Normalizes every axis; fails the node on a repeated axis."""
+        result = [self.normalize_axis(a, rank) for a in axes]
+        if len(set(result)) != len(result):
+            self.fail(f"repeated axis in {list(axes)}")
+        return result
+
+    def broadcast_shapes(self, *shapes: Shape | None) -> Shape | None:
+        """Numpy (multidirectional) broadcasting of shapes; ``None`` if a rank is unknown.
+
+        Per dim: equal dims stay; ``1`` yields to the other; an int ``n != 1`` against a
+        symbol gives ``n`` (the symbol is 1 or n, no equality recorded); two different
+        symbolic dims give ``broadcast(a, b)`` unless :func:`broadcast_dims` decides it;
+        two different ints other than 1 fail.
+        """
+        result = shapes[0] if shapes else ()
+        for shape in shapes[1:]:
+            if result is None or shape is None:
+                return None
+            if shape == result:
+                continue
+            if len(shape) > len(result):
+                result, shape = shape, result
+            offset = len(result) - len(shape)
+            merged = list(result)
+            for k, b in enumerate(shape):
+                a = merged[offset + k]
+                if a is b or a == b:  # ints compare by value, DimExpr by identity
+                    continue
+                try:
+                    merged[offset + k] = broadcast_dims(a, b)
+                except expr.BroadcastError:
+                    self.fail(f"cannot broadcast dims {a} and {b} at axis {offset + k}")
+            result = tuple(merged)
+        return result
+
+    # ------------------------------------------------------------------------------------
+    # Hand-off to the driver
+    # ------------------------------------------------------------------------------------
+    def fallback(self) -> None:
+        """Infers this node with ONNX's per-node inference instead (for partial hooks)."""
+        if self._engine is None:
+            self.fail("no ONNX fallback available outside the inference pass")
+        self._engine.fallback(self)
+
+    def infer_subgraph(
+        self,
+        graph: ir.Graph,
+        input_shapes: Sequence[Shape | None] | None = None,
+        input_dtypes: Sequence[ir.DataType | None] | None = None,
+    ) -> list[Shape | None]:
+        """Infers ``graph`` (a subgraph attribute of this node) and returns output shapes.
+
+        Values of enclosing graphs are visible. Without ``input_shapes`` the subgraph's
+        inputs keep their declared shapes (empty dims become fresh symbols).
+        """
+        if self._engine is None:
+            self.fail("no subgraph inference available outside the inference pass")
+        return self._engine.infer_subgraph(graph, input_shapes, input_dtypes)

@@ -1,0 +1,187 @@
+"""Elementwise arithmetic on "values as shape" (small integer tensors of dims).
+
+Elements are ``int`` or ``DimExpr``; an element that cannot be computed soundly is an
+*unknown* ``DimExpr`` (it poisons arithmetic and equals nothing), so a value can be
+partially known. Elements are integers, not dims: they may be negative, and integer
+``Div``/``Mod`` follow ONNX (C-style truncation for ``Div`` as onnxruntime computes it).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "UNKNOWN_REASON",
+    "broadcast_elements",
+    "element_compare",
+    "element_div",
+    "element_mod",
+    "element_pow",
+    "is_fully_unknown",
+    "unknown_element",
+]
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from onnx_symdims import expr
+from onnx_symdims.shapes._context import MAX_VALUE_ELEMENTS
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+UNKNOWN_REASON = "value"
+
+
+def unknown_element() -> expr.DimExpr:
+    """A fresh unknown element."""
+    return expr.unknown(UNKNOWN_REASON)
+
+
+def _is_unknown(d: Dim) -> bool:
+    return isinstance(d, expr.DimExpr) and d.is_unknown
+
+
+def is_fully_unknown(elements: Sequence[Dim]) -> bool:
+    """True when no element is known (then the value is better stored as ``None``)."""
+    return all(_is_unknown(e) for e in elements)
+
+
+def _object_array(elements: Sequence[Dim], shape: Sequence[int]) -> np.ndarray:
+    array = np.empty(len(elements), dtype=object)
+    for i, e in enumerate(elements):  # element-wise: numpy must not look inside DimExpr
+        array[i] = e
+    return array.reshape(tuple(shape))
+
+
+def broadcast_elements(
+    fn: Callable[..., Dim],
+    operands: Sequence[tuple[Sequence[int], Sequence[Dim] | None]],
+) -> tuple[tuple[int, ...], tuple[Dim, ...]] | None:
+    """Applies ``fn`` elementwise with numpy broadcasting.
+
+    Args:
+        fn: Function of one element per operand.
+        operands: ``(static shape, elements or None)`` per operand; ``None`` elements
+            are all unknown.
+
+    Returns:
+        ``(output shape, elements)``, or ``None`` when the output is too large, the
+        shapes do not broadcast, or nothing is known.
+    """
+    arrays = []
+    for shape, elements in operands:
+        size = math.prod(shape)
+        if elements is None:
+            elements = (
+                [unknown_element() for _ in range(size)]
+                if size <= MAX_VALUE_ELEMENTS
+                else None
+            )
+        if elements is None or len(elements) != size:
+            return None
+        arrays.append(_object_array(elements, shape))
+    try:
+        out_shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        return None
+    if math.prod(out_shape) > MAX_VALUE_ELEMENTS:
+        return None
+    result = np.frompyfunc(fn, len(arrays), 1)(*arrays)
+    flat = tuple(np.asarray(result, dtype=object).reshape(-1).tolist())
+    if is_fully_unknown(flat):
+        return None
+    return tuple(int(d) for d in out_shape), flat
+
+
+def element_div(scope: expr.Scope, a: Dim, b: Dim) -> Dim:
+    """Integer ``Div`` (truncates toward zero, like onnxruntime)."""
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            return unknown_element()
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b > 0) else -q
+    if _is_unknown(a) or _is_unknown(b):
+        return unknown_element()
+    # Truncation equals floor division when the dividend is >= 0 and the divisor > 0.
+    if scope.prove_nonneg(a) and scope.prove_gt(b, 0):
+        return expr.floordiv(a, b)
+    if isinstance(b, int) and b > 0:
+        # For every integer a: trunc(a/b) = max(a,0)//b - max(-a,0)//b.
+        return expr.sub(
+            _floordiv_small(scope, expr.dmax(a, 0, scope=scope), b),
+            _floordiv_small(scope, expr.dmax(expr.neg(a), 0, scope=scope), b),
+        )
+    return unknown_element()
+
+
+def _floordiv_small(scope: expr.Scope, x: Dim, b: int) -> Dim:
+    """``x // b`` for ``x >= 0``, folded to 0 when the scope bounds ``x`` below ``b``."""
+    if x == 0:
+        return 0
+    low, high = scope.bounds(x)
+    if low is not None and low >= 0 and high is not None and high < b:
+        return 0
+    return expr.floordiv(x, b)
+
+
+def element_mod(scope: expr.Scope, a: Dim, b: Dim, fmod: bool) -> Dim:
+    """Integer ``Mod``: sign of the divisor (``fmod=0``) or of the dividend (``fmod=1``)."""
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            return unknown_element()
+        if not fmod:
+            return a % b
+        r = abs(a) % abs(b)
+        return r if a >= 0 else -r
+    if _is_unknown(a) or _is_unknown(b) or b == 0:
+        return unknown_element()
+    if not fmod or (scope.prove_nonneg(a) and scope.prove_gt(b, 0)):
+        return expr.mod(a, b)
+    return unknown_element()
+
+
+def element_pow(a: Dim, b: Dim) -> Dim:
+    """Integer ``Pow`` for a small non-negative int exponent."""
+    if not isinstance(b, int) or not 0 <= b <= 8:
+        return unknown_element()
+    result: Dim = 1
+    for _ in range(b):
+        result = expr.mul(result, a)
+    return result
+
+
+def element_compare(scope: expr.Scope, op: str, a: Dim, b: Dim) -> Dim:
+    """``Equal``/``Greater``/``GreaterOrEqual``/``Less``/``LessOrEqual`` as 0/1 when provable."""
+    if isinstance(a, int) and isinstance(b, int):
+        return int(
+            {
+                "Equal": a == b,
+                "Greater": a > b,
+                "GreaterOrEqual": a >= b,
+                "Less": a < b,
+                "LessOrEqual": a <= b,
+            }[op]
+        )
+    if _is_unknown(a) or _is_unknown(b):
+        return unknown_element()
+    if op in ("Less", "LessOrEqual"):
+        op = "Greater" if op == "Less" else "GreaterOrEqual"
+        a, b = b, a
+    if op == "Equal":
+        if a is b:
+            return 1
+        if scope.prove_gt(a, b) or scope.prove_gt(b, a):
+            return 0
+    elif op == "Greater":
+        if scope.prove_gt(a, b):
+            return 1
+        if scope.prove_ge(b, a):
+            return 0
+    elif op == "GreaterOrEqual":
+        if scope.prove_ge(a, b):
+            return 1
+        if scope.prove_gt(b, a):
+            return 0
+    return unknown_element()

@@ -1,0 +1,155 @@
+"""Planning renames from equalities: closure, targets, filters, and soundness."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from onnx_symdims import expr
+from onnx_symdims.passes._anchor_renames import plan_renames
+
+d = expr.parse_dim
+
+
+def _pairs(*texts: tuple[str | int, str | int]):
+    return [
+        (d(a) if isinstance(a, str) else a, d(b) if isinstance(b, str) else b)
+        for a, b in texts
+    ]
+
+
+def _plan(pairs, renamable, inputs=(), **kw):
+    return plan_renames(_pairs(*pairs), renamable=renamable, input_symbols=inputs, **kw)
+
+
+def _assert_sound(pairs, mapping):
+    """Every key equals its target under every small binding satisfying the equalities."""
+    dims = _pairs(*pairs)
+    values = sorted({*range(5), *(x for pair in dims for x in pair if isinstance(x, int))})
+    names = sorted(
+        {s for a, b in dims for x in (a, b) if not isinstance(x, int) for s in x.symbols()}
+    )
+    satisfied = 0
+    for combo in itertools.product(values, repeat=len(names)):
+        env = dict(zip(names, combo))
+        try:
+            if any(expr.evaluate(a, env) != expr.evaluate(b, env) for a, b in dims):
+                continue
+        except (ArithmeticError, ValueError):
+            continue
+        satisfied += 1
+        for key, target in mapping.items():
+            assert expr.evaluate(key, env) == expr.evaluate(target, env), (key, target, env)
+    assert satisfied
+
+
+RENAME_CASES = [
+    # (equalities, renamable, input symbols, expected {key: target})
+    pytest.param([("nnz", "N")], {"nnz"}, (), {"nnz": "N"}, id="simple"),
+    pytest.param(
+        [("s1", "s2"), ("s2", "s3"), ("s3", "s4"), ("s4", "N")],
+        {"s1", "s2", "s3", "s4"},
+        (),
+        {"s1": "N", "s2": "N", "s3": "N", "s4": "N"},
+        id="long-chain-closed",
+    ),
+    pytest.param(
+        [("g", "batch"), ("g", "B")], {"g"}, (), {"g": "B"}, id="byte-order-smallest"
+    ),
+    pytest.param(
+        [("g", "DYN0"), ("g", "batch")], {"g"}, (), {"g": "batch"}, id="DYN-filtered-not-veto"
+    ),
+    pytest.param([("g", "DYN0")], {"g"}, (), {}, id="DYN-never-a-target"),
+    pytest.param([("g", 5)], {"g"}, (), {"g": "5"}, id="int-target"),
+    pytest.param([("g", 5), ("g", "N")], {"g"}, (), {"g": "N"}, id="name-before-int"),
+    pytest.param([("g", "N+1")], {"g"}, (), {"g": "N+1"}, id="declared-compound-target"),
+    pytest.param(
+        [("g+1", "N")], {"g"}, (), {"g+1": "N", "g": "N-1"}, id="solved-not-leaf-equal"
+    ),
+    pytest.param(
+        [("2*g", "2*dnz"), ("g", "dnz")],
+        {"g"},
+        (),
+        {"2*g": "2*dnz", "g": "dnz"},
+        id="compound-and-leaf",
+    ),
+    pytest.param(
+        [("h", "2*g"), ("g", "N")],
+        {"g", "h"},
+        (),
+        {"g": "N", "h": "2*N", "2*g": "2*N"},
+        id="fixed-point",
+    ),
+    pytest.param([("b+c", "e")], set(), (), {}, id="declared-compound-kept"),
+    pytest.param([("b+c", "e")], set(), ("e",), {"b+c": "e"}, id="compound-to-input-symbol"),
+    pytest.param(
+        [("past_seq+seq", "total_seq"), ("broadcast(past_seq+seq,total_seq)", "total_seq")],
+        set(),
+        ("total_seq",),
+        {"past_seq+seq": "total_seq", "broadcast(past_seq+seq,total_seq)": "total_seq"},
+        id="kv-cache-input",
+    ),
+    pytest.param(
+        [("past_seq+seq", "total_seq")], set(), ("past_seq", "seq"), {}, id="kv-cache-label"
+    ),
+    pytest.param([("N", "M")], set(), (), {}, id="declared-names-never-renamed"),
+    pytest.param(
+        [("_d0", "s0"), ("s0", "NonZero_nz_nnz")], set(), (), {}, id="look-generated"
+    ),
+    # the unsound derivations: never x -> y
+    pytest.param([("x+1", "y")], {"x"}, (), {"x+1": "y", "x": "y-1"}, id="x+1==y"),
+    pytest.param([("2*x", "2*y+2")], {"x"}, (), {"2*x": "2*y+2"}, id="2x==2y+2"),
+    pytest.param([("x//2", "y//2")], {"x"}, (), {"x//2": "y//2"}, id="x//2==y//2"),
+    pytest.param(
+        [("2*(a//2)", "2*(b//2)")], {"a"}, (), {"2*(a//2)": "2*(b//2)"}, id="2(a//2)==2(b//2)"
+    ),
+    pytest.param(
+        [("broadcast(d,e)", 64)], {"d", "e"}, (), {"broadcast(d,e)": "64"}, id="broadcast-64"
+    ),
+]
+
+
+@pytest.mark.parametrize(("pairs", "renamable", "inputs", "expected"), RENAME_CASES)
+def test_plan(pairs, renamable, inputs, expected):
+    plan = _plan(pairs, renamable, inputs)
+    assert plan.text_mapping() == expected
+    _assert_sound(pairs, plan.mapping)
+
+
+@pytest.mark.parametrize(("pairs", "renamable", "inputs", "expected"), RENAME_CASES)
+def test_plan_does_not_depend_on_order(pairs, renamable, inputs, expected):
+    rng = random.Random(0)
+    for _ in range(5):
+        shuffled = [p if rng.random() < 0.5 else p[::-1] for p in pairs]
+        rng.shuffle(shuffled)
+        assert _plan(shuffled, renamable, inputs).text_mapping() == expected
+
+
+def test_implied_equalities_and_contradictions():
+    plan = _plan([("g", "N"), ("g", "M"), ("h", 5), ("h", 6)], {"g", "h"})
+    assert [tuple(map(str, c)) for c in plan.implied] == [("5", "6"), ("M", "N")]
+    assert len(plan.contradictions) == 1
+    assert plan.text_mapping() == {"g": "M"}  # h's class is contradictory: unused
+
+
+def test_ban_prefix_can_be_disabled():
+    assert _plan([("g", "DYN0")], {"g"}, ban_prefix=None).text_mapping() == {"g": "DYN0"}
+
+
+def test_targets_never_contain_renamable_symbols():
+    plan = _plan([("g", "h"), ("h", "k+1"), ("g", "N")], {"g", "h", "k"})
+    for target in plan.mapping.values():
+        assert isinstance(target, int) or not target.symbols() & {"g", "h", "k"}
+    assert plan.text_mapping()["k"] == "N-1"
+
+
+def test_only_preferred_names_are_targets():
+    # S is declared only inside a loop body: it is no target for an outer symbol
+    pairs = [("g+1", "S"), ("g", "S")]
+    assert _plan(pairs, {"g"}).text_mapping() != {}
+    plan = plan_renames(_pairs(*pairs), renamable={"g"}, preferred={"N"})
+    assert plan.text_mapping() == {}
+    plan = plan_renames(_pairs(("g", "S"), ("g", "N")), renamable={"g"}, preferred={"N"})
+    assert plan.text_mapping() == {"g": "N"}

@@ -1,0 +1,831 @@
+"""Tests of the control-flow, sequence and function-call hooks (onnxruntime as oracle)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import onnxruntime as ort
+import pytest
+
+from onnx_symdims import expr
+from onnx_symdims.ops import control_flow
+from onnx_symdims.passes import SymbolicShapeInferencePass, _inference
+from onnx_symdims.shapes import ShapesContext
+
+HEADER = '<ir_version: 10, opset_import: ["" : {opset}]>'
+
+
+# ----------------------------------------------------------------------------------------
+# Helpers
+# ----------------------------------------------------------------------------------------
+class Result:
+    """A model after inference, with its context."""
+
+    def __init__(self, model: ir.Model, context: ShapesContext) -> None:
+        self.model = model
+        self.context = context
+
+    def value(self, name: str) -> ir.Value:
+        for node in self.model.graph:
+            for value in node.outputs:
+                if value.name == name:
+                    return value
+        raise KeyError(name)
+
+    def dims(self, name: str) -> tuple[expr.Dim, ...] | None:
+        return self.context.shape_of(self.value(name))
+
+    def shape(self, name: str) -> list[int | str] | None:
+        dims = self.dims(name)
+        return (
+            None
+            if dims is None
+            else [d if isinstance(d, int) else expr.to_onnx(d) for d in dims]
+        )
+
+    def bounds(self) -> dict[str, str]:
+        return dict(self.context.less_equal_constraints())
+
+    def messages(self, severity: str) -> list[str]:
+        return [d.message for d in self.context.diagnostics if d.severity == severity]
+
+
+def infer(text: str, opset: int = 21) -> Result:
+    model = ir.from_onnx_text(HEADER.format(opset=opset) + "\n" + text)
+    for value in model.graph.outputs:
+        value.shape = None  # graph outputs are anchors: let the inferred text be written
+    result = SymbolicShapeInferencePass()(model)
+    return Result(model, result.context)
+
+
+def _fresh_or_eval(result: Result, d: expr.Dim, size: int, bound: dict[str, int], where: str):
+    """Binds a fresh bare symbol on first sight, else checks ``d`` evaluates to ``size``."""
+    if isinstance(d, expr.DimExpr) and d.is_symbol and d.name not in bound:
+        assert result.context.is_generated(d.name), f"{where}: unbound declared symbol {d}"
+        bound[d.name] = size
+        return
+    if isinstance(d, expr.DimExpr) and not d.symbols() <= bound.keys():
+        return
+    got = expr.evaluate(d, bound)
+    assert got == size, f"{where}: {expr.to_onnx(d)} = {got}, actual {size} under {bound}"
+
+
+def _exposed_model(result: Result) -> onnx.ModelProto:
+    proto = ir.serde.serialize_model(result.model)
+    del proto.graph.value_info[:]
+    declared = {o.name for o in proto.graph.output}
+    for node in result.model.graph:
+        for value in node.outputs:
+            if not value.name or value.name in declared:
+                continue
+            other = result.context.non_tensor_type_of(value)
+            dtype = result.context.dtype_of(value)
+            if other is None and dtype is None:
+                continue
+            extra = proto.graph.output.add()
+            extra.name = value.name
+            extra.type.CopyFrom(ir.serde.serialize_type(other or ir.TensorType(dtype)))
+    return proto
+
+
+def check_with_ort(result: Result, feeds_list: Sequence[Mapping[str, np.ndarray]]) -> None:
+    """Runs the inferred model and asserts every inferred dim and bound holds.
+
+    Symbols of graph inputs are bound from the fed arrays; a fresh symbol takes the
+    first size it is seen with and must be consistent afterwards (per run).
+    """
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 4
+    session = ort.InferenceSession(
+        _exposed_model(result).SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    names = [o.name for o in session.get_outputs()]
+    for feeds in feeds_list:
+        bound: dict[str, int] = {}
+        for value in result.model.graph.inputs:
+            dims = result.context.shape_of(value) or ()
+            for d, size in zip(dims, np.shape(feeds[value.name])):
+                if isinstance(d, expr.DimExpr) and d.is_symbol:
+                    bound.setdefault(d.name, size)
+        for name, actual in zip(names, session.run(names, dict(feeds))):
+            dims = result.context.shape_of(result.value(name))
+            if dims is None:
+                continue
+            arrays = actual if isinstance(actual, list) else [actual]
+            for k, array in enumerate(arrays):
+                assert len(dims) == np.ndim(array), f"{name}: {dims} vs {np.shape(array)}"
+                for axis, (d, size) in enumerate(zip(dims, np.shape(array))):
+                    _fresh_or_eval(result, d, size, bound, f"{name}[{k}][{axis}]")
+        for lhs, rhs in result.context.less_equal_constraint_dims():
+            symbols = set()
+            for d in (lhs, rhs):
+                if isinstance(d, expr.DimExpr):
+                    symbols |= d.symbols()
+            if symbols <= bound.keys():
+                assert expr.evaluate(lhs, bound) <= expr.evaluate(rhs, bound), (
+                    lhs,
+                    rhs,
+                    bound,
+                )
+
+
+def f32(*shape: int) -> np.ndarray:
+    return np.ones(shape, np.float32)
+
+
+def i64(v: int) -> np.ndarray:
+    return np.array(v, np.int64)
+
+
+# ----------------------------------------------------------------------------------------
+# If
+# ----------------------------------------------------------------------------------------
+IF_DIFFERENT = """
+g (bool c, float[N, 4] x) => (y) {
+  y = If(c) <then_branch = t () => (float[N, 4] a) { a = Identity(x) },
+             else_branch = e () => (b) { b = Concat<axis=0>(x, x) }>
+}
+"""
+
+IF_EQUAL = """
+g (bool c, float[N, 4] x) => (y) {
+  y = If(c) <then_branch = t () => (a) { a = Relu(x) },
+             else_branch = e () => (b) { b = Neg(x) }>
+}
+"""
+
+IF_INTS = """
+g (bool c) => (y) {
+  y = If(c) <then_branch = t () => (a) { a = Constant<value = float[3] {1, 2, 3}>() },
+             else_branch = e () => (b) { b = Constant<value = float[5] {1, 2, 3, 4, 5}>() }>
+}
+"""
+
+IF_RANKS = """
+g (bool c, float[N, 4] x) => (y) {
+  y = If(c) <then_branch = t () => (a) { a = Identity(x) },
+             else_branch = e () => (b) {
+                 m = Constant<value = int64[1] {-1}>()
+                 b = Reshape(x, m)
+             }>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "bound"),
+    [
+        (IF_DIFFERENT, ["If_y_d0", 4], ("If_y_d0", "2*N")),
+        (IF_EQUAL, ["N", 4], None),
+        (IF_INTS, ["If_y_d0"], ("If_y_d0", "5")),
+        (IF_RANKS, None, None),
+    ],
+    ids=["different", "equal", "ints", "ranks"],
+)
+def test_if_merges_branches(text, expected, bound):
+    result = infer(text)
+    assert result.shape("y") == expected
+    if bound is not None:
+        assert result.bounds() == {bound[0]: bound[1]}
+    else:
+        assert result.bounds() == {}
+    inputs = {v.name for v in result.model.graph.inputs}
+    feeds = [
+        {k: v for k, v in {"c": np.array(c), "x": f32(n, 4)}.items() if k in inputs}
+        for c in (True, False)
+        for n in (0, 3)
+    ]
+    check_with_ort(result, feeds)
+
+
+@pytest.mark.parametrize(("flag", "expected"), [("1", ["N", 4]), ("0", ["2*N", 4])])
+def test_if_constant_condition_takes_branch(flag, expected):
+    text = IF_DIFFERENT.replace("(bool c, ", "(").replace(
+        "y = If(c)", f"c = Constant<value = bool {{{flag}}}>()\n  y = If(c)"
+    )
+    result = infer(text)
+    assert result.shape("y") == expected
+    assert result.bounds() == {}
+    check_with_ort(result, [{"x": f32(n, 4)} for n in (0, 2)])
+
+
+def test_if_value_as_shape_when_branches_agree():
+    result = infer("""
+g (bool c, float[N, 4] x) => (y, z) {
+  s = Shape(x)
+  y = If(c) <then_branch = t () => (a) { a = Identity(s) },
+             else_branch = e () => (b) { b = Shape(x) }>
+  z = Reshape(x, y)
+}
+""")
+    value = result.context.value_of(result.value("y"))
+    assert [expr.to_onnx(e) if not isinstance(e, int) else e for e in value] == ["N", 4]
+    assert result.shape("z") == ["N", 4]
+    check_with_ort(result, [{"c": np.array(c), "x": f32(3, 4)} for c in (True, False)])
+
+
+def test_if_value_as_shape_partial_when_branches_differ():
+    result = infer("""
+g (bool c, float[N, 4] x) => (y) {
+  s = Shape(x)
+  k = Constant<value = int64[2] {7, 4}>()
+  y = If(c) <then_branch = t () => (a) { a = Identity(s) },
+             else_branch = e () => (b) { b = Identity(k) }>
+}
+""")
+    value = result.context.value_of(result.value("y"))
+    assert value is not None and value[1] == 4
+    assert isinstance(value[0], expr.DimExpr) and value[0].is_unknown
+
+
+def test_if_branch_sees_outer_scope_and_mints_bounded_symbol():
+    result = infer("""
+g (bool c, float[N] x) => (y) {
+  y = If(c) <then_branch = t () => (a) { a = NonZero(x) },
+             else_branch = e () => (b) { b = Constant<value = int64[1, 2] {0, 0}>() }>
+}
+""")
+    shape = result.dims("y")
+    assert shape is not None and shape[0] == 1
+    assert isinstance(shape[1], expr.DimExpr) and shape[1].is_symbol
+    feeds = [
+        {"c": np.array(c), "x": np.array(v, np.float32)}
+        for c in (True, False)
+        for v in ([0, 1, 2], [], [3, 0])
+    ]
+    check_with_ort(result, feeds)
+
+
+# ----------------------------------------------------------------------------------------
+# Loop
+# ----------------------------------------------------------------------------------------
+LOOP_EARLY_EXIT = """
+g (int64 M, float[N] x) => (ys, xf) {
+  xf, ys = Loop(M, , x) <body = body(int64 i, bool c, float[N] xin) => (bool co, float[N] xo, yo) {
+     two = Constant<value = int64 {2}>()
+     co = Less(i, two)
+     xo = Identity(xin)
+     yo = Identity(xin)
+  }>
+}
+"""
+
+
+def test_loop_early_exit_count_is_never_the_trip_count():
+    result = infer(LOOP_EARLY_EXIT)
+    count, per_iteration = result.dims("ys")
+    assert isinstance(count, expr.DimExpr) and count.is_symbol
+    assert result.context.is_generated(count.name)
+    assert result.shape("xf") == ["N"]
+    # The loop may run zero times (M <= 0), when onnxruntime makes the symbolic dim 0.
+    assert per_iteration == expr.mul(expr.sym("N"), expr.dmin(count, 1))
+    feeds = [{"M": i64(m), "x": f32(n)} for m in (10, 2, 0, -1) for n in (0, 3)]
+    check_with_ort(result, feeds)
+
+
+def test_loop_early_exit_with_constant_trip_count_is_bounded():
+    text = LOOP_EARLY_EXIT.replace("(int64 M, ", "(").replace(
+        "xf, ys = Loop", "M = Constant<value = int64 {10}>()\n  xf, ys = Loop"
+    )
+    result = infer(text)
+    count, per_iteration = result.dims("ys")
+    assert count != 10 and isinstance(count, expr.DimExpr)
+    assert result.bounds() == {expr.to_onnx(count): "10"}
+    # With M >= 1 and no cond input the body runs at least once: the dim is exact.
+    assert per_iteration == expr.sym("N")
+    check_with_ort(result, [{"x": f32(n)} for n in (0, 3)])
+
+
+LOOP_FOR = """
+g (float[N] x) => (ys, xf) {
+  M = Constant<value = int64 {TRIP}>()
+  t = Constant<value = bool {1}>()
+  xf, ys = Loop(M, t, x) <body = body(int64 i, bool c, float[N] xin) => (bool co, float[N] xo, yo) {
+     co = Identity(c)
+     xo = Relu(xin)
+     yo = Unsqueeze(xin, zero)
+     zero = Constant<value = int64[1] {0}>()
+  }>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("trip", "expected"), [(3, [3, 1, "N"]), (0, [0, 1, 0]), (-2, [0, 1, 0])]
+)
+def test_loop_without_exit_runs_exactly_the_trip_count(trip, expected):
+    text = LOOP_FOR.replace("TRIP", str(trip)).replace(
+        "yo = Unsqueeze(xin, zero)\n     zero = Constant<value = int64[1] {0}>()",
+        "zero = Constant<value = int64[1] {0}>()\n     yo = Unsqueeze(xin, zero)",
+    )
+    result = infer(text)
+    assert result.shape("ys") == expected
+    assert result.shape("xf") == ["N"]
+    check_with_ort(result, [{"x": f32(n)} for n in (0, 4)])
+
+
+def test_loop_trip_count_from_shape_value_is_exact():
+    result = infer("""
+g (float[N] x, float[K] w) => (ys) {
+  s = Shape(w)
+  zero = Constant<value = int64 {0}>()
+  M = Gather<axis=0>(s, zero)
+  ys = Loop(M, , ) <body = body(int64 i, bool c) => (bool co, yo) {
+     co = Constant<value = bool {1}>()
+     yo = Identity(x)
+  }>
+}
+""")
+    assert result.shape("ys") == ["K", "N*min(1,K)"]
+    check_with_ort(result, [{"x": f32(n), "w": f32(k)} for n in (0, 3) for k in (0, 1, 4)])
+
+
+LOOP_GROWING = """
+g (int64 M, float[N] x) => (xf, ys) {
+  t = Constant<value = bool {1}>()
+  xf, ys = Loop(M, t, x) <body = body(int64 i, bool c, float[N] xin) => (bool co, xo, yo) {
+     co = Identity(c)
+     one = Constant<value = float[1] {1}>()
+     xo = Concat<axis=0>(xin, one)
+     yo = Shape(xin)
+  }>
+}
+"""
+
+
+def test_loop_growing_carried_value_is_not_its_first_iteration_shape():
+    result = infer(LOOP_GROWING)
+    (final,) = result.dims("xf")
+    count, _ = result.dims("ys")
+    # One element per iteration, and the same count symbol as the scan output's.
+    assert isinstance(count, expr.DimExpr) and count.is_symbol
+    assert final == expr.sym("N") + count
+    # The body itself is annotated with the generalised size, not N then N+1.
+    body = result.value("xf").producer().attributes["body"].value
+    (grown,) = body.outputs[1].shape.dims
+    assert grown.value != "N+1" and grown.value.endswith("+1")
+    check_with_ort(result, [{"M": i64(m), "x": f32(n)} for m in (0, 1, 3) for n in (0, 2)])
+
+
+def test_loop_carried_dim_that_changes_only_after_widening():
+    # a looks invariant on the first probe (3 == 3) but becomes b's size afterwards.
+    result = infer("""
+g (int64 M, float[3] a, float[3] b) => (af, bf) {
+  af, bf = Loop(M, , a, b) <body = body(int64 i, bool c, ain, bin) => (bool co, ao, bo) {
+     co = Constant<value = bool {1}>()
+     one = Constant<value = float[1] {1}>()
+     ao = Identity(bin)
+     bo = Concat<axis=0>(bin, one)
+  }>
+}
+""")
+    (a_final,) = result.dims("af")
+    (b_final,) = result.dims("bf")
+    assert isinstance(a_final, expr.DimExpr) and isinstance(b_final, expr.DimExpr)
+    check_with_ort(result, [{"M": i64(m), "a": f32(3), "b": f32(3)} for m in (0, 1, 2, 4)])
+
+
+def test_loop_invariant_dims_are_kept_and_probes_leave_no_trace():
+    result = infer("""
+g (int64 M, float[B, N] x) => (xf) {
+  xf = Loop(M, , x) <body = body(int64 i, bool c, xin) => (bool co, xo) {
+     co = Constant<value = bool {1}>()
+     s = Shape(xin)
+     xo = Reshape(xin, s)
+  }>
+}
+""")
+    assert result.shape("xf") == ["B", "N"]
+    assert result.context.constraints() == []
+    assert result.messages("error") == []
+    check_with_ort(result, [{"M": i64(2), "x": f32(2, 3)}])
+
+
+def test_loop_partially_growing_keeps_the_invariant_axis():
+    result = infer("""
+g (int64 M, float[B, N] x) => (xf) {
+  t = Constant<value = bool {1}>()
+  xf = Loop(M, t, x) <body = body(int64 i, bool c, xin) => (bool co, xo) {
+     co = Identity(c)
+     xo = Concat<axis=1>(xin, xin)
+  }>
+}
+""")
+    b, grown = result.dims("xf")
+    assert b == expr.sym("B")
+    assert isinstance(grown, expr.DimExpr) and grown not in (expr.sym("N"), 2 * expr.sym("N"))
+    check_with_ort(result, [{"M": i64(m), "x": f32(2, 3)} for m in (0, 1, 3)])
+
+
+def test_loop_rank_change_gives_unknown_rank():
+    result = infer("""
+g (int64 M, float[N] x) => (xf) {
+  xf = Loop(M, , x) <body = body(int64 i, bool c, xin) => (bool co, xo) {
+     co = Constant<value = bool {1}>()
+     z = Constant<value = int64[1] {0}>()
+     xo = Unsqueeze(xin, z)
+  }>
+}
+""")
+    assert result.dims("xf") is None
+
+
+def test_nested_loop_in_loop():
+    result = infer("""
+g (int64 M, float[N] x) => (xf, ys) {
+  t = Constant<value = bool {1}>()
+  xf, ys = Loop(M, t, x) <body = outer(int64 i, bool c, float[N] xin) => (bool co, xo, yo) {
+     co = Identity(c)
+     two = Constant<value = int64 {2}>()
+     xo, yo = Loop(two, , xin) <body = inner(int64 j, bool d, zin) => (bool do, zo, wo) {
+        do = Constant<value = bool {1}>()
+        one = Constant<value = float[1] {1}>()
+        zo = Concat<axis=0>(zin, one)
+        wo = Shape(zin)
+     }>
+  }>
+}
+""")
+    (final,) = result.dims("xf")
+    # The inner scan output is [2, 1]; the outer count is bounded by nothing (M unknown).
+    count, two, one = result.dims("ys")
+    assert isinstance(count, expr.DimExpr) and (two, one) == (2, 1)
+    # Each outer iteration runs the inner loop twice, adding one element each time.
+    assert final == expr.sym("N") + 2 * count
+    check_with_ort(result, [{"M": i64(m), "x": f32(n)} for m in (0, 1, 2) for n in (0, 2)])
+
+
+# ----------------------------------------------------------------------------------------
+# Scan
+# ----------------------------------------------------------------------------------------
+SCAN = """
+g (float[N] s0, float[{xs}] xs) => (sf, ys) {{
+  sf, ys = Scan<num_scan_inputs=1{attrs}, body = body(float[N] s, float[N] x) => (float[N] so, y) {{
+     so = Add(s, x)
+     z = Constant<value = int64[1] {{0}}>()
+     y = Unsqueeze(so, z)
+  }}>(s0, xs)
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("xs", "attrs", "xs_shape", "expected"),
+    [
+        ("T, N", "", lambda t, n: (t, n), ["T", 1, "N"]),
+        ("N, T", ", scan_input_axes=[1]", lambda t, n: (n, t), ["T", 1, "N"]),
+        (
+            "N, T",
+            ", scan_input_axes=[-1], scan_output_axes=[1]",
+            lambda t, n: (n, t),
+            [1, "T", "N"],
+        ),
+        ("T, N", ", scan_output_axes=[-1]", lambda t, n: (t, n), [1, "N", "T"]),
+        (
+            "T, N",
+            ", scan_input_directions=[1], scan_output_axes=[2]",
+            lambda t, n: (t, n),
+            [1, "N", "T"],
+        ),
+    ],
+    ids=["default", "input_axis", "negative_axes", "negative_output_axis", "reverse"],
+)
+def test_scan_axes(xs, attrs, xs_shape, expected):
+    result = infer(SCAN.format(xs=xs, attrs=attrs))
+    assert result.shape("sf") == ["N"]
+    assert result.shape("ys") == expected
+    check_with_ort(
+        result, [{"s0": f32(n), "xs": f32(*xs_shape(t, n))} for t in (1, 3) for n in (0, 2)]
+    )
+
+
+def test_scan_growing_state():
+    result = infer("""
+g (float[K] s0, float[T, 2] xs) => (sf, ys) {
+  sf, ys = Scan<num_scan_inputs=1, body = body(s, x) => (so, y) {
+     so = Concat<axis=0>(s, x)
+     y = Identity(x)
+  }>(s0, xs)
+}
+""")
+    (final,) = result.dims("sf")
+    assert final == expr.sym("K") + 2 * expr.sym("T")
+    assert result.shape("ys") == ["T", 2]
+    # No onnxruntime run: it preallocates Scan states and rejects a state that changes shape.
+
+
+def test_scan_opset8_batch_axis():
+    result = infer(
+        """
+g (float[B, N] s0, float[B, T, N] xs) => (sf, ys) {
+  sf, ys = Scan<num_scan_inputs=1, body = body(float[N] s, float[N] x) => (float[N] so, y) {
+     so = Add(s, x)
+     y = Identity(so)
+  }>(, s0, xs)
+}
+""",
+        opset=8,
+    )
+    assert result.shape("sf") == ["B", "N"]
+    assert result.shape("ys") == ["B", "T", "N"]
+    check_with_ort(
+        result,
+        [
+            {"s0": f32(b, n), "xs": f32(b, t, n)}
+            for b in (1, 2)
+            for t in (1, 3)
+            for n in (0, 2)
+        ],
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# Sequences
+# ----------------------------------------------------------------------------------------
+def test_sequence_ops():
+    result = infer("""
+g (float[N, 3] a, float[N, 3] b) => (c0, c1, n, e, parts, back, at) {
+  s = SequenceConstruct(a, b)
+  c0 = ConcatFromSequence<axis=0>(s)
+  c1 = ConcatFromSequence<axis=-1, new_axis=1>(s)
+  n = SequenceLength(s)
+  s3 = SequenceInsert(s, a)
+  e = SequenceAt(s3, n)
+  parts = SplitToSequence<axis=1, keepdims=0>(a)
+  back = ConcatFromSequence<axis=0, new_axis=1>(parts)
+  one = Constant<value = int64 {1}>()
+  s1 = SplitToSequence<axis=1>(a, one)
+  at = SequenceAt(s1, one)
+}
+""")
+    assert result.shape("c0") == ["2*N", 3]
+    assert result.shape("c1") == ["N", 3, 2]
+    assert result.context.value_of(result.value("n")) == (2,)
+    assert result.shape("e") == ["N", 3]
+    assert result.shape("parts") == ["N"]
+    assert result.shape("back") == [3, "N"]
+    assert result.shape("at") == ["N", 1]
+    check_with_ort(result, [{"a": f32(n, 3), "b": f32(n, 3)} for n in (0, 2)])
+
+
+def test_sequence_with_different_elements_has_no_element_shape():
+    result = infer("""
+g (float[N, 3] a, float[M, 3] b) => (c, first) {
+  s = SequenceConstruct(a, b)
+  c = ConcatFromSequence<axis=0>(s)
+  zero = Constant<value = int64 {0}>()
+  first = SequenceAt(s, zero)
+}
+""")
+    assert result.dims("s") is None
+    assert result.shape("c") == ["M+N", 3]
+    assert result.shape("first") == ["N", 3]
+    check_with_ort(result, [{"a": f32(n, 3), "b": f32(m, 3)} for n, m in ((0, 2), (3, 1))])
+
+
+# ----------------------------------------------------------------------------------------
+# Model-local functions (helper for the pass; integrated here by patching the fallback)
+# ----------------------------------------------------------------------------------------
+FUNCTION_MODEL = """
+<ir_version: 10, opset_import: ["" : 21, "local" : 1]>
+g (float[B, N] x) => (y, s) {
+  y = local.Twice<axis = 1>(x)
+  s = local.ShapeOf(y)
+}
+<domain: "local", opset_import: ["" : 21]>
+Twice <axis>(a) => (b) {
+  b = Concat<axis: int = @axis>(a, a)
+}
+<domain: "local", opset_import: ["" : 21]>
+ShapeOf (a) => (b) {
+  b = Shape(a)
+}
+"""
+
+
+def test_function_call_helper(monkeypatch):
+    original = _inference.InferenceEngine.fallback
+
+    def fallback(self, node_ctx):
+        function = self.model.functions.get(node_ctx.node.op_identifier())
+        if function is None:
+            original(self, node_ctx)
+        else:
+            control_flow.infer_function_call(node_ctx, node_ctx.node, function)
+
+    monkeypatch.setattr(_inference.InferenceEngine, "fallback", fallback)
+    model = ir.from_onnx_text(FUNCTION_MODEL)
+    for value in model.graph.outputs:
+        value.shape = None
+    context = SymbolicShapeInferencePass()(model).context
+    result = Result(model, context)
+    assert result.shape("y") == ["B", "2*N"]
+    elements = context.value_of(result.value("s"))
+    assert [expr.to_onnx(e) for e in elements] == ["B", "2*N"]
+    check_with_ort(result, [{"x": f32(b, n)} for b in (1, 2) for n in (0, 3)])
+
+
+# ----------------------------------------------------------------------------------------
+# Diagnostics
+# ----------------------------------------------------------------------------------------
+MALFORMED = {
+    "if_missing_branch": """
+g (bool c) => (y) {
+  y = If(c) <then_branch = t () => (a) { a = Constant<value = float {1}>() }>
+}
+""",
+    "loop_body_arity": """
+g (int64 M, float[N] x) => (y) {
+  y = Loop(M, , x) <body = b(int64 i, bool c) => (bool co) { co = Identity(c) }>
+}
+""",
+    "scan_no_num_scan_inputs": """
+g (float[N] s, float[T, N] x) => (y, z) {
+  y, z = Scan<body = b(s1, x1) => (a, b) { a = Identity(s1) b = Identity(x1) }>(s, x)
+}
+""",
+    "scan_bad_axis": """
+g (float[N] s, float[T, N] x) => (y, z) {
+  y, z = Scan<num_scan_inputs=1, scan_input_axes=[2],
+              body = b(s1, x1) => (a, b) { a = Identity(s1) b = Identity(x1) }>(s, x)
+}
+""",
+    "concat_from_sequence_no_axis": """
+g (float[N] a) => (y) {
+  s = SequenceConstruct(a, a)
+  y = ConcatFromSequence(s)
+}
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_nodes_give_diagnostics(name):
+    result = infer(MALFORMED[name])
+    assert result.messages("error"), result.context.diagnostics
+    assert all(result.dims(v.name) is None for v in result.model.graph.outputs)
+
+
+def test_loop_early_exit_with_symbolic_trip_count_is_bounded_not_equal():
+    result = infer("""
+g (float[N] x, float[K] w) => (ys) {
+  s = Shape(w)
+  zero = Constant<value = int64 {0}>()
+  M = Gather<axis=0>(s, zero)
+  ys = Loop(M, , ) <body = body(int64 i, bool c) => (bool co, yo) {
+     two = Constant<value = int64 {2}>()
+     co = Less(i, two)
+     yo = Identity(x)
+  }>
+}
+""")
+    count, _ = result.dims("ys")
+    assert count != expr.sym("K")
+    assert result.bounds() == {expr.to_onnx(count): "K"}
+    check_with_ort(result, [{"x": f32(n), "w": f32(k)} for n in (0, 3) for k in (0, 1, 5)])
+
+
+def test_loop_accumulating_a_sequence():
+    result = infer("""
+g (int64 M, float[N, 2] x) => (acc, stacked, joined, n) {
+  s0 = SequenceConstruct(x)
+  acc = Loop(M, , s0) <body = body(int64 i, bool c, sin) => (bool co, sout) {
+     co = Constant<value = bool {1}>()
+     sout = SequenceInsert(sin, x)
+  }>
+  stacked = ConcatFromSequence<axis=0, new_axis=1>(acc)
+  joined = ConcatFromSequence<axis=1>(acc)
+  n = SequenceLength(acc)
+}
+""")
+    assert result.shape("acc") == ["N", 2]
+    stacked = result.dims("stacked")
+    assert stacked[1:] == (expr.sym("N"), 2) and stacked[0] != 1
+    assert result.dims("joined")[0] == expr.sym("N")
+    assert result.context.value_of(result.value("n")) is None
+    check_with_ort(result, [{"M": i64(m), "x": f32(n, 2)} for m in (0, 2) for n in (0, 3)])
+
+
+@pytest.mark.parametrize(
+    ("split", "keepdims", "seq_shape", "length", "joined"),
+    [
+        ("", 1, ["N", 1], "M", ["N", "M"]),
+        ("", 0, ["N"], "M", ["M*N"]),
+        ("two", 1, None, "(M+1)//2", ["N", "M"]),
+        ("sizes", 1, None, 2, ["N", "M"]),
+    ],
+    ids=["no_split", "no_split_squeezed", "scalar_split", "split_list"],
+)
+def test_split_to_sequence_symbolic(split, keepdims, seq_shape, length, joined):
+    args = {"": "x", "two": "x, two", "sizes": "x, sizes"}[split]
+    result = infer(f"""
+g (float[N, M] x, int64[2] sizes) => (parts, n, joined) {{
+  two = Constant<value = int64 {{2}}>()
+  parts = SplitToSequence<axis=1, keepdims={keepdims}>({args})
+  n = SequenceLength(parts)
+  joined = ConcatFromSequence<axis={1 if keepdims else 0}>(parts)
+}}
+""")
+    assert result.shape("parts") == seq_shape
+    (n,) = result.context.value_of(result.value("n"))
+    assert (n if isinstance(n, int) else expr.to_onnx(n)) == length
+    if joined is not None:
+        assert result.shape("joined") == joined
+    feeds = [{"x": f32(2, m), "sizes": np.array([1, m - 1], np.int64)} for m in (1, 4, 5)]
+    check_with_ort(result, feeds)
+
+
+LOOP_GROWTH = """
+g (float[N] x, float[L] w) => (xf) {
+  s = Shape(w)
+  zero = Constant<value = int64 {0}>()
+  M = Gather<axis=0>(s, zero)
+  xf = Loop(M, , x) <body = body(int64 i, bool c, xin) => (bool co, xo) {
+     co = Constant<value = bool {1}>()
+     minus1 = Constant<value = int64[1] {-1}>()
+     GROWTH
+  }>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("growth", "affine"),
+    [
+        ("xo = Concat<axis=0>(xin, w)", True),
+        ("xo = Concat<axis=0>(xin, xin)", False),
+        (
+            (
+                "nz = NonZero(xin)\n     flat = Reshape(nz, minus1)\n"
+                "     flatf = Cast<to=1>(flat)\n     xo = Concat<axis=0>(xin, flatf)"
+            ),
+            False,
+        ),
+    ],
+    ids=["outer_symbol", "doubling", "data_dependent"],
+)
+@pytest.mark.parametrize("declared", ["", "<int64[1, K] nz>"], ids=["", "declared_in_body"])
+def test_loop_final_size_of_constant_growth(growth, affine, declared):
+    # A name the body declares (K) is per iteration, never a loop-invariant growth.
+    text = LOOP_GROWTH.replace("GROWTH", growth).replace(
+        "(bool co, xo) {", f"(bool co, xo) {declared} {{"
+    )
+    result = infer(text)
+    (final,) = result.dims("xf")
+    if affine:  # L iterations (exact: nothing stops the loop), each adding L elements
+        assert final == expr.sym("N") + expr.sym("L") * expr.sym("L")
+    else:  # growth that depends on the iteration: no closed form
+        assert isinstance(final, expr.DimExpr) and final.is_symbol
+    feeds = [
+        {"x": np.arange(n, dtype=np.float32), "w": f32(k)} for n in (0, 3) for k in (0, 2, 3)
+    ]
+    check_with_ort(result, feeds)
+
+
+def test_loop_with_conditional_growth_in_an_if():
+    result = infer("""
+g (int64 M, float[N] x) => (xf, ys) {
+  xf, ys = Loop(M, , x) <body = body(int64 i, bool c, xin) => (bool co, xo, yo) {
+     co = Constant<value = bool {1}>()
+     two = Constant<value = int64 {2}>()
+     early = Less(i, two)
+     xo = If(early) <then_branch = t () => (a) {
+                        one = Constant<value = float[1] {1}>()
+                        a = Concat<axis=0>(xin, one)
+                     },
+                     else_branch = e () => (b) { b = Identity(xin) }>
+     yo = Shape(xin)
+  }>
+}
+""")
+    (final,) = result.dims("xf")
+    assert isinstance(final, expr.DimExpr) and final.is_symbol
+    assert result.shape("ys")[1] == 1
+    assert result.messages("error") == []
+    check_with_ort(result, [{"M": i64(m), "x": f32(n)} for m in (0, 1, 2, 5) for n in (0, 3)])
+
+
+def test_scan_inside_loop_body():
+    result = infer("""
+g (int64 M, float[T, D] xs, float[D] s0) => (sf, ys) {
+  sf, ys = Loop(M, , s0) <body = body(int64 i, bool c, sin) => (bool co, sout, yo) {
+     co = Constant<value = bool {1}>()
+     sout, yo = Scan<num_scan_inputs=1, body = inner(s, x) => (so, y) {
+        so = Add(s, x)
+        y = Identity(so)
+     }>(sin, xs)
+  }>
+}
+""")
+    assert result.shape("sf") == ["D"]
+    count, t, d = result.dims("ys")
+    # M is unknown, so the loop may run zero times (symbolic per-iteration dims become 0).
+    ran = expr.dmin(count, 1)
+    assert (t, d) == (expr.sym("T") * ran, expr.sym("D") * ran)
+    check_with_ort(
+        result, [{"M": i64(m), "xs": f32(t, 3), "s0": f32(3)} for m in (0, 2) for t in (1, 4)]
+    )
