@@ -10,6 +10,7 @@ Example::
 from __future__ import annotations
 
 __all__ = [
+    "AnchorConstraintPropagationPass",
     "Diagnostic",
     "ShapeInferenceError",
     "ShapesContext",
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import onnx_ir as ir
 
-from onnx_symdims.passes import SymbolicShapeInferencePass
+from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
 from onnx_symdims.shapes import Diagnostic, ShapeInferenceError, ShapesContext
 
 if TYPE_CHECKING:
@@ -35,23 +36,38 @@ __version__ = "0.1.0"
 logger = logging.getLogger(__name__)
 
 
-@overload
-def infer_symbolic_shapes(model: ir.Model, **options: Any) -> ir.Model: ...
-@overload
-def infer_symbolic_shapes(model: onnx.ModelProto, **options: Any) -> onnx.ModelProto: ...
-@overload
-def infer_symbolic_shapes(model: str | os.PathLike, **options: Any) -> ir.Model: ...
+def _infer(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None:
+    inferred = SymbolicShapeInferencePass(**options)(model)
+    if anchors:
+        strict = bool(options.get("strict")) or options.get("policy") == "strict"
+        AnchorConstraintPropagationPass(inferred.context, strict=strict)(model)
 
 
-def infer_symbolic_shapes(model, **options):
+@overload
+def infer_symbolic_shapes(model: ir.Model, *, anchors: bool = ..., **options: Any) -> ir.Model: ...
+@overload
+def infer_symbolic_shapes(
+    model: onnx.ModelProto, *, anchors: bool = ..., **options: Any
+) -> onnx.ModelProto: ...
+@overload
+def infer_symbolic_shapes(
+    model: str | os.PathLike, *, anchors: bool = ..., **options: Any
+) -> ir.Model: ...
+
+
+def infer_symbolic_shapes(model, *, anchors: bool = True, **options):
     """Infers symbolic shapes for every value of ``model``.
 
     Args:
         model: An ``ir.Model`` (updated in place and returned), an ``onnx.ModelProto``
             (a new, inferred ``ModelProto`` is returned; the argument is not changed) or a
             path (loaded without reading external weights; the ``ir.Model`` is returned).
+        anchors: After inference, run :class:`AnchorConstraintPropagationPass`, which
+            renames engine-made symbols to the names the model declares (``total_seq``
+            for ``past_seq+seq``) where the recorded equalities prove them equal.
         **options: Keyword options of :class:`SymbolicShapeInferencePass`: ``policy``,
-            ``strict``, ``context``, ``progress``.
+            ``strict``, ``context``, ``progress``, ``nonempty_inputs``,
+            ``symbol_ranges``, ``value_info_anchors``.
 
     Returns:
         The inferred model, of the kind described above.
@@ -60,17 +76,17 @@ def infer_symbolic_shapes(model, **options):
         ShapeInferenceError: in strict mode, on the first error diagnostic.
     """
     if isinstance(model, ir.Model):
-        SymbolicShapeInferencePass(**options)(model)
+        _infer(model, anchors, options)
         return model
     if isinstance(model, (str, os.PathLike)):
         loaded = ir.load(model)
-        SymbolicShapeInferencePass(**options)(loaded)
+        _infer(loaded, anchors, options)
         return loaded
     import onnx
 
     if isinstance(model, onnx.ModelProto):
         ir_model = ir.serde.deserialize_model(model)
-        SymbolicShapeInferencePass(**options)(ir_model)
+        _infer(ir_model, anchors, options)
         return ir.serde.serialize_model(ir_model)
     raise TypeError(
         f"expected an ir.Model, onnx.ModelProto or path, got {type(model).__name__}"

@@ -28,7 +28,11 @@ from typing import Any
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.passes import POLICIES, SymbolicShapeInferencePass
+from onnx_symdims.passes import (
+    POLICIES,
+    AnchorConstraintPropagationPass,
+    SymbolicShapeInferencePass,
+)
 from onnx_symdims.shapes import ShapeInferenceError, ShapesContext
 
 logger = logging.getLogger(__name__)
@@ -172,9 +176,20 @@ def _run_infer(args: argparse.Namespace, path: str) -> int:
     except ShapeInferenceError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    anchor_lines: list[str] = []
+    if not args.no_anchors:
+        try:
+            propagation = AnchorConstraintPropagationPass(ctx, strict=args.strict)(model)
+        except ShapeInferenceError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        anchor_lines = propagation.summary_lines()
     summary = summarize(model, ctx, time.perf_counter() - start)
     summary["model"] = path
+    summary["anchor_propagation"] = anchor_lines
     _print_summary(summary)
+    for line in anchor_lines:
+        print(line)
     if args.output:
         ir.save(model, args.output)
         print(f"wrote {args.output}")
@@ -267,6 +282,11 @@ def _parser() -> argparse.ArgumentParser:
     infer.add_argument("model", nargs="?", help="the .onnx file (default: a bundled example)")
     infer.add_argument("-o", "--output", help="write the inferred model here")
     infer.add_argument("--json", metavar="REPORT", help="write the summary as JSON here")
+    infer.add_argument(
+        "--no-anchors",
+        action="store_true",
+        help="skip the anchor-constraint propagation pass (keep engine-made symbol names)",
+    )
     infer.add_argument("--strict", action="store_true", help="fail on the first error")
     infer.add_argument(
         "--policy", choices=POLICIES, default="refine", help="declared vs inferred"

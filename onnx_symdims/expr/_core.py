@@ -531,7 +531,48 @@ def _finish(terms: dict[Monomial, int], const: int) -> Dim:
             return rebuilt
     if sum(1 for m in terms if len(m) == 1 and m[0].kind in (FLOOR, MOD)) >= 2:
         terms, const = _collapse_floor_identities(terms, const)
+    if len(terms) + bool(const) >= 2:
+        folded = _fold_sum_into_extremum(terms, const)
+        if folded is not None:
+            return folded
     return _from_terms(terms, const)
+
+
+def _size(d: Dim) -> int:
+    if isinstance(d, int):
+        return 1
+    total = 1 if d.const else 0
+    for mono, _ in d.terms:
+        total += 1
+        for atom in mono:
+            total += 1 + sum(_size(a) for a in atom.args)
+    return total
+
+
+def _fold_sum_into_extremum(terms: dict[Monomial, int], const: int) -> Dim | None:
+    """``r - max(a, b) == min(r-a, r-b)`` (and the three sibling identities), when smaller.
+
+    Exact for all integers; used only when it shrinks the expression, e.g.
+    ``x - max(x-8, 0) == min(8, x)``.
+    """
+    for m, c in terms.items():
+        if len(m) != 1 or c not in (1, -1) or m[0].kind not in (MAX, MIN):
+            continue
+        atom = m[0]
+        rest_terms = dict(terms)
+        del rest_terms[m]
+        rest = _from_terms(rest_terms, const) if rest_terms else const
+        if isinstance(rest, DimExpr) and rest.unknown_reason is not None:
+            return None
+        args = [add(rest, a) if c == 1 else sub(rest, a) for a in atom.args]
+        if not any(isinstance(a, int) or len(a.terms) < len(rest_terms) for a in args):
+            continue
+        flips = c == -1
+        kind = (MIN if atom.kind == MAX else MAX) if flips else atom.kind
+        folded = _extremum(kind, tuple(args), None)
+        if _size(folded) < _size(rest) + 1 + _size(_atom_expr(atom)):
+            return folded
+    return None
 
 
 def _absorb_exact_divisions(terms: dict[Monomial, int], const: int) -> Dim | None:
@@ -696,16 +737,31 @@ def _cancel_common_factor(a: Dim, b: Dim) -> tuple[Dim, Dim]:
     return _divide_out(a, g, mono), _divide_out(b, g, mono)
 
 
-def _as_multiple(a: DimExpr, b: DimExpr) -> int | None:
-    """The integer q with ``a == q*b``, if any."""
-    if len(a.terms) != len(b.terms) or not b.terms:
+def _as_multiple(a: DimExpr, b: DimExpr) -> Dim | None:
+    """The quotient ``q`` (an int or a single monomial) with ``a == q*b``, if any.
+
+    ``32*b*p + 32*b*s`` over ``8*p + 8*s`` gives ``4*b``.
+    """
+    a_items = [*a.terms, ((), a.const)] if a.const else list(a.terms)
+    b_items = [*b.terms, ((), b.const)] if b.const else list(b.terms)
+    if len(a_items) != len(b_items) or not b.terms:
         return None
-    lead_m, lead_c = b.terms[0]
-    a_lead = dict(a.terms).get(lead_m)
-    if a_lead is None or a_lead % lead_c:
-        return None
-    q = a_lead // lead_c
-    return q if sub(a, mul(q, b)) == 0 else None
+    lead_m, lead_c = b_items[0]
+    for m, c in a_items:
+        if c % lead_c:
+            continue
+        remaining = list(m)
+        try:
+            for atom in lead_m:
+                remaining.remove(atom)
+        except ValueError:
+            continue
+        q: Dim = _from_terms({tuple(remaining): c // lead_c}, 0) if remaining else c // lead_c
+        if mul(q, b) == a:
+            return q
+        if isinstance(q, int):
+            return None  # the integer candidate is unique
+    return None
 
 
 def _leading_sign(d: Dim) -> int:

@@ -136,6 +136,66 @@ def _is_product_of_symbols(monomial: expr.DimExpr) -> bool:
     return all(atom.kind == expr_core.SYM for atom in atoms)
 
 
+def _solve_inferred_with_copies(
+    ctx: NodeContext, out: list[Dim | None], target: Sequence[Dim], infer_at: int, total: Dim
+) -> bool:
+    """The ``-1`` dim when some target elements ``t`` copy an input dim exactly when 0.
+
+    With every such ``t >= 1`` the ``-1`` dim is ``A = total /: prod(targets)``. When
+    ``total`` vanishes as soon as one ``t`` is 0, the run then has no element and the
+    ``-1`` dim is 0: it is ``A * min(1, t1, ..., tk)`` in every case.
+    """
+    copies = [
+        t
+        for j, (d, t) in enumerate(zip(out, target))
+        if j != infer_at and isinstance(t, expr.DimExpr) and d is not t
+    ]
+    if not copies or not all(_vanishes_when_zero(total, t) for t in copies):
+        return False
+    plain = [
+        t if isinstance(t, expr.DimExpr) and d is not t else d
+        for j, (d, t) in enumerate(zip(out, target))
+        if j != infer_at
+    ]
+    if any(d is None for d in plain):
+        return False
+    try:
+        inferred = expr.exact_div(total, _product(plain))  # type: ignore[arg-type]
+    except (expr.InexactDivisionError, ZeroDivisionError):
+        return False
+    out[infer_at] = expr.mul(inferred, expr.dmin(1, *copies, scope=ctx.scope))
+    return True
+
+
+def _copied_when_zero(
+    t: expr.DimExpr, data: Sequence[Dim] | None, i: int, scope: expr.Scope
+) -> Dim | None:
+    """The output dim for a target element ``t >= 0`` that is 0 exactly when it copies.
+
+    ``t`` if ``t != 0``, else the input dim ``c`` it copies: ``t + c*(1 - min(t, 1))``,
+    exact for every ``t >= 0``; it folds to ``t`` as soon as the scope proves ``t >= 1``.
+    """
+    if data is None or i >= len(data):
+        return None
+    c = data[i]
+    if _vanishes_when_zero(c, t):
+        return t  # t == 0 copies a dim that is then 0 too
+    return expr.add(t, expr.mul(c, expr.sub(1, expr.dmin(t, 1, scope=scope))))
+
+
+def _vanishes_when_zero(d: Dim, t: Dim) -> bool:
+    """True when ``t == 0`` forces ``d == 0``, for ``t`` a positive sum of plain symbols.
+
+    Such a ``t`` (``a + 2*b``, all symbols ``>= 0``) is 0 exactly when each symbol is 0.
+    """
+    if not isinstance(t, expr.DimExpr):
+        return t == 0 and d == 0
+    monomials, constant = t.coefficients()
+    if constant or not all(c > 0 and m.is_symbol for m, c in monomials.items()):
+        return False
+    return expr.substitute(d, dict.fromkeys(t.symbols(), 0)) == 0
+
+
 def reshape_dims(
     ctx: NodeContext, data: Sequence[Dim] | None, target: Sequence[Dim], allowzero: bool
 ) -> list[Dim | None]:
@@ -187,7 +247,7 @@ def reshape_dims(
             out.append(t)
             needs_zero_check.append(i)
         else:
-            out.append(None)
+            out.append(_copied_when_zero(t, data, i, scope))
     for i in needs_zero_check:
         others_positive = infer_at is None and all(
             d is not None and ((isinstance(d, int) and d > 0) or scope.prove_gt(d, 0))
@@ -195,11 +255,13 @@ def reshape_dims(
             if j != i
         )
         if not others_positive:
-            out[i] = None
+            out[i] = _copied_when_zero(target[i], data, i, scope)  # type: ignore[arg-type]
     if infer_at is not None and data is not None:
         others = [d for j, d in enumerate(out) if j != infer_at]
+        total = _product(data)
+        if _solve_inferred_with_copies(ctx, out, target, infer_at, total):
+            return out
         if all(d is not None for d in others):
-            total = _product(data)
             known = _product(others)  # type: ignore[arg-type]
             if isinstance(total, int) and isinstance(known, int):
                 if known == 0 or total % known != 0:

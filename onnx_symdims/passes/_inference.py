@@ -11,9 +11,14 @@ How a model flows through the pass:
    ``(domain, op_type, opset)``; without one, to ONNX's per-node inference
    (:mod:`onnx_symdims.ops._fallback`). A failing hook records an error diagnostic and
    leaves the node's outputs with unknown shapes.
-4. Each output's inferred shape is merged with what the model declares
-   (:mod:`onnx_symdims.shapes._merge`) and written as ``int`` or canonical
-   ``ir.SymbolicDim`` text. Graph outputs keep their declared text (anchors).
+4. Each output's inferred shape is merged with what the model declares and written as
+   ``int`` or canonical ``ir.SymbolicDim`` text. Main-graph outputs are *anchors*
+   (:mod:`onnx_symdims.shapes._anchors`): they keep their declared text and the merge
+   records the equalities it implies; other declared shapes are merged by
+   :mod:`onnx_symdims.shapes._merge` without recording anything.
+5. Subgraphs (If branches, Loop/Scan bodies, model-local function bodies) are inferred
+   by the hooks of the ops that carry them, with the enclosing values visible. Code
+   there may not run, so no equality is recorded while inside one.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ __all__ = [
 ]
 
 import dataclasses
+import gc
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
@@ -33,7 +39,7 @@ from typing import Literal
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.ops import _registry
+from onnx_symdims.ops import _registry, control_flow
 from onnx_symdims.ops._fallback import OnnxFallback
 from onnx_symdims.shapes import (
     Diagnostic,
@@ -43,6 +49,7 @@ from onnx_symdims.shapes import (
     ShapeInferenceError,
     ShapesContext,
 )
+from onnx_symdims.shapes._anchors import declared_dims, merge_with_anchor
 from onnx_symdims.shapes._convert import same_ir_dims
 from onnx_symdims.shapes._merge import merge_declared_shape
 
@@ -90,6 +97,8 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
             every run with non-empty inputs.
         symbol_ranges: Known ``(lower, upper)`` bounds of symbols (``None``: open),
             e.g. ``{"seq_len": (1, 4096)}``.
+        value_info_anchors: Also treat the main graph's declared ``value_info`` shapes
+            as anchors (their equalities with the inferred shapes are recorded).
     """
 
     def __init__(
@@ -101,6 +110,7 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         progress: ProgressCallback | None = None,
         nonempty_inputs: bool = False,
         symbol_ranges: Mapping[str, tuple[int | None, int | None]] | None = None,
+        value_info_anchors: bool = False,
     ) -> None:
         super().__init__()
         if policy not in POLICIES:
@@ -111,14 +121,21 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         self.progress = progress
         self.nonempty_inputs = nonempty_inputs
         self.symbol_ranges = dict(symbol_ranges or {})
+        self.value_info_anchors = value_info_anchors
 
     def call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
         ctx = self.context if self.context is not None else ShapesContext()
         first_diagnostic = len(ctx.diagnostics)
         previous_strict = ctx.strict
         ctx.strict = self.strict
+        # The walk allocates many small long-lived objects (interned expressions, IR
+        # shapes): the cyclic collector's full scans would dominate the run time.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
         try:
-            engine = InferenceEngine(model, ctx, self.policy, self.progress)
+            engine = InferenceEngine(
+                model, ctx, self.policy, self.progress, self.value_info_anchors
+            )
             if self.nonempty_inputs:
                 for name in _input_symbols(model.graph):
                     ctx.scope.set_range(name, lower=1)
@@ -127,6 +144,8 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
             engine.run()
         finally:
             ctx.strict = previous_strict
+            if gc_was_enabled:
+                gc.enable()
         return SymbolicShapeInferenceResult(
             model, engine.modified, ctx, ctx.diagnostics[first_diagnostic:]
         )
@@ -146,6 +165,11 @@ def _dim_params(shape: ir.Shape | None) -> list[str]:
     if shape is None:
         return []
     return [d.value for d in shape.dims if not isinstance(d, int) and d.value]
+
+
+def _declares_nothing(d: int | ir.SymbolicDim) -> bool:
+    """An empty ``dim_param`` or a negative ``dim_value`` (``-1`` for "unknown")."""
+    return d < 0 if isinstance(d, int) else not d.value
 
 
 def _subgraphs(node: ir.Node) -> list[ir.Graph]:
@@ -212,8 +236,10 @@ class InferenceEngine:
         ctx: ShapesContext,
         policy: str = "refine",
         progress: ProgressCallback | None = None,
+        value_info_anchors: bool = False,
     ) -> None:
         self.model = model
+        self.value_info_anchors = value_info_anchors
         self.ctx = ctx
         self.policy = policy
         self.progress = progress
@@ -293,12 +319,12 @@ class InferenceEngine:
         # A domain the model does not import: the latest hook, seen as the latest opset.
         node_ctx.reset(node, opset if opset is not None else _LATEST_OPSET)
         ctx = self.ctx
-        if self._functions and node.op_identifier() in self._functions:
-            hook = None
-        else:
-            hook = _registry.lookup(domain, node.op_type, opset)
+        function = self._functions.get(node.op_identifier()) if self._functions else None
+        hook = None if function is not None else _registry.lookup(domain, node.op_type, opset)
         try:
-            if hook is None:
+            if function is not None:
+                control_flow.infer_function_call(node_ctx, node, function)
+            elif hook is None:
                 self.fallback(node_ctx)
             else:
                 hook(node_ctx, node)
@@ -357,8 +383,12 @@ class InferenceEngine:
         Returns:
             The shapes of the subgraph's outputs (``None``: rank unknown).
         """
-        self._seed_inputs(graph, input_shapes, input_dtypes)
-        self._walk(graph)
+        self.ctx.conditional_depth += 1
+        try:
+            self._seed_inputs(graph, input_shapes, input_dtypes)
+            self._walk(graph)
+        finally:
+            self.ctx.conditional_depth -= 1
         return [self.ctx.shape_of(value) for value in graph.outputs]
 
     # ------------------------------------------------------------------------------------
@@ -366,6 +396,11 @@ class InferenceEngine:
         """Merges the inferred facts of ``value`` with the declared ones and writes them."""
         ctx = self.ctx
         inferred = ctx.peek_shape(value)
+        if value.shape is not None and value.graph is self.model.graph and (
+            value.is_graph_output() or self.value_info_anchors
+        ):
+            self._commit_anchor(node, value, inferred)
+            return
         if value.shape is None:  # the common case: nothing declared, nothing to merge
             if inferred is not None:
                 value.shape = self._writer.shape(inferred)
@@ -393,6 +428,47 @@ class InferenceEngine:
         if merged.written is not None and not same_ir_dims(merged.written, value.shape):
             value.shape = ir.Shape(merged.written)
             self.modified = True
+        self._commit_type(node, value, had_shape=True)
+
+    def _commit_anchor(self, node: ir.Node, value: ir.Value, inferred: Shape | None) -> None:
+        """Merges a declared anchor: its text stays, the equalities it implies are recorded.
+
+        Only an empty declared dim is filled with the inferred one (it declares nothing).
+        """
+        ctx = self.ctx
+        declared = value.shape
+        what = "graph output" if value.is_graph_output() else "value_info"
+        merged = merge_with_anchor(
+            ctx,
+            inferred,
+            declared_dims(declared),
+            strict=self.policy == "strict",
+            where=f"{what} {value.name!r}",
+            node=node,
+        )
+        hint = value.name or node.op_type
+        if merged is not None and inferred is not None and len(merged) == len(inferred):
+            # Downstream keeps what was computed: a declared name is only a label (the
+            # renaming is the propagation pass's job), unless the computed dim is a bare
+            # symbol the engine minted, which knows less than the declared one.
+            merged = tuple(
+                inf
+                if isinstance(inf, expr.DimExpr)
+                and isinstance(m, expr.DimExpr)
+                and not (inf.is_symbol and ctx.is_generated(inf.name))  # type: ignore[arg-type]
+                else m
+                for inf, m in zip(inferred, merged)
+            )
+        dims = tuple(ctx.new_symbol(hint) if d is None else d for d in merged or ())
+        ctx.set_shape(value, dims if merged is not None else None)
+        if merged is not None and self.policy != "skip" and len(merged) == len(declared):
+            written = [
+                self._writer.dim(d) if _declares_nothing(old) else old
+                for old, d in zip(declared.dims, dims)
+            ]
+            if not same_ir_dims(written, declared):
+                value.shape = ir.Shape(written)
+                self.modified = True
         self._commit_type(node, value, had_shape=True)
 
     def _commit_type(self, node: ir.Node, value: ir.Value, had_shape: bool) -> None:

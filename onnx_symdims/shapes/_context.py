@@ -105,6 +105,10 @@ class ShapesContext:
     def __init__(self, scope: expr.Scope | None = None) -> None:
         self.scope = scope if scope is not None else expr.Scope(nonnegative=True)
         self.strict = False
+        #: > 0 while a subgraph (If branch, Loop/Scan body) is inferred. Code there may
+        #: not run, so what it proves is not a fact about the model: equalities are not
+        #: recorded at that depth.
+        self.conditional_depth = 0
         self.diagnostics: list[Diagnostic] = []
         self._reserved: set[str] = set(_RESERVED_WORDS)
         self._generated: set[str] = set()
@@ -176,9 +180,11 @@ class ShapesContext:
     def add_constraint(self, a: Dim | str, b: Dim | str) -> bool:
         """Records ``a == b``; returns whether it was new.
 
-        The pair is unordered and stored canonically as (smaller, larger) in byte order
+        Nothing is recorded inside a subgraph (:attr:`conditional_depth`). The pair is unordered and stored canonically as (smaller, larger) in byte order
         of the printed forms; ``a == a``, empty operands and unknown dims are dropped.
         """
+        if self.conditional_depth:
+            return False
         ta, da = self._text(a)
         tb, db = self._text(b)
         if not ta or not tb or ta == tb:

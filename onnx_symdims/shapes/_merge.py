@@ -11,9 +11,9 @@ is never changed):
 * a declared int against an inferred symbolic dim: the int wins everywhere, and the
   equality ``inferred == int`` is recorded;
 * a declared symbolic dim against an inferred int: the int is used downstream and
-  written (except on anchors); the equality is recorded;
+  written (except on anchors); the equality is recorded (with ``record``);
 * two different symbolic dims: the declared text stays, the equality is recorded with
-  leaf derivation; downstream sees the inferred dim, unless it is a bare symbol the
+  leaf derivation (with ``record``); downstream sees the inferred dim, unless it is a bare symbol the
   engine minted, which knows less than the declared one.
 
 Policies: ``refine`` and ``strict`` follow these rules (``strict`` raises on conflicts,
@@ -58,6 +58,10 @@ class MergeResult:
     conflicts: list[str]
 
 
+def _ignore(a: object, b: object) -> bool:
+    return False
+
+
 def _declares_nothing(d: ir.SymbolicDim, anchor: bool) -> bool:
     text = d.value
     return not text or (not anchor and text.startswith("unk__"))
@@ -72,8 +76,15 @@ def merge_declared_shape(
     policy: str,
     anchor: bool,
     hint: str,
+    record: bool = False,
 ) -> MergeResult:
-    """Merges ``inferred`` into ``declared`` (see the module docstring for the rules)."""
+    """Merges ``inferred`` into ``declared`` (see the module docstring for the rules).
+
+    Equalities are recorded only with ``record``: a declared intermediate shape is the
+    author's claim, an anchor only when the caller says so (graph outputs go through
+    :func:`onnx_symdims.shapes._anchors.merge_with_anchor` instead).
+    """
+    relate = ctx.add_symbolic_constraint_with_leaf_derivation if record else _ignore
     if declared is None:
         written = None if inferred is None else writer.dims(inferred)
         return MergeResult(inferred, written, [])
@@ -109,15 +120,15 @@ def merge_declared_shape(
             dims.append(inf)
             out.append(decl)
         elif isinstance(declared_dim, int):
-            ctx.add_symbolic_constraint_with_leaf_derivation(inf, declared_dim)
+            relate(inf, declared_dim)
             dims.append(declared_dim)
             out.append(decl)
         elif isinstance(inf, int):
-            ctx.add_symbolic_constraint_with_leaf_derivation(declared_dim, inf)
+            relate(declared_dim, inf)
             dims.append(inf)
             out.append(decl if anchor else inf)
         else:
-            ctx.add_symbolic_constraint_with_leaf_derivation(declared_dim, inf)
+            relate(declared_dim, inf)
             minted = inf.is_symbol and ctx.is_generated(inf.name)  # type: ignore[arg-type]
             dims.append(declared_dim if minted else inf)
             out.append(decl)
