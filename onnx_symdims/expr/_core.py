@@ -168,6 +168,7 @@ class DimExpr:
 
     __slots__ = (
         "__weakref__",
+        "_coefficients",
         "_hash",
         "_onnx",
         "_seed",
@@ -232,7 +233,12 @@ class DimExpr:
 
     def coefficients(self) -> tuple[dict[DimExpr, int], int]:
         """Returns ``({monomial: coefficient}, constant)``; monomials have coefficient 1."""
-        return {_from_terms({mono: 1}, 0): c for mono, c in self.terms}, self.const
+        cached = self._coefficients
+        if cached is None:
+            cached = self._coefficients = tuple(
+                (_intern(((mono, 1),), 0), c) for mono, c in self.terms
+            )
+        return dict(cached), self.const
 
     def evaluate(self, bindings: Mapping[str, int]) -> int:
         """Evaluates under ``bindings`` with floor semantics.
@@ -335,7 +341,7 @@ def unknown(reason: str = "unknown") -> DimExpr:
     e.depth = 0
     e.unknown_reason = reason
     e._hash = hash(("unknown", _unknown_counter))
-    e._onnx = e._seed = None
+    e._onnx = e._seed = e._coefficients = None
     e._symbols = frozenset()
     return e
 
@@ -377,7 +383,7 @@ def _intern(tterms: tuple[tuple[Monomial, int], ...], const: int) -> DimExpr:
     e.depth = depth
     e.unknown_reason = None
     e._hash = hash(cache_key)
-    e._onnx = e._seed = None
+    e._onnx = e._seed = e._coefficients = None
     e._symbols = None
     _EXPRS[cache_key] = e
     return e
@@ -432,7 +438,7 @@ def _check_dim(d: object) -> Dim:
 # ---------------------------------------------------------------------------------------
 
 
-def add(a: Dim, b: Dim) -> Dim:
+def _add_impl(a: Dim, b: Dim) -> Dim:
     """``a + b``."""
     if type(a) is int and type(b) is int:
         r = a + b
@@ -475,7 +481,7 @@ def _mono_mul(m1: Monomial, m2: Monomial) -> Monomial:
     return tuple(sorted(m1 + m2, key=lambda a: a.key))
 
 
-def mul(a: Dim, b: Dim) -> Dim:
+def _mul_impl(a: Dim, b: Dim) -> Dim:
     """``a * b`` (fully distributed)."""
     if type(a) is int and type(b) is int:
         r = a * b
@@ -770,7 +776,7 @@ def _leading_sign(d: Dim) -> int:
     return -1 if d.terms[0][1] < 0 else 1
 
 
-def floordiv(a: Dim, b: Dim) -> Dim:
+def _floordiv_impl(a: Dim, b: Dim) -> Dim:
     """Floor division ``a // b`` (rounds toward negative infinity, like Python)."""
     if type(a) is int and type(b) is int:
         r = a // b
@@ -862,7 +868,7 @@ def ceildiv(a: Dim, b: Dim) -> Dim:
     return neg(floordiv(neg(a), b))
 
 
-def mod(a: Dim, b: Dim) -> Dim:
+def _mod_impl(a: Dim, b: Dim) -> Dim:
     """Floor modulo ``a % b`` (the sign of the divisor, like Python)."""
     if type(a) is int and type(b) is int:
         return a % b
@@ -905,7 +911,7 @@ def mod(a: Dim, b: Dim) -> Dim:
     return _atom_expr(_make_atom(MOD, "", (a, b)))
 
 
-def exact_div(a: Dim, b: Dim) -> Dim:
+def _exact_div_impl(a: Dim, b: Dim) -> Dim:
     """Exact division ``a /: b``: the caller asserts that ``b`` divides ``a``.
 
     Because the quotient is exact it cancels across multiplication:
@@ -964,6 +970,70 @@ def exact_div(a: Dim, b: Dim) -> Dim:
     numerator = _divide_out(a, content, ()) if content not in (0, 1) else a
     return mul(content, _atom_expr(_make_atom(EXACT, "", (numerator, b))))
 
+
+
+# ---------------------------------------------------------------------------------------
+# Memoized entry points: shape inference repeats the same computations layer after layer,
+# and interned operands make the memo key cheap to hash.
+# ---------------------------------------------------------------------------------------
+_MEMO: dict[tuple, Dim] = {}
+_MEMO_LIMIT = 1 << 20
+
+
+def _memoized(op: str, impl, a: Dim, b: Dim) -> Dim:
+    key = (op, a, b)
+    result = _MEMO.get(key)
+    if result is None:
+        result = impl(a, b)
+        if isinstance(result, int) or result.unknown_reason is None:
+            if len(_MEMO) >= _MEMO_LIMIT:
+                _MEMO.clear()
+            _MEMO[key] = result
+    return result
+
+
+def add(a: Dim, b: Dim) -> Dim:
+    """``a + b``."""
+    if type(a) is int and type(b) is int:
+        r = a + b
+        return r if _in_int64(r) else unknown("overflow")
+    return _memoized("+", _add_impl, a, b)
+
+
+def mul(a: Dim, b: Dim) -> Dim:
+    """``a * b`` (fully distributed)."""
+    if type(a) is int and type(b) is int:
+        r = a * b
+        return r if _in_int64(r) else unknown("overflow")
+    return _memoized("*", _mul_impl, a, b)
+
+
+def floordiv(a: Dim, b: Dim) -> Dim:
+    """Floor division ``a // b`` (rounds toward negative infinity, like Python)."""
+    if type(a) is int and type(b) is int:
+        r = a // b
+        return r if _in_int64(r) else unknown("overflow")
+    return _memoized("//", _floordiv_impl, a, b)
+
+
+def mod(a: Dim, b: Dim) -> Dim:
+    """Floor modulo ``a % b`` (the sign of the divisor, like Python)."""
+    if type(a) is int and type(b) is int:
+        return a % b
+    return _memoized("%", _mod_impl, a, b)
+
+
+def exact_div(a: Dim, b: Dim) -> Dim:
+    """Exact division ``a /: b``: the caller asserts that ``b`` divides ``a``.
+
+    Because the quotient is exact it cancels across multiplication:
+    ``2 * (H /: 2) == H`` (unlike ``2 * (H // 2)``).
+
+    Raises:
+        ZeroDivisionError: ``b`` is 0.
+        InexactDivisionError: both are constants and ``b`` does not divide ``a``.
+    """
+    return _memoized("/:", _exact_div_impl, a, b)
 
 # ---------------------------------------------------------------------------------------
 # max / min / broadcast / opaque calls
@@ -1027,14 +1097,34 @@ def _extremum(kind: str, args: tuple[Dim, ...], scope: object | None) -> Dim:
     return _atom_expr(_make_atom(kind, "", tuple(result)))
 
 
+def _memoized_scoped(kind: str, impl, args: tuple[Dim, ...], scope: object | None) -> Dim:
+    key = (kind, args, scope, getattr(scope, "version", None))
+    result = _MEMO.get(key)
+    if result is None:
+        result = impl(args, scope)
+        if isinstance(result, int) or result.unknown_reason is None:
+            if len(_MEMO) >= _MEMO_LIMIT:
+                _MEMO.clear()
+            _MEMO[key] = result
+    return result
+
+
+def _max_impl(args: tuple[Dim, ...], scope: object | None) -> Dim:
+    return _extremum(MAX, args, scope)
+
+
+def _min_impl(args: tuple[Dim, ...], scope: object | None) -> Dim:
+    return _extremum(MIN, args, scope)
+
+
 def dmax(*args: Dim, scope: object | None = None) -> Dim:
     """``max(args)``; with a scope, arguments proven not to be the maximum are dropped."""
-    return _extremum(MAX, args, scope)
+    return _memoized_scoped("max", _max_impl, args, scope)
 
 
 def dmin(*args: Dim, scope: object | None = None) -> Dim:
     """``min(args)``; with a scope, arguments proven not to be the minimum are dropped."""
-    return _extremum(MIN, args, scope)
+    return _memoized_scoped("min", _min_impl, args, scope)
 
 
 def broadcast(*args: Dim, scope: object | None = None) -> Dim:
@@ -1048,6 +1138,10 @@ def broadcast(*args: Dim, scope: object | None = None) -> Dim:
     Raises:
         BroadcastError: two constants other than 1 differ.
     """
+    return _memoized_scoped("broadcast", _broadcast_impl, args, scope)
+
+
+def _broadcast_impl(args: tuple[Dim, ...], scope: object | None) -> Dim:
     flat = _flatten_args(BCAST, args)
     if (p := _poison(*flat)) is not None:
         return p

@@ -67,6 +67,10 @@ class Scope:
         self.nonnegative = nonnegative
         self._ranges: dict[str, tuple[int | None, int | None]] = {}
         self._upper: dict[str, list[Dim]] = {}
+        # Proofs are pure functions of the facts: memoized until a fact is added.
+        self._proofs: dict[DimExpr, bool] = {}
+        #: Incremented whenever a fact is added (keys the algebra's scoped memo).
+        self.version = 0
 
     def copy(self) -> Scope:
         """An independent copy of the scope."""
@@ -77,6 +81,8 @@ class Scope:
 
     def set_range(self, name: str, lower: int | None = None, upper: int | None = None) -> None:
         """Records ``lower <= name <= upper`` (intersected with what is known)."""
+        self._proofs.clear()
+        self.version += 1
         lo, hi = self._ranges.get(name, (None, None))
         if lower is not None:
             lo = lower if lo is None else max(lo, lower)
@@ -92,6 +98,8 @@ class Scope:
         bounds = self._upper.setdefault(name, [])
         if bound not in bounds:
             bounds.append(bound)
+            self._proofs.clear()
+            self.version += 1
 
     def upper_bounds(self, name: str) -> list[Dim]:
         """The symbolic upper bounds recorded for ``name``."""
@@ -194,6 +202,14 @@ class Scope:
         """True when ``d >= 0`` holds under the scope's facts."""
         if isinstance(d, int):
             return d >= 0
+        if _depth == 0:
+            known = self._proofs.get(d)
+            if known is None:
+                known = self._proofs[d] = self._prove_nonneg(d, 0)
+            return known
+        return self._prove_nonneg(d, _depth)
+
+    def _prove_nonneg(self, d: DimExpr, _depth: int) -> bool:
         lo = self._interval(d)[0]
         if lo is not None and lo >= 0:
             return True

@@ -101,6 +101,8 @@ class _Rewriter:
         self._renamable = renamable
         self._cache: dict[expr.DimExpr, Dim] = {}
         self._ir_dims: dict[expr.DimExpr, ir.SymbolicDim] = {}
+        # dim text (and protection) -> its rewritten IR dim, or None when unchanged
+        self._texts: dict[tuple[str, bool], int | ir.SymbolicDim | None] = {}
 
     def dim(self, d: Dim) -> Dim:
         if isinstance(d, int) or d.is_unknown:
@@ -131,29 +133,37 @@ class _Rewriter:
             if isinstance(d, int) or not d.value:
                 dims.append(d)
                 continue
-            parsed = expr.parse_dim(d.value)
-            if isinstance(parsed, int) or parsed.is_unknown:
-                dims.append(d)
-                continue
-            if protected and not (parsed.symbols() & self._renamable):
-                dims.append(d)
-                continue
-            new = self.dim(parsed)
-            if new is parsed:
-                dims.append(d)
-                continue
-            changed = True
-            if isinstance(new, int):
-                dims.append(new)
+            key = (d.value, protected)
+            if key in self._texts:
+                new_ir = self._texts[key]
             else:
-                ir_dim = self._ir_dims.get(new)
-                if ir_dim is None:
-                    ir_dim = self._ir_dims[new] = ir.SymbolicDim(expr.to_onnx(new))
-                dims.append(ir_dim)
+                new_ir = self._texts[key] = self._rewrite_text(d.value, protected)
+            if new_ir is None:
+                dims.append(d)
+            else:
+                changed = True
+                dims.append(new_ir)
         if not changed:
             return None
         denotations = [shape.get_denotation(i) for i in range(len(dims))]
         return ir.Shape(dims, denotations=denotations)
+
+    def _rewrite_text(self, text: str, protected: bool) -> int | ir.SymbolicDim | None:
+        """The rewritten IR dim for ``dim_param`` text, or ``None`` when it stays."""
+        parsed = expr.parse_dim(text)
+        if isinstance(parsed, int) or parsed.is_unknown:
+            return None
+        if protected and not (parsed.symbols() & self._renamable):
+            return None
+        new = self.dim(parsed)
+        if new is parsed:
+            return None
+        if isinstance(new, int):
+            return new
+        ir_dim = self._ir_dims.get(new)
+        if ir_dim is None:
+            ir_dim = self._ir_dims[new] = ir.SymbolicDim(expr.to_onnx(new))
+        return ir_dim
 
 
 def _rewrite_model(model: ir.Model, rewriter: _Rewriter) -> bool:
