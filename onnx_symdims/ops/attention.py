@@ -20,6 +20,7 @@ from typing import NamedTuple
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.ops._common import divide, merge_dims
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import NodeContext
 
@@ -33,33 +34,6 @@ MaybeDim = Dim | None
 # ----------------------------------------------------------------------------------------
 # Helpers shared with the contrib attention ops
 # ----------------------------------------------------------------------------------------
-def merge_dims(ctx: NodeContext, what: str, *dims: MaybeDim) -> MaybeDim:
-    """One dim that several inputs must agree on (``None`` entries are unknown).
-
-    A known int wins over a symbol (they must be equal at run time); two different ints
-    fail the node.
-    """
-    known = [d for d in dims if d is not None]
-    ints = {d for d in known if isinstance(d, int)}
-    if len(ints) > 1:
-        ctx.fail(f"inconsistent {what}: {sorted(ints)}")
-    if ints:
-        return ints.pop()
-    return known[0] if known else None
-
-
-def divide(ctx: NodeContext, total: MaybeDim, parts: MaybeDim, what: str) -> MaybeDim:
-    """``total / parts`` for a split that must be exact (e.g. hidden size into heads)."""
-    if total is None or parts is None:
-        return None
-    if isinstance(parts, int) and parts <= 0:
-        ctx.fail(f"{what}: cannot split {total} into {parts} parts")
-    try:
-        return expr.exact_div(total, parts)
-    except expr.InexactDivisionError:
-        ctx.fail(f"{what}: {total} is not divisible by {parts}")
-
-
 def add_dims(a: MaybeDim, b: MaybeDim) -> MaybeDim:
     """``a + b``, unknown when either is."""
     return None if a is None or b is None else expr.add(a, b)

@@ -24,15 +24,9 @@ from collections.abc import Sequence
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.ops._common import divide, merge_dims, single_element
 from onnx_symdims.ops._registry import register
-from onnx_symdims.ops.attention import (
-    add_dims,
-    divide,
-    heads_attr,
-    merge_dims,
-    mul_dims,
-    require_rank,
-)
+from onnx_symdims.ops.attention import add_dims, heads_attr, mul_dims, require_rank
 from onnx_symdims.ops.reduce_norm import stash_dtype, stats_shape
 from onnx_symdims.shapes import NodeContext
 
@@ -48,17 +42,6 @@ MaybeDim = Dim | None
 def _dims(shape: Shape | None, rank: int) -> tuple[MaybeDim, ...]:
     """``shape`` or ``rank`` unknown dims."""
     return shape if shape is not None else (None,) * rank
-
-
-def _scalar_value(ctx: NodeContext, i: int) -> Dim | None:
-    """The element of a one-element integer input when it is known (not unknown)."""
-    elements = ctx.input_value(i) if ctx.has_input(i) else None
-    if elements is None or len(elements) != 1:
-        return None
-    (value,) = elements
-    if isinstance(value, expr.DimExpr) and value.is_unknown:
-        return None
-    return value
 
 
 # ----------------------------------------------------------------------------------------
@@ -159,7 +142,7 @@ def infer_multi_head_attention(ctx: NodeContext, node: ir.Node) -> None:
     if ctx.has_input(8):  # past/present share one max-length buffer
         present_k: Sequence[MaybeDim] | None = past_k
         present_v: Sequence[MaybeDim] | None = past_v
-        total = add_dims(_scalar_value(ctx, 8), kv_seq)
+        total = add_dims(single_element(ctx.input_value(8)), kv_seq)
     else:
         total = add_dims(past_k[2], kv_seq) if has_past else kv_seq
         present_k = k_cache or (
@@ -221,7 +204,7 @@ def infer_group_query_attention(ctx: NodeContext, node: ir.Node) -> None:
         out_hidden = hidden
     ctx.set_output(0, (batch, seq, out_hidden), ctx.input_dtype(0))
 
-    total = _scalar_value(ctx, 6)
+    total = single_element(ctx.input_value(6))
     past = require_rank(ctx, 3, (4,), "past_key") if ctx.has_input(3) else None
     if past is not None and ctx.attr_int("sliding_window_cache", 0):
         present: Sequence[MaybeDim] = past  # a window-sized buffer keeps its capacity

@@ -34,6 +34,16 @@ from collections.abc import Callable, Iterator, Sequence
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.ops._common import (
+    default_domain_producer,
+    dtype_attr,
+    fresh_at_most,
+    non_tensor_type,
+    output_name,
+    replace_axis,
+    same_dim,
+    single_element,
+)
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import NodeContext, ShapesContext
 from onnx_symdims.shapes import _values as values
@@ -65,41 +75,16 @@ def _graph_attr(ctx: NodeContext, name: str) -> ir.Graph:
     return attr.value
 
 
-def _same_dim(a: Dim, b: Dim) -> bool:
-    """Canonical equality (ints by value, hash-consed ``DimExpr`` by identity)."""
-    return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
-
-
-def _non_tensor_type(shapes: ShapesContext, value: ir.Value) -> ir.TypeProtocol | None:
-    inferred = shapes.non_tensor_type_of(value)
-    if inferred is not None:
-        return inferred
-    declared = value.type
-    if declared is not None and not isinstance(declared, ir.TensorType):
-        return declared
-    return None
-
-
 def _copy_type(ctx: NodeContext, i: int, source: ir.Value) -> None:
     """Gives output ``i`` the non-tensor type of ``source`` (sequences, optionals)."""
-    other = _non_tensor_type(ctx.ctx, source)
+    other = non_tensor_type(ctx.ctx, source)
     if other is not None:
         ctx.set_output_type(i, other)
 
 
-def _single_element(elements: Sequence[Dim] | None) -> Dim | None:
-    """The one known element of a scalar value, else ``None``."""
-    if elements is None or len(elements) != 1:
-        return None
-    element = elements[0]
-    if isinstance(element, expr.DimExpr) and element.is_unknown:
-        return None
-    return element
-
-
 def _constant_bool(ctx: NodeContext, i: int) -> bool | None:
     """The value of a present boolean scalar input when known, else ``None``."""
-    element = _single_element(ctx.input_value(i))
+    element = single_element(ctx.input_value(i))
     if isinstance(element, int):
         return element != 0
     return None
@@ -220,7 +205,7 @@ class _Widening:
                 continue
             dims = list(fed)
             for d, (a, b) in enumerate(zip(fed, out)):
-                if _same_dim(a, b) or a in self.widened:
+                if same_dim(a, b) or a in self.widened:
                     continue
                 dims[d] = ctx.new_symbol(f"carried{k}_d{d}")
                 self.widened.add(dims[d])
@@ -282,7 +267,7 @@ def _infer_carried(
         if (
             out is None
             or len(out) != len(fed)
-            or not all(_same_dim(a, b) or a in state.widened for a, b in zip(fed, out))
+            or not all(same_dim(a, b) or a in state.widened for a, b in zip(fed, out))
         ):
             # Declared body shapes disagreed with the probe: keep the outer graph sound.
             ctx.warn("loop body annotations disagree with the carried-shape fixed point")
@@ -362,8 +347,7 @@ def _final_state(
 
 
 def _output_hint(ctx: NodeContext, i: int) -> str:
-    value = ctx.output(i)
-    return value.name if value is not None and value.name else f"o{i}"
+    return output_name(ctx, i, f"o{i}")
 
 
 def _set_state_outputs(
@@ -411,12 +395,10 @@ def _merge_branch_shapes(
         return None
     dims: list[Dim] = []
     for d, (a, b) in enumerate(zip(then_shape, else_shape)):
-        if _same_dim(a, b):
+        if same_dim(a, b):
             dims.append(a)
             continue
-        fresh = ctx.new_symbol(f"{hint}_d{d}")
-        ctx.ctx.add_less_equal_constraint(fresh, expr.dmax(a, b, scope=ctx.scope))
-        dims.append(fresh)
+        dims.append(fresh_at_most(ctx, f"{hint}_d{d}", expr.dmax(a, b, scope=ctx.scope)))
     return tuple(dims)
 
 
@@ -427,7 +409,7 @@ def _merge_branch_values(
         return None
     merged = tuple(
         a
-        if _same_dim(a, b) and not (isinstance(a, expr.DimExpr) and a.is_unknown)
+        if same_dim(a, b) and not (isinstance(a, expr.DimExpr) and a.is_unknown)
         else values.unknown_element()
         for a, b in zip(then_value, else_value)
     )
@@ -479,12 +461,8 @@ def _passes_condition_through(body: ir.Graph) -> bool:
     for _ in range(MAX_SEQUENCE_CHAIN):
         if value is body.inputs[1]:
             return True
-        producer = value.producer() if value is not None else None
-        if (
-            producer is None
-            or producer.op_type != "Identity"
-            or producer.domain not in ("", "ai.onnx")
-        ):
+        producer = default_domain_producer(value, "Identity")
+        if producer is None:
             return False
         value = producer.inputs[0] if producer.inputs else None
     return False
@@ -494,7 +472,7 @@ def _body_never_stops(ctx: NodeContext, body: ir.Graph) -> bool:
     """True when the body's condition output is always true (given a true start)."""
     if _passes_condition_through(body):
         return True
-    element = _single_element(ctx.ctx.value_of(body.outputs[0]))
+    element = single_element(ctx.ctx.value_of(body.outputs[0]))
     return isinstance(element, int) and element != 0
 
 
@@ -505,16 +483,14 @@ def _iteration_count(ctx: NodeContext, body: ir.Graph) -> Dim:
     omitted, so exactness needs a body condition that is always true.
     """
     has_trip = ctx.has_input(0)
-    trip = _single_element(ctx.input_value(0)) if has_trip else None
+    trip = single_element(ctx.input_value(0)) if has_trip else None
     starts = _constant_bool(ctx, 1) if ctx.has_input(1) else True
     if starts is False or (isinstance(trip, int) and trip <= 0):
         return 0
     limit = None if trip is None else expr.dmax(trip, 0, scope=ctx.scope)
     if limit is not None and starts and _body_never_stops(ctx, body):
         return limit
-    count = ctx.new_symbol("iterations")
-    if limit is not None:
-        ctx.ctx.add_less_equal_constraint(count, limit)
+    count = fresh_at_most(ctx, "iterations", limit)
     if starts and (not has_trip or (trip is not None and ctx.scope.prove_ge(trip, 1))):
         ctx.scope.set_range(count.name, lower=1)  # type: ignore[arg-type]
     return count
@@ -689,7 +665,7 @@ def _common_shape(shapes: Sequence[Shape | None]) -> Shape | None:
         return None
     first = shapes[0]
     for other in shapes[1:]:
-        if len(other) != len(first) or not all(map(_same_dim, first, other)):  # type: ignore[arg-type]
+        if len(other) != len(first) or not all(map(same_dim, first, other)):  # type: ignore[arg-type]
             return None
     return first
 
@@ -699,7 +675,7 @@ def _sequence_type(dtype: ir.DataType | None) -> ir.SequenceType:
 
 
 def _element_dtype(shapes: ShapesContext, value: ir.Value) -> ir.DataType | None:
-    other = _non_tensor_type(shapes, value)
+    other = non_tensor_type(shapes, value)
     if isinstance(other, ir.SequenceType) and isinstance(other.elem_type, ir.TensorType):
         return other.elem_type.dtype
     return shapes.dtype_of(value)
@@ -723,7 +699,7 @@ def _position(
 ) -> int | None:
     """A known position input of ``SequenceInsert``/``SequenceErase``/``SequenceAt``."""
     if index < len(node.inputs) and node.inputs[index] is not None:
-        element = _single_element(shapes.value_of(node.inputs[index]))
+        element = single_element(shapes.value_of(node.inputs[index]))
         if not isinstance(element, int):
             return None
         position = element
@@ -775,19 +751,15 @@ def _split_element(node: ir.Node, shape: Shape, axis: int, size: Dim) -> Shape:
     has_split = len(node.inputs) > 1 and node.inputs[1] is not None
     if not has_split and not keepdims:
         return shape[:axis] + shape[axis + 1 :]
-    return (*shape[:axis], size, *shape[axis + 1 :])
+    return replace_axis(shape, axis, size)
 
 
 def _sequence_elements(
     shapes: ShapesContext, value: ir.Value | None, depth: int = 0
 ) -> list[Shape | None] | None:
     """Per-element shapes of a sequence built by visible sequence ops, else ``None``."""
-    producer = value.producer() if value is not None else None
-    if (
-        producer is None
-        or producer.domain not in ("", "ai.onnx")
-        or depth > MAX_SEQUENCE_CHAIN
-    ):
+    producer = default_domain_producer(value)
+    if producer is None or depth > MAX_SEQUENCE_CHAIN:
         return None
     op, inputs = producer.op_type, producer.inputs
     if op == "SequenceEmpty":
@@ -824,12 +796,8 @@ def _sequence_length(
     elements = _sequence_elements(shapes, value, depth)
     if elements is not None:
         return len(elements)
-    producer = value.producer() if value is not None else None
-    if (
-        producer is None
-        or producer.domain not in ("", "ai.onnx")
-        or depth > MAX_SEQUENCE_CHAIN
-    ):
+    producer = default_domain_producer(value)
+    if producer is None or depth > MAX_SEQUENCE_CHAIN:
         return None
     op, inputs = producer.op_type, producer.inputs
     if op == "Identity" and inputs:
@@ -857,7 +825,7 @@ def _split_count(shapes: ShapesContext, node: ir.Node) -> Dim | None:
         return None
     if len(split_shape) == 1:
         return split_shape[0]
-    size = _single_element(shapes.value_of(split))
+    size = single_element(shapes.value_of(split))
     if size is None or (isinstance(size, int) and size <= 0):
         return None
     try:
@@ -883,8 +851,7 @@ def _remint_generated(ctx: NodeContext, shape: Shape | None) -> Shape | None:
 @register("", "SequenceEmpty", since=11)
 def infer_sequence_empty(ctx: NodeContext, node: ir.Node) -> None:
     """An empty sequence of ``dtype`` (float by default); no element shape."""
-    dtype = ctx.attr_int("dtype")
-    _set_sequence(ctx, 0, None, ir.DataType(dtype) if dtype is not None else ir.DataType.FLOAT)
+    _set_sequence(ctx, 0, None, dtype_attr(ctx, "dtype", ir.DataType.FLOAT))
 
 
 @register("", "SequenceConstruct", since=11)
@@ -964,7 +931,7 @@ def infer_split_to_sequence(ctx: NodeContext, node: ir.Node) -> None:
     if not ctx.has_input(1):
         uniform = _split_element(node, shape, axis, 1)
     elif ctx.input_rank(1) == 0:
-        size = _single_element(ctx.input_value(1))
+        size = single_element(ctx.input_value(1))
         total = shape[axis]
         positive = size is not None and not (isinstance(size, int) and size <= 0)
         if positive and ctx.scope.prove_gt(size, 0) and expr.mod(total, size) == 0:
@@ -978,21 +945,15 @@ def _is_generated_symbol(ctx: NodeContext, d: Dim) -> bool:
 
 def _rejoined_split(ctx: NodeContext, sequence: ir.Value, axis: int) -> Shape | None:
     """The input shape, when ``sequence`` is a ``SplitToSequence`` rejoined on its axis."""
-    producer = sequence.producer()
-    if (
-        producer is None
-        or producer.op_type != "SplitToSequence"
-        or producer.domain not in ("", "ai.onnx")
-    ):
+    producer = default_domain_producer(sequence, "SplitToSequence")
+    if producer is None:
         return None
     located = _split_axis(ctx.ctx, producer)
     if located is None:
         return None
     shape, split_axis = located
-    squeezed = _split_element(producer, shape, split_axis, 1) != (
-        *shape[:split_axis],
-        1,
-        *shape[split_axis + 1 :],
+    squeezed = _split_element(producer, shape, split_axis, 1) != replace_axis(
+        shape, split_axis, 1
     )
     if squeezed or not -len(shape) <= axis < len(shape):
         return None

@@ -40,6 +40,7 @@ import numpy as np
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.ops._common import constant_array, static_length
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import NodeContext
 
@@ -129,6 +130,16 @@ def _kernel(
                     f"kernel_shape {list(attr)} does not match weight shape {list(weight)}"
                 )
     return list(attr)
+
+
+def _required_kernel(ctx: NodeContext, x: Shape | None) -> list[int]:
+    """The required ``kernel_shape`` (pooling, MaxUnpool); its length fixes the rank of ``x``."""
+    attr = ctx.attr_ints("kernel_shape")
+    if attr is None:
+        ctx.fail("attribute 'kernel_shape' is required")
+    if x is not None and len(x) != len(attr) + 2:
+        ctx.fail(f"input rank {len(x)} does not match kernel_shape {list(attr)}")
+    return _kernel(ctx, None, len(attr), required=True)  # type: ignore[return-value]
 
 
 def _spatial_rank(ctx: NodeContext, *shapes: Shape | None) -> int | None:
@@ -414,13 +425,8 @@ def infer_pool(ctx: NodeContext, node: ir.Node) -> None:
     ctx.require_input(0)
     dtype = ctx.input_dtype(0)
     x = ctx.input_shape(0)
-    kernel_attr = ctx.attr_ints("kernel_shape")
-    if kernel_attr is None:
-        ctx.fail("attribute 'kernel_shape' is required")
-    spatial = len(kernel_attr)
-    if x is not None and len(x) != spatial + 2:
-        ctx.fail(f"input rank {len(x)} does not match kernel_shape {list(kernel_attr)}")
-    kernel = _kernel(ctx, None, spatial, required=True)
+    kernel = _required_kernel(ctx, x)
+    spatial = len(kernel)
     window = read_window(ctx, spatial, pads_with_auto_pad="ignore")
     ceil_mode = bool(ctx.attr_int("ceil_mode", 0))
     out: list[Dim | None] = [None, None] if x is None else [x[0], x[1]]
@@ -516,13 +522,8 @@ def infer_max_unpool(ctx: NodeContext, node: ir.Node) -> None:
     ctx.require_input(1)
     dtype = ctx.input_dtype(0)
     x = ctx.input_shape(0)
-    kernel_attr = ctx.attr_ints("kernel_shape")
-    if kernel_attr is None:
-        ctx.fail("attribute 'kernel_shape' is required")
-    spatial = len(kernel_attr)
-    if x is not None and len(x) != spatial + 2:
-        ctx.fail(f"input rank {len(x)} does not match kernel_shape {list(kernel_attr)}")
-    kernel = _kernel(ctx, None, spatial, required=True)
+    kernel = _required_kernel(ctx, x)
+    spatial = len(kernel)
     strides = _int_list(ctx, "strides", spatial, 1, 1)
     pads = _int_list(ctx, "pads", 2 * spatial, 0, 0)
     batch_channels: list[Dim | None] = [None, None] if x is None else [x[0], x[1]]
@@ -556,39 +557,12 @@ def infer_max_unpool(ctx: NodeContext, node: ir.Node) -> None:
 # ----------------------------------------------------------------------------------------
 def _constant_floats(ctx: NodeContext, i: int) -> np.ndarray | None:
     """The float32 elements of constant input ``i`` (initializer or ``Constant``), or ``None``."""
-    value = ctx.input(i)
-    if value is None:
+    # An initializer that is also a graph input is read too, as ShapesContext reads
+    # integer constants.
+    array = constant_array(ctx.input(i), include_graph_inputs=True)
+    if array is None or array.dtype.kind not in "biuf":
         return None
-    tensor = value.const_value
-    if tensor is None:
-        producer = value.producer()
-        if (
-            producer is None
-            or producer.op_type != "Constant"
-            or producer.domain not in ("", "ai.onnx")
-        ):
-            return None
-        attr = next(
-            (
-                producer.attributes[name]
-                for name in ("value", "value_floats", "value_float")
-                if name in producer.attributes
-            ),
-            None,
-        )
-        if attr is None:
-            return None
-        if attr.type == ir.AttributeType.TENSOR:
-            tensor = attr.value
-        elif attr.type in (ir.AttributeType.FLOATS, ir.AttributeType.FLOAT):
-            return np.asarray(attr.value, dtype=np.float32).reshape(-1)
-        else:
-            return None
-    try:
-        return np.asarray(tensor.numpy(), dtype=np.float32).reshape(-1)
-    except Exception as e:  # e.g. missing external data: treat as unknown
-        logger.debug("cannot read constant input %d: %s", i, e)
-        return None
+    return np.asarray(array, dtype=np.float32).reshape(-1)
 
 
 def scaled_dim(ctx: NodeContext, d: Dim, scale: float) -> Dim | None:
@@ -622,16 +596,11 @@ def _input_length(ctx: NodeContext, i: int) -> int | None:
     """Number of elements of optional 1-D input ``i``: 0 when absent, ``None`` if unknown."""
     if not ctx.has_input(i):
         return 0
-    elements = ctx.input_value(i)
-    if elements is not None:
-        return len(elements)
+    length = static_length(ctx, i)
+    if length is not None:
+        return length
     floats = _constant_floats(ctx, i)
-    if floats is not None:
-        return floats.size
-    shape = ctx.input_shape(i)
-    if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
-        return shape[0]
-    return None
+    return None if floats is None else floats.size
 
 
 def _keep_aspect_ratio(

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.ops._common import is_static, same_dim
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import NodeContext
 from onnx_symdims.shapes import _values as values
@@ -107,13 +108,13 @@ def _propagate_values(
     ctx: NodeContext, fn: ElementFn, inputs: Sequence[int], out_shape: tuple[Dim, ...] | None
 ) -> None:
     """Computes output 0's elements when every input has a static shape."""
-    if out_shape is None or not all(isinstance(d, int) for d in out_shape):
+    if not is_static(out_shape):
         return
     operands = []
     any_known = False
     for i in inputs:
         shape = ctx.input_shape(i)
-        if shape is None or not all(isinstance(d, int) for d in shape):
+        if not is_static(shape):
             return
         elements = ctx.input_value(i)
         any_known = any_known or elements is not None
@@ -244,7 +245,7 @@ def _sum(*args: Dim) -> Dim:
 def _where(cond: Dim, x: Dim, y: Dim) -> Dim:
     if isinstance(cond, int):
         return x if cond else y
-    if x is y or (isinstance(x, int) and x == y):
+    if same_dim(x, y):
         return x
     return values.unknown_element()
 

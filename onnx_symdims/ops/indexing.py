@@ -28,6 +28,16 @@ import numpy as np
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.ops._common import (
+    constant_array,
+    dtype_attr,
+    is_static,
+    object_array,
+    output_name,
+    product,
+    replace_axis,
+    single_element,
+)
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext
 
@@ -45,25 +55,9 @@ NONZERO_SCALAR_RANK = 0
 # ----------------------------------------------------------------------------------------
 # Shared helpers
 # ----------------------------------------------------------------------------------------
-def _numel(shape: Sequence[Dim]) -> Dim:
-    result: Dim = 1
-    for d in shape:
-        result = expr.mul(result, d)
-    return result
-
-
-def _replace_axis(shape: Shape, axis: int, dim: Dim) -> Shape:
-    return (*shape[:axis], dim, *shape[axis + 1 :])
-
-
-def _all_ints(shape: Sequence[Dim] | None) -> bool:
-    return shape is not None and all(isinstance(d, int) for d in shape)
-
-
 def _output_symbol(ctx: NodeContext, hint: str, output: int = 0) -> expr.DimExpr:
     """A fresh symbol named ``{op_type}_{output name}_{hint}`` (e.g. ``NonZero_y_nnz``)."""
-    value = ctx.output(output)
-    name = value.name if value is not None and value.name else str(output)
+    name = output_name(ctx, output, str(output))
     return ctx.ctx.new_symbol(f"{ctx.node.op_type}_{name}_{hint}")
 
 
@@ -83,49 +77,6 @@ def _count(ctx: NodeContext, hint: str, bound: Dim | None, output: int = 0) -> D
     return symbol
 
 
-def _dtype_attr(ctx: NodeContext, default: ir.DataType | None) -> ir.DataType | None:
-    """The ``dtype`` attribute as an element type, or ``default`` when absent."""
-    code = ctx.attr_int("dtype")
-    if code is None:
-        return default
-    try:
-        dtype = ir.DataType(code)
-    except ValueError:
-        ctx.fail(f"attribute 'dtype' = {code} is not an ONNX element type")
-    if dtype == ir.DataType.UNDEFINED:
-        ctx.fail("attribute 'dtype' is UNDEFINED")
-    return dtype
-
-
-def _constant_array(value: ir.Value | None) -> np.ndarray | None:
-    """The contents of a small constant (initializer or ``Constant`` node), any dtype."""
-    if value is None or value.is_graph_input():
-        return None  # an input backed by an initializer may be fed at runtime
-    tensor = value.const_value
-    if tensor is None:
-        producer = value.producer()
-        if (
-            producer is None
-            or producer.op_type != "Constant"
-            or producer.domain not in ("", "ai.onnx")
-        ):
-            return None
-        for name, attr in producer.attributes.items():
-            if name in ("value_float", "value_floats", "value_int", "value_ints"):
-                return np.array(attr.value)
-            if name == "value" and attr.type == ir.AttributeType.TENSOR:
-                tensor = attr.value
-        if tensor is None:
-            return None
-    try:
-        if tensor.size > MAX_VALUE_ELEMENTS:
-            return None
-        return tensor.numpy()
-    except Exception as e:  # external data missing, string tensors, ...: unknown
-        logger.debug("cannot read constant %r: %s", value.name, e)
-        return None
-
-
 def _single_element(ctx: NodeContext, i: int, what: str) -> Dim | None:
     """The one element of input ``i`` (scalar or 1-element tensor), ``None`` if unknown.
 
@@ -139,7 +90,7 @@ def _single_element(ctx: NodeContext, i: int, what: str) -> Dim | None:
         ctx.fail(f"{what} must have exactly one element, got {shape[0]}")
     elements = ctx.input_value(i)
     if elements is None:
-        array = _constant_array(ctx.input(i))
+        array = constant_array(ctx.input(i))
         if array is None or array.dtype.kind not in "fiub":
             return None
         flat = array.reshape(-1)
@@ -150,29 +101,23 @@ def _single_element(ctx: NodeContext, i: int, what: str) -> Dim | None:
         return int(np.trunc(flat[0]))
     if len(elements) != 1:
         ctx.fail(f"{what} must have exactly one element, got {len(elements)}")
-    element = elements[0]
-    if isinstance(element, expr.DimExpr) and element.is_unknown:
-        return None
-    return element
+    return single_element(elements)
 
 
 def _element_array(ctx: NodeContext, i: int) -> np.ndarray | None:
     """Input ``i``'s known elements as an object array of its (all-int) shape."""
     shape = ctx.input_shape(i)
     elements = ctx.input_value(i)
-    if elements is None or not _all_ints(shape) or math.prod(shape) != len(elements):
+    if elements is None or not is_static(shape) or math.prod(shape) != len(elements):
         return None
-    array = np.empty(len(elements), dtype=object)
-    for k, e in enumerate(elements):  # element-wise: numpy must not look inside DimExpr
-        array[k] = e
-    return array.reshape(tuple(shape))
+    return object_array(elements, shape)
 
 
 def _index_array(ctx: NodeContext, i: int) -> np.ndarray | None:
     """Input ``i``'s elements as an int64 array of its shape, when all are known ints."""
     shape = ctx.input_shape(i)
     elements = ctx.input_ints(i)
-    if elements is None or not _all_ints(shape) or math.prod(shape) != len(elements):
+    if elements is None or not is_static(shape) or math.prod(shape) != len(elements):
         return None
     return np.array(elements, dtype=np.int64).reshape(tuple(shape))
 
@@ -442,7 +387,7 @@ def _topk_outputs(ctx: NodeContext, k: Dim | None) -> None:
             ctx.fail(f"k = {k} exceeds the axis dim {dim}")
     elif k is None:
         k = _count(ctx, "k", dim)
-    out = _replace_axis(x, axis, k)
+    out = replace_axis(x, axis, k)
     ctx.set_output(0, out, dtype)
     ctx.set_output(1, out, INT64)
 
@@ -470,12 +415,12 @@ def infer_topk(ctx: NodeContext, node: ir.Node) -> None:
 # ----------------------------------------------------------------------------------------
 def _known_contents(ctx: NodeContext, i: int) -> np.ndarray | None:
     """Input ``i``'s contents when fully known and small (any dtype), else ``None``."""
-    array = _constant_array(ctx.input(i))
+    array = constant_array(ctx.input(i))
     if array is not None:
         return array if array.dtype.kind in "biufc" else None  # strings: unknown
     shape = ctx.input_shape(i)
     elements = ctx.input_ints(i)
-    if elements is None or not _all_ints(shape) or math.prod(shape) != len(elements):
+    if elements is None or not is_static(shape) or math.prod(shape) != len(elements):
         return None
     return np.array(elements, dtype=object).reshape(tuple(shape))
 
@@ -503,7 +448,7 @@ def infer_nonzero(ctx: NodeContext, node: ir.Node) -> None:
         ctx.set_output_value(0, tuple(int(c) for axis in coordinates for c in axis))
         return
     # A scalar holds one element, so nnz <= 1 bounds it too (the empty product).
-    ctx.set_output(0, (rank, _count(ctx, "nnz", _numel(x))), INT64)
+    ctx.set_output(0, (rank, _count(ctx, "nnz", product(x))), INT64)
 
 
 def _condition_length(shape: Shape | None) -> Dim | None:
@@ -549,7 +494,7 @@ def infer_compress(ctx: NodeContext, node: ir.Node) -> None:
     if x is not None and len(x) == 0:
         ctx.fail("Compress needs an input of rank >= 1")
     if axis is None:
-        count = _compressed_size(ctx, None if x is None else _numel(x), length)
+        count = _compressed_size(ctx, None if x is None else product(x), length)
         ctx.set_output(0, (count,), dtype)
         _set_value_array(ctx, 0, _compress_value(ctx, None, count))
         return
@@ -558,7 +503,7 @@ def infer_compress(ctx: NodeContext, node: ir.Node) -> None:
         return
     axis = ctx.normalize_axis(axis, len(x))
     count = _compressed_size(ctx, x[axis], length)
-    ctx.set_output(0, _replace_axis(x, axis, count), dtype)
+    ctx.set_output(0, replace_axis(x, axis, count), dtype)
     _set_value_array(ctx, 0, _compress_value(ctx, axis, count))
 
 
@@ -576,7 +521,7 @@ def _compress_value(ctx: NodeContext, axis: int | None, count: Dim) -> np.ndarra
 def _unique_count(ctx: NodeContext, x: Shape | None, axis: int | None) -> Dim:
     """The number of unique elements (or slices along ``axis``) of input 0."""
     contents = ctx.input_ints(0)  # integers only: float NaN handling differs by runtime
-    if contents is not None and _all_ints(x) and math.prod(x) == len(contents):
+    if contents is not None and is_static(x) and math.prod(x) == len(contents):
         array = np.array(contents, dtype=np.int64).reshape(tuple(x))
         if axis is None:
             return len(np.unique(array))
@@ -587,7 +532,7 @@ def _unique_count(ctx: NodeContext, x: Shape | None, axis: int | None) -> Dim:
         return int(np.unique(array, axis=axis).shape[axis])
     if x is None:
         return _count(ctx, "count", None)
-    n = _numel(x) if axis is None else x[axis]
+    n = product(x) if axis is None else x[axis]
     if n in (0, 1):
         return n  # no element (slice), or a single one, which is unique
     return _count(ctx, "count", n)
@@ -609,9 +554,9 @@ def infer_unique(ctx: NodeContext, node: ir.Node) -> None:
     count = _unique_count(ctx, x, axis)
     if axis is None:
         y: Shape | None = (count,)
-        inverse = None if x is None else _numel(x)
+        inverse = None if x is None else product(x)
     else:
-        y = None if x is None else _replace_axis(x, axis, count)
+        y = None if x is None else replace_axis(x, axis, count)
         inverse = None if x is None else x[axis]
     ctx.set_output(0, y, dtype)
     ctx.set_output(1, (count,), INT64)
@@ -794,7 +739,7 @@ def infer_eye_like(ctx: NodeContext, node: ir.Node) -> None:
     if x is not None and len(x) != 2:
         ctx.fail(f"EyeLike needs a 2-D input, got rank {len(x)}")
     ctx.set_output(
-        0, x if x is not None else (None, None), _dtype_attr(ctx, ctx.input_dtype(0))
+        0, x if x is not None else (None, None), dtype_attr(ctx, "dtype", ctx.input_dtype(0))
     )
 
 
@@ -802,7 +747,7 @@ def infer_eye_like(ctx: NodeContext, node: ir.Node) -> None:
 def infer_random_like(ctx: NodeContext, node: ir.Node) -> None:
     """Same shape as the input; element type from ``dtype`` or the input."""
     ctx.require_input(0)
-    ctx.set_output(0, ctx.input_shape(0), _dtype_attr(ctx, ctx.input_dtype(0)))
+    ctx.set_output(0, ctx.input_shape(0), dtype_attr(ctx, "dtype", ctx.input_dtype(0)))
 
 
 @register("", ["RandomNormal", "RandomUniform"], since=1)
@@ -813,7 +758,7 @@ def infer_random(ctx: NodeContext, node: ir.Node) -> None:
         ctx.fail("attribute 'shape' is required")
     if any(d < 0 for d in shape):
         ctx.fail(f"attribute 'shape' has a negative dim: {list(shape)}")
-    ctx.set_output(0, tuple(shape), _dtype_attr(ctx, ir.DataType.FLOAT))
+    ctx.set_output(0, tuple(shape), dtype_attr(ctx, "dtype", ir.DataType.FLOAT))
 
 
 @register("", "Multinomial", since=7)
@@ -827,4 +772,4 @@ def infer_multinomial(ctx: NodeContext, node: ir.Node) -> None:
     if sample_size < 0:
         ctx.fail(f"sample_size must be >= 0, got {sample_size}")
     batch = None if x is None else x[0]
-    ctx.set_output(0, (batch, sample_size), _dtype_attr(ctx, ir.DataType.INT32))
+    ctx.set_output(0, (batch, sample_size), dtype_attr(ctx, "dtype", ir.DataType.INT32))

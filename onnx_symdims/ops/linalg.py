@@ -16,6 +16,7 @@ import logging
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.ops._common import same_dim
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import NodeContext
 
@@ -27,7 +28,7 @@ Shape = tuple[Dim, ...]
 
 def _check_inner(ctx: NodeContext, a: Dim, b: Dim) -> None:
     """Fails on two different integer contraction dims; records ``a == b`` otherwise."""
-    if a is b or a == b:
+    if same_dim(a, b):
         return
     if isinstance(a, int) and isinstance(b, int):
         ctx.fail(f"inner dimensions differ: {a} and {b}")

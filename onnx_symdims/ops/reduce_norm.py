@@ -18,12 +18,19 @@ __all__: list[str] = []
 
 import functools
 import logging
+import math
 from collections.abc import Callable, Sequence
 
-import numpy as np
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.ops._common import (
+    dtype_attr,
+    fresh_at_most,
+    is_static,
+    object_array,
+    product,
+)
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import NodeContext
 
@@ -67,32 +74,22 @@ def _reduce_elements(
     if op == "ReduceSum":
         combine = lambda items: functools.reduce(expr.add, items, 0)  # noqa: E731
     elif op == "ReduceProd":
-        combine = lambda items: functools.reduce(expr.mul, items, 1)  # noqa: E731
+        combine = product
     elif op == "ReduceMax":
         combine = lambda items: expr.dmax(*items, scope=scope)  # noqa: E731
     elif op == "ReduceMin":
         combine = lambda items: expr.dmin(*items, scope=scope)  # noqa: E731
     else:
         return None
-    if not all(isinstance(d, int) for d in shape) or len(elements) != _count(shape):
+    if not is_static(shape) or len(elements) != math.prod(shape):  # type: ignore[arg-type]
         return None
     kept = [k for k in range(len(shape)) if k not in set(axes)]
-    group = _count([shape[k] for k in axes])
+    group = math.prod([shape[k] for k in axes])
     if group == 0 and op in ("ReduceMax", "ReduceMin"):
         return None  # max/min of nothing is a dtype-dependent sentinel
-    array = np.empty(len(elements), dtype=object)
-    for i, e in enumerate(elements):  # element-wise: numpy must not look inside DimExpr
-        array[i] = e
-    array = array.reshape(tuple(shape)).transpose([*kept, *axes])
-    rows = array.reshape(_count([shape[k] for k in kept]), group)
+    array = object_array(elements, shape).transpose([*kept, *axes])
+    rows = array.reshape(math.prod([shape[k] for k in kept]), group)
     return [combine(list(row)) for row in rows]
-
-
-def _count(shape: Sequence[int]) -> int:
-    count = 1
-    for d in shape:
-        count *= d
-    return count
 
 
 def _reduce_with_axes(
@@ -144,9 +141,7 @@ def _reduce_with_runtime_axes(
         if k in known or d == 1:
             dims.append(1)
             continue
-        dim = ctx.new_symbol(f"reduced_d{k}")
-        ctx.ctx.add_less_equal_constraint(dim, expr.dmax(d, 1, scope=ctx.scope))
-        dims.append(dim)
+        dims.append(fresh_at_most(ctx, f"reduced_d{k}", expr.dmax(d, 1, scope=ctx.scope)))
     ctx.set_output(0, dims, dtype)
 
 
@@ -280,10 +275,7 @@ def stats_shape(ctx: NodeContext, shape: Shape | None, axis: int) -> Shape | Non
 
 def stash_dtype(ctx: NodeContext) -> ir.DataType:
     """Element type of saved statistics, given by ``stash_type`` (default FLOAT)."""
-    try:
-        return ir.DataType(ctx.attr_int("stash_type", ir.DataType.FLOAT.value))
-    except ValueError:
-        ctx.fail(f"stash_type {ctx.attr_int('stash_type')} is not a data type")
+    return dtype_attr(ctx, "stash_type", ir.DataType.FLOAT)  # type: ignore[return-value]
 
 
 def _layer_normalization(ctx: NodeContext, y_dtype: ir.DataType | None) -> None:

@@ -21,6 +21,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.expr import _core as expr_core
+from onnx_symdims.ops._common import is_static, object_array, product, static_length
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext
 from onnx_symdims.shapes import _values as values
@@ -30,22 +31,6 @@ logger = logging.getLogger(__name__)
 
 Dim = expr.Dim
 INT64 = ir.DataType.INT64
-
-
-def _product(dims: Sequence[Dim]) -> Dim:
-    return functools.reduce(expr.mul, dims, 1)
-
-
-def _is_static(dims: Sequence[Dim] | None) -> bool:
-    return dims is not None and all(isinstance(d, int) for d in dims)
-
-
-def _static_length(ctx: NodeContext, i: int) -> int | None:
-    """The number of elements of 1-D input ``i`` when statically known."""
-    shape = ctx.input_shape(i)
-    if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
-        return shape[0]
-    return None
 
 
 def _axes_input_or_attr(ctx: NodeContext, since_input: int) -> tuple[bool, list[int] | None]:
@@ -91,7 +76,7 @@ def infer_size(ctx: NodeContext, node: ir.Node) -> None:
     ctx.set_output(0, [], INT64)
     dims = ctx.input_shape(0)
     if dims is not None:
-        ctx.set_output_value(0, [_product(dims)])
+        ctx.set_output_value(0, [product(dims)])
 
 
 # ----------------------------------------------------------------------------------------
@@ -160,7 +145,7 @@ def _solve_inferred_with_copies(
     if any(d is None for d in plain):
         return False
     try:
-        inferred = expr.exact_div(total, _product(plain))  # type: ignore[arg-type]
+        inferred = expr.exact_div(total, product(plain))  # type: ignore[arg-type]
     except (expr.InexactDivisionError, ZeroDivisionError):
         return False
     out[infer_at] = expr.mul(inferred, expr.dmin(1, *copies, scope=ctx.scope))
@@ -258,11 +243,11 @@ def reshape_dims(
             out[i] = _copied_when_zero(target[i], data, i, scope)  # type: ignore[arg-type]
     if infer_at is not None and data is not None:
         others = [d for j, d in enumerate(out) if j != infer_at]
-        total = _product(data)
+        total = product(data)
         if _solve_inferred_with_copies(ctx, out, target, infer_at, total):
             return out
         if all(d is not None for d in others):
-            known = _product(others)  # type: ignore[arg-type]
+            known = product(others)  # type: ignore[arg-type]
             if isinstance(total, int) and isinstance(known, int):
                 if known == 0 or total % known != 0:
                     ctx.fail(f"cannot reshape {total} elements into a multiple of {known}")
@@ -274,7 +259,7 @@ def reshape_dims(
                 except (expr.InexactDivisionError, ZeroDivisionError):
                     out[infer_at] = None
     elif infer_at is None and data is not None and all(isinstance(d, int) for d in out):
-        total = _product(data)
+        total = product(data)
         if isinstance(total, int) and total != math.prod(out):  # type: ignore[arg-type]
             ctx.fail(f"cannot reshape {total} elements into {list(out)}")
     return out
@@ -284,7 +269,7 @@ def _set_reshaped(ctx: NodeContext, target: Sequence[Dim] | None, allowzero: boo
     data = ctx.input_shape(0)
     dtype = ctx.input_dtype(0)
     if target is None:
-        length = _static_length(ctx, 1)
+        length = static_length(ctx, 1)
         ctx.set_output(0, None if length is None else [None] * length, dtype)
     else:
         ctx.set_output(0, reshape_dims(ctx, data, target, allowzero), dtype)
@@ -398,7 +383,7 @@ def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
     out = (*data[:axis], *indices, *data[axis + 1 :])
     ctx.set_output(0, out, dtype)
     elements = ctx.input_value(0)
-    if elements is None or not _is_static(data) or not _is_static(indices):
+    if elements is None or not is_static(data) or not is_static(indices):
         return
     index_values = ctx.input_value(1)
     if index_values is None:
@@ -411,10 +396,7 @@ def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
     for j in index_values:
         if not -bound <= j < bound:  # type: ignore[operator]
             ctx.fail(f"index {j} is out of range for axis {axis} of size {bound}")
-    array = np.empty(len(elements), dtype=object)
-    for n, e in enumerate(elements):
-        array[n] = e
-    array = array.reshape(tuple(data))  # type: ignore[arg-type]
+    array = object_array(elements, data)  # type: ignore[arg-type]
     index_array = np.array(index_values, dtype=np.int64).reshape(picked_shape)  # type: ignore[arg-type]
     taken = np.take(array, index_array, axis=axis)
     ctx.set_output_value(0, list(np.asarray(taken, dtype=object).reshape(-1)))
@@ -436,7 +418,7 @@ def infer_unsqueeze(ctx: NodeContext, node: ir.Node) -> None:
         ctx.set_output(0, None, dtype)
         return
     if axes is None:
-        count = _static_length(ctx, 1)
+        count = static_length(ctx, 1)
         # Where the 1s go is unknown: every dim is fresh, only the rank is known.
         ctx.set_output(0, None if count is None else [None] * (len(data) + count), dtype)
         return
@@ -464,7 +446,7 @@ def infer_squeeze(ctx: NodeContext, node: ir.Node) -> None:
             return
         out = [d for d in data if d != 1]
     elif axes is None:
-        count = _static_length(ctx, 1)
+        count = static_length(ctx, 1)
         out = None if count is None else [None] * (len(data) - count)
     else:
         drop = set(ctx.normalize_axes(axes, len(data)))
@@ -607,7 +589,7 @@ def infer_constant_of_shape(ctx: NodeContext, node: ir.Node) -> None:
     dtype = tensor.dtype if tensor is not None else ir.DataType.FLOAT
     target = ctx.input_value(0)
     if target is None:
-        length = _static_length(ctx, 0)
+        length = static_length(ctx, 0)
         ctx.set_output(0, None if length is None else [None] * length, dtype)
         return
     dims: list[Dim | None] = []
@@ -620,7 +602,7 @@ def infer_constant_of_shape(ctx: NodeContext, node: ir.Node) -> None:
             dims.append(t if not t.is_unknown and ctx.scope.prove_nonneg(t) else None)
     ctx.set_output(0, dims, dtype)
     fill = _tensor_elements(tensor) if tensor is not None else (0,)
-    if fill is not None and len(fill) == 1 and _is_static(dims):
+    if fill is not None and len(fill) == 1 and is_static(dims):
         count = math.prod(dims)  # type: ignore[arg-type]
         if count <= MAX_VALUE_ELEMENTS and dtype in INTEGER_DTYPES:
             ctx.set_output_value(0, fill * count)
@@ -677,7 +659,7 @@ def infer_expand(ctx: NodeContext, node: ir.Node) -> None:
     dtype = ctx.input_dtype(0)
     target = ctx.input_value(1)
     if target is None:
-        length = _static_length(ctx, 1)
+        length = static_length(ctx, 1)
         target = None if length is None else [values.unknown_element()] * length
     if data is None or target is None:
         ctx.set_output(0, None, dtype)
@@ -695,7 +677,7 @@ def infer_expand(ctx: NodeContext, node: ir.Node) -> None:
     out = ctx.broadcast_shapes(data, tuple(dims))
     ctx.set_output(0, out, dtype)
     elements = ctx.input_value(0)
-    if elements is not None and _is_static(data) and _is_static(out):
+    if elements is not None and is_static(data) and is_static(out):
         result = values.broadcast_elements(lambda e, _: e, [(data, elements), (out, None)])
         if result is not None:
             ctx.set_output_value(0, result[1])

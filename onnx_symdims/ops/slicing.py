@@ -27,6 +27,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from onnx_symdims import expr
+from onnx_symdims.ops._common import (
+    divide,
+    fresh_at_most,
+    product,
+    replace_axis,
+    single_element,
+    static_length,
+)
 from onnx_symdims.ops._registry import register
 
 if TYPE_CHECKING:
@@ -58,39 +66,7 @@ def _bounded_symbol(ctx: NodeContext, hint: str, bound: Dim) -> Dim:
     """A fresh dim known to be at most ``bound`` (``0`` when the bound is ``0``)."""
     if bound == 0:
         return 0
-    symbol = ctx.new_symbol(hint)
-    ctx.ctx.add_less_equal_constraint(symbol, bound)
-    return symbol
-
-
-def _product(dims: Sequence[Dim]) -> Dim:
-    return functools.reduce(expr.mul, dims, 1)
-
-
-def _exact_div(ctx: NodeContext, a: Dim, b: int, what: str) -> Dim:
-    try:
-        return expr.exact_div(a, b)
-    except expr.InexactDivisionError:
-        ctx.fail(f"{what} {a} is not divisible by {b}")
-
-
-def _static_length(ctx: NodeContext, i: int) -> int | None:
-    """The length of 1-D input ``i`` from its value or its static shape."""
-    value = ctx.input_value(i)
-    if value is not None:
-        return len(value)
-    shape = ctx.input_shape(i)
-    if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
-        return shape[0]
-    return None
-
-
-def _int_value(ctx: NodeContext, i: int) -> int | None:
-    """The single integer element of (scalar or 1-element) input ``i``, if known."""
-    value = ctx.input_ints(i)
-    if value is None or len(value) != 1:
-        return None
-    return value[0]
+    return fresh_at_most(ctx, hint, bound)
 
 
 # ---------------------------------------------------------------------------------------
@@ -326,7 +302,7 @@ def infer_slice(ctx: NodeContext, node: ir.Node) -> None:
     ctx.require_input(1)
     ctx.require_input(2)
     optional = [i for i in (3, 4) if ctx.has_input(i)]
-    lengths = {n for i in (1, 2, *optional) if (n := _static_length(ctx, i)) is not None}
+    lengths = {n for i in (1, 2, *optional) if (n := static_length(ctx, i)) is not None}
     if len(lengths) > 1:
         ctx.fail(f"starts, ends, axes and steps have different lengths {sorted(lengths)}")
     n = lengths.pop() if lengths else None
@@ -364,9 +340,7 @@ def _set_split_outputs(ctx: NodeContext, axis: int, sizes: Sequence[Dim | None])
         ctx.ctx.add_constraint(total, d)
     dtype = ctx.input_dtype(0)
     for i, size in enumerate(sizes):
-        dims = list(shape)
-        dims[axis] = size
-        ctx.set_output(i, dims, dtype)
+        ctx.set_output(i, replace_axis(shape, axis, size), dtype)
     _split_values(ctx, sizes)
 
 
@@ -417,7 +391,7 @@ def _infer_split(
             ctx.fail(f"cannot split dim {d} into {chunks} chunks")
         sizes = [chunk] * (chunks - 1) + [last]
     elif sizes is None:
-        sizes = [_exact_div(ctx, d, outputs, "dim")] * outputs
+        sizes = [divide(ctx, d, outputs, "dim")] * outputs
     _set_split_outputs(ctx, axis, sizes)
 
 
@@ -430,7 +404,7 @@ def infer_split_v2(ctx: NodeContext, node: ir.Node) -> None:
 
 def _split_input(ctx: NodeContext) -> tuple[Dim | None, ...] | None:
     """The ``split`` input's sizes; ``None`` when absent or empty (runtimes split evenly)."""
-    if not ctx.has_input(1) or _static_length(ctx, 1) == 0:
+    if not ctx.has_input(1) or static_length(ctx, 1) == 0:
         return None
     return _slice_vector(ctx, 1, ctx.num_outputs)
 
@@ -471,7 +445,7 @@ def infer_flatten(ctx: NodeContext, node: ir.Node) -> None:
         ctx.fail(f"axis {axis} is out of range for rank {rank}")
     if axis < 0:
         axis += rank
-    ctx.set_output(0, [_product(shape[:axis]), _product(shape[axis:])], dtype)
+    ctx.set_output(0, [product(shape[:axis]), product(shape[axis:])], dtype)
 
 
 @register("", "Transpose", since=1)
@@ -506,7 +480,7 @@ def infer_tile(ctx: NodeContext, node: ir.Node) -> None:
     dtype = ctx.input_dtype(0)
     ctx.require_input(1)
     repeats = ctx.input_value(1)
-    rank = len(shape) if shape is not None else _static_length(ctx, 1)
+    rank = len(shape) if shape is not None else static_length(ctx, 1)
     if rank is None:
         ctx.set_output(0, None, dtype)
         return
@@ -598,7 +572,7 @@ def infer_pad_v2(ctx: NodeContext, node: ir.Node) -> None:
 def _pad_fill(ctx: NodeContext) -> int | None:
     if not ctx.has_input(2):
         return 0
-    return _int_value(ctx, 2)
+    return single_element(ctx.input_ints(2))
 
 
 @register("", "Pad", since=11)
@@ -641,7 +615,7 @@ def infer_cumsum(ctx: NodeContext, node: ir.Node) -> None:
     """CumSum: same shape as the input; a constant ``axis`` is range-checked."""
     shape = ctx.input_shape(0)
     ctx.require_input(1)
-    axis = _int_value(ctx, 1)
+    axis = single_element(ctx.input_ints(1))
     if shape is not None and axis is not None:
         ctx.normalize_axis(axis, len(shape))
     ctx.set_output(0, shape, ctx.input_dtype(0))
@@ -694,7 +668,7 @@ def infer_depth_to_space(ctx: NodeContext, node: ir.Node) -> None:
         ctx.set_output(0, [None] * 4, dtype)
         return
     n, c, h, w = shape
-    channels = _exact_div(ctx, c, b * b, "channel dim")
+    channels = divide(ctx, c, b * b, "channel dim")
     ctx.set_output(0, [n, channels, expr.mul(h, b), expr.mul(w, b)], dtype)
 
 
@@ -707,8 +681,8 @@ def infer_space_to_depth(ctx: NodeContext, node: ir.Node) -> None:
         ctx.set_output(0, [None] * 4, dtype)
         return
     n, c, h, w = shape
-    height = _exact_div(ctx, h, b, "height")
-    width = _exact_div(ctx, w, b, "width")
+    height = divide(ctx, h, b, "height")
+    width = divide(ctx, w, b, "width")
     ctx.set_output(0, [n, expr.mul(c, b * b), height, width], dtype)
 
 
@@ -725,7 +699,7 @@ def infer_col2im(ctx: NodeContext, node: ir.Node) -> None:
     if shape is not None and len(shape) != 3:
         ctx.fail(f"input must have rank 3, got {len(shape)}")
     image = ctx.input_value(1)
-    spatial = len(image) if image is not None else _static_length(ctx, 1)
+    spatial = len(image) if image is not None else static_length(ctx, 1)
     block = ctx.input_value(2)
     if block is not None and spatial is not None and len(block) != spatial:
         ctx.fail(f"block_shape has {len(block)} elements, image_shape {spatial}")
@@ -740,10 +714,10 @@ def infer_col2im(ctx: NodeContext, node: ir.Node) -> None:
     if shape is not None:
         batch = shape[0]
         if block is not None and all(isinstance(v, int) for v in block):
-            block_size = _product(block)
+            block_size = product(block)
             if block_size < 1:  # type: ignore[operator]
                 ctx.fail(f"block_shape {list(block)} must be positive")
-            channels = _exact_div(ctx, shape[1], block_size, "channel dim")  # type: ignore[arg-type]
+            channels = divide(ctx, shape[1], block_size, "channel dim")  # type: ignore[arg-type]
     ctx.set_output(0, [batch, channels, *image_dims], dtype)
 
 

@@ -109,6 +109,8 @@ def run(
     for case in cases(mode):
         try:
             result = tool(case.model)
+            if result is None:  # onnxruntime's tool returns None when it gives up
+                raise RuntimeError("the tool returned no model")
         except Exception as e:  # a tool failure is a result here, not a crash
             n = sum(1 for t, d in case.expected.values() if d is not None and t != "nontensor")
             counts["exception"] += n

@@ -1,0 +1,227 @@
+"""Small helpers shared by several op families (private: not a family, never registered).
+
+Only logic that is really the same in every caller lives here: dim arithmetic over
+shapes, reading constants and attributes, and minting bounded fresh symbols. Anything
+with op-specific semantics stays in its family module.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "constant_array",
+    "default_domain_producer",
+    "divide",
+    "dtype_attr",
+    "fresh_at_most",
+    "is_static",
+    "merge_dims",
+    "non_tensor_type",
+    "object_array",
+    "output_name",
+    "product",
+    "replace_axis",
+    "same_dim",
+    "single_element",
+    "static_length",
+]
+
+import functools
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext, ShapesContext
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+Shape = tuple[Dim, ...]
+MaybeDim = Dim | None
+
+#: The attributes a ``Constant`` node may hold its value in, read by :func:`constant_array`.
+_CONSTANT_LIST_ATTRS = ("value_float", "value_floats", "value_int", "value_ints")
+
+
+# ----------------------------------------------------------------------------------------
+# Dims and shapes
+# ----------------------------------------------------------------------------------------
+def object_array(elements: Sequence[Dim], shape: Sequence[int]) -> np.ndarray:
+    """``elements`` (row-major) as an object array of ``shape``, one element per cell.
+
+    Filled element by element: numpy must not look inside a ``DimExpr``.
+    """
+    array = np.empty(len(elements), dtype=object)
+    for k, e in enumerate(elements):
+        array[k] = e
+    return array.reshape(tuple(shape))
+
+
+def same_dim(a: Dim, b: Dim) -> bool:
+    """Canonical equality (ints by value, hash-consed ``DimExpr`` by identity)."""
+    return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
+
+
+def is_static(dims: Sequence[Dim] | None) -> bool:
+    """True when ``dims`` are known and all integers."""
+    return dims is not None and all(isinstance(d, int) for d in dims)
+
+
+def product(dims: Sequence[Dim]) -> Dim:
+    """The product of ``dims`` (1 for none): the element count of a shape."""
+    return functools.reduce(expr.mul, dims, 1)
+
+
+def replace_axis(shape: Shape, axis: int, dim: Dim) -> Shape:
+    """``shape`` with the dim at ``axis`` replaced by ``dim``."""
+    return (*shape[:axis], dim, *shape[axis + 1 :])
+
+
+def merge_dims(ctx: NodeContext, what: str, *dims: MaybeDim) -> MaybeDim:
+    """One dim that several inputs must agree on (``None`` entries are unknown).
+
+    A known int wins over a symbol (they must be equal at run time); two different ints
+    fail the node.
+    """
+    known = [d for d in dims if d is not None]
+    ints = {d for d in known if isinstance(d, int)}
+    if len(ints) > 1:
+        ctx.fail(f"inconsistent {what}: {sorted(ints)}")
+    if ints:
+        return ints.pop()
+    return known[0] if known else None
+
+
+def divide(ctx: NodeContext, total: MaybeDim, parts: MaybeDim, what: str) -> MaybeDim:
+    """``total / parts`` for a split that must be exact (e.g. hidden size into heads)."""
+    if total is None or parts is None:
+        return None
+    if isinstance(parts, int) and parts <= 0:
+        ctx.fail(f"{what}: cannot split {total} into {parts} parts")
+    try:
+        return expr.exact_div(total, parts)
+    except expr.InexactDivisionError:
+        ctx.fail(f"{what}: {total} is not divisible by {parts}")
+
+
+def fresh_at_most(ctx: NodeContext, hint: str, bound: MaybeDim) -> expr.DimExpr:
+    """A fresh symbol (see :meth:`NodeContext.new_symbol`) recorded as ``<= bound``.
+
+    ``bound=None`` records nothing: the symbol is just fresh.
+    """
+    symbol = ctx.new_symbol(hint)
+    if bound is not None:
+        ctx.ctx.add_less_equal_constraint(symbol, bound)
+    return symbol
+
+
+# ----------------------------------------------------------------------------------------
+# Inputs, outputs and attributes
+# ----------------------------------------------------------------------------------------
+def single_element(elements: Sequence[Dim] | None) -> Dim | None:
+    """The one known element of a one-element value, else ``None``."""
+    if elements is None or len(elements) != 1:
+        return None
+    element = elements[0]
+    if isinstance(element, expr.DimExpr) and element.is_unknown:
+        return None
+    return element
+
+
+def static_length(ctx: NodeContext, i: int) -> int | None:
+    """The length of 1-D input ``i`` from its known elements or its static shape."""
+    value = ctx.input_value(i)
+    if value is not None:
+        return len(value)
+    shape = ctx.input_shape(i)
+    if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
+        return shape[0]
+    return None
+
+
+def output_name(ctx: NodeContext, i: int, default: str) -> str:
+    """The name of output ``i``, or ``default`` when it is absent or unnamed."""
+    value = ctx.output(i)
+    return value.name if value is not None and value.name else default
+
+
+def dtype_attr(ctx: NodeContext, name: str, default: ir.DataType | None) -> ir.DataType | None:
+    """An element-type attribute (``dtype``, ``stash_type``, ...), or ``default`` when absent.
+
+    A code that is no ONNX element type, or ``UNDEFINED``, fails the node.
+    """
+    code = ctx.attr_int(name)
+    if code is None:
+        return default
+    try:
+        dtype = ir.DataType(code)
+    except ValueError:
+        ctx.fail(f"attribute {name!r} = {code} is not an ONNX element type")
+    if dtype == ir.DataType.UNDEFINED:
+        ctx.fail(f"attribute {name!r} is UNDEFINED")
+    return dtype
+
+
+def non_tensor_type(shapes: ShapesContext, value: ir.Value) -> ir.TypeProtocol | None:
+    """The sequence/optional/map type inferred or declared for ``value``, if any."""
+    inferred = shapes.non_tensor_type_of(value)
+    if inferred is not None:
+        return inferred
+    declared = value.type
+    if declared is not None and not isinstance(declared, ir.TensorType):
+        return declared
+    return None
+
+
+# ----------------------------------------------------------------------------------------
+# Producers and constants
+# ----------------------------------------------------------------------------------------
+def default_domain_producer(value: ir.Value | None, op_type: str | None = None) -> ir.Node | None:
+    """The node computing ``value`` when it is an ``ai.onnx`` op (of type ``op_type``)."""
+    producer = value.producer() if value is not None else None
+    if (
+        producer is None
+        or producer.domain not in ("", "ai.onnx")
+        or (op_type is not None and producer.op_type != op_type)
+    ):
+        return None
+    return producer
+
+
+def constant_array(
+    value: ir.Value | None, *, include_graph_inputs: bool = False
+) -> np.ndarray | None:
+    """The contents of a small constant (initializer or ``Constant`` node), any dtype.
+
+    Args:
+        value: The value to read (``None``: absent input).
+        include_graph_inputs: Also read a graph input backed by an initializer. Such an
+            initializer is only a default that a run may override.
+
+    Returns:
+        The array (at most ``MAX_VALUE_ELEMENTS`` elements), or ``None`` when ``value``
+        is no readable constant.
+    """
+    if value is None or (value.is_graph_input() and not include_graph_inputs):
+        return None
+    tensor = value.const_value
+    if tensor is None:
+        producer = default_domain_producer(value, "Constant")
+        if producer is None:
+            return None
+        for name, attr in producer.attributes.items():
+            if name in _CONSTANT_LIST_ATTRS:
+                return np.array(attr.value)
+            if name == "value" and attr.type == ir.AttributeType.TENSOR:
+                tensor = attr.value
+        if tensor is None:
+            return None
+    try:
+        if tensor.size > MAX_VALUE_ELEMENTS:
+            return None
+        return tensor.numpy()
+    except Exception as e:  # external data missing, string tensors, ...: unknown
+        logger.debug("cannot read constant %r: %s", value.name, e)
+        return None
