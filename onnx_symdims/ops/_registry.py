@@ -85,6 +85,9 @@ class Registry:
         domain = normalize_domain(domain)
 
         def decorator(hook: Hook) -> Hook:
+            # Families register first, so that a user's duplicate fails here, loudly,
+            # instead of later breaking a family's import.
+            self._ensure_loaded()
             for op in op_types:
                 key = (domain, op)
                 versions = self._since.setdefault(key, [])

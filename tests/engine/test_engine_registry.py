@@ -104,3 +104,16 @@ def test_dispatch_follows_the_model_opset(opset, node, expected):
     )
     assert dims(m, "y") == expected
     assert not result.diagnostics
+
+
+def test_user_duplicate_registration_fails_loudly_and_keeps_the_families():
+    from onnx_symdims.ops import _registry
+
+    with pytest.raises(ValueError, match="registered twice"):
+
+        @_registry.register("", "Relu")
+        def shadow(ctx, node):  # pragma: no cover - never registered
+            raise AssertionError
+
+    assert not _registry.registry.load_errors
+    assert _registry.lookup("", "Add", 21) is not None
