@@ -213,6 +213,8 @@ class Scope:
         lo = self._interval(d)[0]
         if lo is not None and lo >= 0:
             return True
+        if _depth < _MAX_SUBSTITUTION_DEPTH and self._prove_by_cases(d, _depth):
+            return True
         if _depth >= _MAX_SUBSTITUTION_DEPTH or not self._upper:
             return False
         # -c*s >= -c*U when s <= U and c > 0: substitute a symbolic upper bound for a
@@ -224,6 +226,30 @@ class Scope:
                 if self.prove_nonneg(_core.substitute(d, {name: bound}), _depth + 1):
                     return True
         return False
+
+    def _prove_by_cases(self, d: DimExpr, depth: int) -> bool:
+        """Splits on an atom ``min(s, k)`` / ``max(s, k)`` (symbol ``s``, int ``k``).
+
+        In the case ``s <= k`` the atom is ``s`` (for min) and ``s`` gets that range; in
+        the case ``s >= k`` it is ``k``. ``d >= 0`` holds if it holds in both cases.
+        """
+        atom = _split_candidate(d)
+        if atom is None:
+            return False
+        s, k = atom.args[1], atom.args[0]  # args are sorted: the int comes first
+        name = s.name  # type: ignore[union-attr]
+        lower_case = s if atom.kind == _core.MIN else k  # the atom's value when s <= k
+        upper_case = k if atom.kind == _core.MIN else s  # ... and when s >= k
+        for value, bounds in ((lower_case, (None, k)), (upper_case, (k, None))):
+            case = self.copy()
+            case.set_range(name, lower=bounds[0], upper=bounds[1])
+            lo, hi = case._ranges[name]
+            if lo is not None and hi is not None and lo > hi:
+                continue  # the case cannot happen
+            replaced = _core.replace_subexpressions(d, {_core._atom_expr(atom): value})
+            if not case.prove_nonneg(replaced, depth + 1):
+                return False
+        return True
 
     def prove_ge(self, a: Dim, b: Dim) -> bool:
         """True when ``a >= b`` is proven."""
@@ -263,6 +289,23 @@ class Scope:
             f"Scope(nonnegative={self.nonnegative}, ranges={self._ranges}, "
             f"upper={ {k: [str(b) for b in v] for k, v in self._upper.items()} })"
         )
+
+
+def _split_candidate(d: DimExpr) -> Atom | None:
+    """The first ``min``/``max`` atom of ``d`` over exactly a symbol and an int."""
+    for mono, _ in d.terms:
+        for atom in mono:
+            if atom.kind in (_core.MIN, _core.MAX) and len(atom.args) == 2:
+                k, s = atom.args
+                if isinstance(k, int) and isinstance(s, DimExpr) and s.is_symbol:
+                    return atom
+            if atom.kind not in (_core.SYM,):
+                for arg in atom.args:
+                    if isinstance(arg, DimExpr):
+                        inner = _split_candidate(arg)
+                        if inner is not None:
+                            return inner
+    return None
 
 
 def _only_negative_linear(d: DimExpr, name: str) -> bool:
