@@ -34,6 +34,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext, ShapesContext
+from onnx_symdims.shapes._context import constant_tensor
 
 logger = logging.getLogger(__name__)
 
@@ -178,7 +179,9 @@ def non_tensor_type(shapes: ShapesContext, value: ir.Value) -> ir.TypeProtocol |
 # ----------------------------------------------------------------------------------------
 # Producers and constants
 # ----------------------------------------------------------------------------------------
-def default_domain_producer(value: ir.Value | None, op_type: str | None = None) -> ir.Node | None:
+def default_domain_producer(
+    value: ir.Value | None, op_type: str | None = None
+) -> ir.Node | None:
     """The node computing ``value`` when it is an ``ai.onnx`` op (of type ``op_type``)."""
     producer = value.producer() if value is not None else None
     if (
@@ -190,23 +193,21 @@ def default_domain_producer(value: ir.Value | None, op_type: str | None = None) 
     return producer
 
 
-def constant_array(
-    value: ir.Value | None, *, include_graph_inputs: bool = False
-) -> np.ndarray | None:
+def constant_array(value: ir.Value | None) -> np.ndarray | None:
     """The contents of a small constant (initializer or ``Constant`` node), any dtype.
+
+    A graph input backed by an initializer is no constant: a run may feed another value.
 
     Args:
         value: The value to read (``None``: absent input).
-        include_graph_inputs: Also read a graph input backed by an initializer. Such an
-            initializer is only a default that a run may override.
 
     Returns:
         The array (at most ``MAX_VALUE_ELEMENTS`` elements), or ``None`` when ``value``
         is no readable constant.
     """
-    if value is None or (value.is_graph_input() and not include_graph_inputs):
+    if value is None:
         return None
-    tensor = value.const_value
+    tensor = constant_tensor(value)
     if tensor is None:
         producer = default_domain_producer(value, "Constant")
         if producer is None:

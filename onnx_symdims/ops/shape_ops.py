@@ -25,7 +25,7 @@ from onnx_symdims.ops._common import is_static, object_array, product, static_le
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext
 from onnx_symdims.shapes import _values as values
-from onnx_symdims.shapes._context import INTEGER_DTYPES
+from onnx_symdims.shapes._context import INTEGER_DTYPES, constant_tensor
 
 logger = logging.getLogger(__name__)
 
@@ -614,7 +614,7 @@ def _scalar(ctx: NodeContext, i: int) -> Dim | float | None:
     if elements is not None:
         return elements[0] if len(elements) == 1 else None
     value = ctx.input(i)
-    tensor = value.const_value if value is not None else None
+    tensor = constant_tensor(value) if value is not None else None
     if tensor is not None and tensor.size == 1 and tensor.dtype.is_floating_point():
         return float(tensor.numpy().reshape(-1)[0])
     return None

@@ -14,12 +14,31 @@ from onnx_symdims import expr
 logger = logging.getLogger(__name__)
 
 
+def _subgraphs(graph: ir.Graph | ir.Function) -> list[ir.Graph]:
+    """Every graph nested in ``graph``'s nodes, recursively (cheaper than a traversal)."""
+    found: list[ir.Graph] = []
+    for node in graph:
+        if not node.attributes:
+            continue
+        for attr in node.attributes.values():
+            if attr.type == ir.AttributeType.GRAPH:
+                nested = [attr.value]
+            elif attr.type == ir.AttributeType.GRAPHS:
+                nested = list(attr.value)
+            else:
+                continue
+            for sub in nested:
+                found.append(sub)
+                found.extend(_subgraphs(sub))
+    return found
+
+
 def graphs(model: ir.Model) -> list[ir.Graph | ir.Function]:
     """The main graph, its subgraphs, every function and the functions' subgraphs."""
-    result: list[ir.Graph | ir.Function] = [model.graph, *model.graph.subgraphs()]
+    result: list[ir.Graph | ir.Function] = [model.graph, *_subgraphs(model.graph)]
     for function in model.functions.values():
         result.append(function)
-        result.extend(function.subgraphs())
+        result.extend(_subgraphs(function))
     return result
 
 
@@ -51,6 +70,20 @@ def main_graph_values(graph: ir.Graph) -> Iterator[ir.Value]:
         yield from node.outputs
 
 
+_TEXT_SYMBOLS: dict[str, frozenset[str]] = {}
+
+
+def _text_symbols(text: str) -> frozenset[str]:
+    names = _TEXT_SYMBOLS.get(text)
+    if names is None:
+        parsed = expr.parse_dim(text)
+        names = frozenset()
+        if isinstance(parsed, expr.DimExpr) and not parsed.is_unknown:
+            names = parsed.symbols()
+        _TEXT_SYMBOLS[text] = names
+    return names
+
+
 def dim_symbols(shape: ir.Shape | None) -> set[str]:
     """The symbol names in the ``dim_param`` texts of ``shape`` (parsed, never failing)."""
     names: set[str] = set()
@@ -58,9 +91,7 @@ def dim_symbols(shape: ir.Shape | None) -> set[str]:
         return names
     for d in shape.dims:
         if not isinstance(d, int) and d.value:
-            parsed = expr.parse_dim(d.value)
-            if isinstance(parsed, expr.DimExpr) and not parsed.is_unknown:
-                names.update(parsed.symbols())
+            names |= _text_symbols(d.value)
     return names
 
 

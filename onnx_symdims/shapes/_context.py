@@ -18,7 +18,7 @@ a value name. A stored shape is a tuple of dims, each an ``int`` or a non-unknow
 
 from __future__ import annotations
 
-__all__ = ["ShapesContext", "sanitize_symbol_name"]
+__all__ = ["ShapesContext", "constant_tensor", "sanitize_symbol_name"]
 
 import logging
 import re
@@ -64,6 +64,17 @@ _RESERVED_WORDS = frozenset(
 
 _NON_IDENT = re.compile(r"[^A-Za-z0-9_]+")
 _UNDERSCORES = re.compile(r"__+")
+
+
+def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
+    """The constant tensor of ``value``, or None; never the default of a graph input.
+
+    An initializer that is also a graph input can be overridden by a feed at run time,
+    so its contents and shape are not facts about the model.
+    """
+    if value.is_graph_input():
+        return None
+    return value.const_value
 
 
 def sanitize_symbol_name(hint: str) -> str:
@@ -349,8 +360,12 @@ class ShapesContext:
         return shape
 
     def read_declared_shape(self, value: ir.Value) -> Shape | None:
-        """Converts what ``value`` carries in the IR (constant or declared shape) to dims."""
-        tensor = value.const_value
+        """Converts what ``value`` carries in the IR (constant or declared shape) to dims.
+
+        An initializer that backs a graph input is only a default (it may be fed with
+        another shape at run time), so only the declared shape counts there.
+        """
+        tensor = constant_tensor(value)
         if tensor is not None:
             return tuple(int(d) for d in tensor.shape)
         return self.dims_from_ir(value.shape, value.name or "value")
@@ -444,7 +459,7 @@ class ShapesContext:
 
     @staticmethod
     def _read_constant_elements(value: ir.Value) -> Shape | None:
-        tensor = value.const_value
+        tensor = constant_tensor(value)
         if tensor is None or tensor.dtype not in INTEGER_DTYPES:
             return None
         try:

@@ -359,3 +359,21 @@ def test_fallback_passes_schema_defaults_explicitly(no_hook):
     assert not result.diagnostics
     assert dims(m, "out") == [1, 15, 9, 2]
     assert_verified(m)
+
+
+def test_initializer_backing_a_graph_input_is_not_a_constant():
+    # Its contents and shape are only defaults: a run may feed other ones.
+    m = model(
+        """g (float[1, 1, 4, 4] x, float[4] scales, float start) => (y, r)
+        <float[4] scales = {1.0, 1.0, 2.0, 2.0}, float start = {0.0},
+         float limit = {4.0}, float delta = {1.0}> {
+            y = Resize(x, , scales)
+            r = Range(start, limit, delta)
+        }"""
+    )
+    SymbolicShapeInferencePass()(m)
+    values = {v.name: v for n in m.graph for v in n.outputs}
+    y_dims = list(values["y"].shape.dims)
+    assert len(y_dims) == 4 and not any(isinstance(d, int) for d in y_dims)
+    (r_dim,) = values["r"].shape.dims
+    assert not isinstance(r_dim, int)

@@ -1,8 +1,15 @@
 """Test helper: infer a text model, then check every inferred dim against onnxruntime.
 
-Used by the reduce/normalization, attention and contrib op tests. Unlike
-:func:`onnx_symdims.verify.verify_model`, the caller chooses the symbol bindings
-(including 0-sized dims) and may feed specific input data (axes, sequence lengths).
+Unlike :func:`onnx_symdims.verify.verify_model`, the caller chooses the symbol bindings
+(including 0-sized dims) and may feed specific input data (axes, sequence lengths):
+
+* :func:`check_against_ort`: symbol bindings (inputs are generated from the declared
+  shapes; some may be given).
+* :func:`check_runs`: the input arrays themselves (control flow and sequences, whose
+  outputs may be sequences of tensors).
+
+The pieces (:func:`run_ort`, :func:`check_dim`, :func:`check_constraints`) serve the
+family-specific oracles of other test files.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+import onnx
 import onnx_ir as ir
 
 from onnx_symdims import expr
@@ -27,13 +35,21 @@ class Inferred:
     model: ir.Model
     context: ShapesContext
 
+    def messages(self, severity: str) -> list[str]:
+        """The messages of the diagnostics of ``severity`` (``"error"``, ``"warning"``)."""
+        return [d.message for d in self.context.diagnostics if d.severity == severity]
+
     @property
     def errors(self) -> list[str]:
-        return [d.message for d in self.context.diagnostics if d.severity == "error"]
+        return self.messages("error")
 
     @property
     def warnings(self) -> list[str]:
-        return [d.message for d in self.context.diagnostics if d.severity == "warning"]
+        return self.messages("warning")
+
+    def bounds(self) -> dict[str, str]:
+        """The recorded upper bounds, printed: ``{lhs: rhs}``."""
+        return dict(self.context.less_equal_constraints())
 
     def value(self, name: str) -> ir.Value:
         for node in self.model.graph:
@@ -64,6 +80,53 @@ class Inferred:
         return [e if isinstance(e, int) else expr.to_onnx(e) for e in elements]
 
 
+def model_text(
+    opset: int,
+    inputs: str,
+    body: str,
+    outputs: str = "float y",
+    *,
+    constants: str = "",
+    ir_version: int = 9,
+    domains: Mapping[str, int] | None = None,
+) -> str:
+    """A one-graph model in the ONNX text syntax.
+
+    Args:
+        opset: The ``ai.onnx`` opset.
+        inputs: The graph inputs (``"float[N, 4] x, int64[2] s"``).
+        body: The nodes.
+        outputs: The graph outputs.
+        constants: Initializers that are not graph inputs (``"int64[2] s = {1, 2}"``).
+        ir_version: The IR version.
+        domains: Other imported domains and their opsets.
+    """
+    imports = ", ".join(f'"{d}" : {v}' for d, v in {"": opset, **(domains or {})}.items())
+    constants = f"<{constants}>" if constants else ""
+    return f"""
+        <ir_version: {ir_version}, opset_import: [{imports}]>
+        g ({inputs}) => ({outputs}) {constants} {{
+            {body}
+        }}
+    """
+
+
+def same_dims(actual: Sequence[expr.Dim] | None, expected: Sequence[int | str]) -> bool:
+    """Compares dims with expected ints/expression texts modulo canonical form.
+
+    ``"?"`` stands for a fresh symbol minted by the engine.
+    """
+    if actual is None or len(actual) != len(expected):
+        return False
+    for a, e in zip(actual, expected):
+        if e == "?":
+            if not (isinstance(a, expr.DimExpr) and a.is_symbol):
+                return False
+        elif a != (e if isinstance(e, int) else expr.parse_expr(e)):
+            return False
+    return True
+
+
 def infer(text: str, unranked: Sequence[str] = ()) -> Inferred:
     """Parses ``text`` and infers shapes.
 
@@ -78,6 +141,11 @@ def infer(text: str, unranked: Sequence[str] = ()) -> Inferred:
             value.shape = None
     result = SymbolicShapeInferencePass()(model)
     return Inferred(model, result.context)
+
+
+def infer_graph(text: str, opset: int = 21) -> Inferred:
+    """Like :func:`infer` for a graph written without the model header."""
+    return infer(f'<ir_version: 10, opset_import: ["" : {opset}]>\n{text}')
 
 
 def _input_dims(value: ir.Value, binding: Mapping[str, int]) -> list[int]:
@@ -97,34 +165,49 @@ def _make_input(rng: np.random.Generator, value: ir.Value, dims: list[int]) -> n
     return np.zeros(dims, dtype=dtype.numpy())
 
 
-def run_ort(
-    inferred: Inferred, binding: Mapping[str, int], feeds: Feeds | None = None
-) -> dict[str, np.ndarray]:
-    """Runs the model with onnxruntime; returns every node output by name."""
-    import onnxruntime as ort
-
+def exposed_model(inferred: Inferred) -> onnx.ModelProto:
+    """The model with every named node output of known type made a graph output."""
     proto = ir.serde.serialize_model(inferred.model)
     del proto.graph.value_info[:]
     for output in proto.graph.output:
-        output.type.tensor_type.ClearField("shape")
+        if output.type.HasField("tensor_type"):
+            output.type.tensor_type.ClearField("shape")
     declared = {o.name for o in proto.graph.output}
-    names = []
     for node in inferred.model.graph:
         for value in node.outputs:
-            if not value.name:
+            if not value.name or value.name in declared:
                 continue
-            names.append(value.name)
+            other = inferred.context.non_tensor_type_of(value)
             dtype = inferred.context.dtype_of(value)
-            if value.name not in declared and dtype is not None:
-                extra = proto.graph.output.add()
-                extra.name = value.name
-                extra.type.tensor_type.elem_type = int(dtype)
+            if other is None and dtype is None:
+                continue
+            extra = proto.graph.output.add()
+            extra.name = value.name
+            extra.type.CopyFrom(ir.serde.serialize_type(other or ir.TensorType(dtype)))
+    return proto
+
+
+def ort_session(proto: onnx.ModelProto):
+    """An onnxruntime CPU session without graph optimizations (the kernels as they are)."""
+    import onnxruntime as ort
+
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 4
-    session = ort.InferenceSession(
+    return ort.InferenceSession(
         proto.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
+
+
+def run_ort(
+    inferred: Inferred, binding: Mapping[str, int], feeds: Feeds | None = None
+) -> dict[str, np.ndarray]:
+    """Runs the model with onnxruntime; returns every node output by name.
+
+    Inputs not in ``feeds`` are generated with the shapes their declared dims take
+    under ``binding``.
+    """
+    session = ort_session(exposed_model(inferred))
     rng = np.random.default_rng(0)
     inputs = {}
     for value in inferred.model.graph.inputs:
@@ -137,6 +220,42 @@ def run_ort(
     return dict(zip(outputs, session.run(outputs, inputs)))
 
 
+def check_dim(
+    context: ShapesContext, d: expr.Dim, size: int, bound: dict[str, int], where: str
+) -> None:
+    """Asserts ``d`` is ``size`` under ``bound``.
+
+    A fresh (engine-minted) bare symbol not bound yet takes ``size``; a dim that still
+    has an unbound symbol is not checked.
+    """
+    if isinstance(d, expr.DimExpr) and d.is_symbol and d.name not in bound:
+        assert context.is_generated(d.name), f"{where}: unbound declared symbol {d}"
+        bound[d.name] = size
+        return
+    if isinstance(d, expr.DimExpr) and not d.symbols() <= bound.keys():
+        return
+    got = expr.evaluate(d, bound)
+    assert got == size, f"{where}: {expr.to_onnx(d)} = {got}, actual {size} under {bound}"
+
+
+def check_constraints(context: ShapesContext, bound: Mapping[str, int]) -> None:
+    """Asserts every recorded equality and upper bound whose symbols are all bound."""
+
+    def known(d: expr.Dim) -> bool:
+        return isinstance(d, int) or d.symbols() <= bound.keys()
+
+    for a, b in context.constraint_dims():
+        if known(a) and known(b):
+            assert expr.evaluate(a, bound) == expr.evaluate(b, bound), (a, b, dict(bound))
+    for lhs, rhs in context.less_equal_constraint_dims():
+        if known(lhs) and known(rhs):
+            assert expr.evaluate(lhs, bound) <= expr.evaluate(rhs, bound), (
+                lhs,
+                rhs,
+                dict(bound),
+            )
+
+
 def check_against_ort(
     text: str,
     bindings: Sequence[Mapping[str, int]],
@@ -146,7 +265,8 @@ def check_against_ort(
 
     Symbols of the graph inputs take the binding's sizes; a fresh (engine-minted) bare
     symbol takes the first size it is seen with and must then be consistent. A dim that
-    still has an unbound symbol is not checked.
+    still has an unbound symbol is not checked. Known value elements and recorded
+    constraints (equalities, upper bounds) must hold too.
     """
     inferred = infer(text)
     assert not inferred.errors, inferred.errors
@@ -162,19 +282,38 @@ def check_against_ort(
                 continue
             assert len(dims) == array.ndim, f"{name}: rank of {dims} vs {array.shape}"
             for axis, (d, size) in enumerate(zip(dims, array.shape)):
-                if isinstance(d, expr.DimExpr) and d.is_symbol and d.name not in bound:
-                    assert inferred.context.is_generated(d.name), d.name
-                    bound[d.name] = size
-                if isinstance(d, expr.DimExpr) and not d.symbols() <= bound.keys():
-                    continue
-                got = expr.evaluate(d, bound)
-                assert got == size, (
-                    f"{name}[{axis}] = {expr.to_onnx(d)} = {got}, actual {array.shape} "
-                    f"under {dict(binding)}"
-                )
+                check_dim(inferred.context, d, size, bound, f"{name}[{axis}]")
         for name, array in actual.items():
             _check_elements(inferred, name, array, bound)
+        check_constraints(inferred.context, bound)
     return inferred
+
+
+def check_runs(inferred: Inferred, feeds_list: Sequence[Mapping[str, np.ndarray]]) -> None:
+    """Runs the inferred model on each set of input arrays and checks every inferred dim.
+
+    Symbols of graph inputs are bound from the fed arrays; a fresh symbol takes the
+    first size it is seen with and must be consistent afterwards (per run). Every
+    element of a sequence output must have the sequence's inferred element shape, and
+    every recorded constraint must hold.
+    """
+    for feeds in feeds_list:
+        bound: dict[str, int] = {}
+        for value in inferred.model.graph.inputs:
+            dims = inferred.context.shape_of(value) or ()
+            for d, size in zip(dims, np.shape(feeds[value.name])):
+                if isinstance(d, expr.DimExpr) and d.is_symbol:
+                    bound.setdefault(d.name, size)
+        for name, actual in run_ort(inferred, {}, feeds).items():
+            dims = inferred.dims(name)
+            if dims is None:
+                continue
+            arrays = actual if isinstance(actual, list) else [actual]
+            for k, array in enumerate(arrays):
+                assert len(dims) == np.ndim(array), f"{name}: {dims} vs {np.shape(array)}"
+                for axis, (d, size) in enumerate(zip(dims, np.shape(array))):
+                    check_dim(inferred.context, d, size, bound, f"{name}[{k}][{axis}]")
+        check_constraints(inferred.context, bound)
 
 
 def _check_elements(

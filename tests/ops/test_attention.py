@@ -6,16 +6,11 @@ import numpy as np
 import pytest
 
 from onnx_symdims import expr
-from tests.ops._ort_oracle import check_against_ort, infer
+from tests.ops._ort_oracle import check_against_ort, infer, model_text
 
 
 def _model(opset: int, inputs: str, body: str, outputs: str) -> str:
-    return f"""
-        <ir_version: 10, opset_import: ["" : {opset}]>
-        g ({inputs}) => ({outputs}) {{
-            {body}
-        }}
-    """
+    return model_text(opset, inputs, body, outputs, ir_version=10)
 
 
 OUTPUTS = "float y, float present_k, float present_v, float qk"

@@ -8,16 +8,13 @@ import onnx_ir as ir
 import pytest
 
 from onnx_symdims import expr
-from tests.ops._ort_oracle import check_against_ort, infer
+from tests.ops._ort_oracle import check_against_ort, infer, model_text
 
 
 def _model(inputs: str, body: str, outputs: str, opset: int = 17) -> str:
-    return f"""
-        <ir_version: 10, opset_import: ["" : {opset}, "com.microsoft" : 1]>
-        g ({inputs}) => ({outputs}) {{
-            {body}
-        }}
-    """
+    return model_text(
+        opset, inputs, body, outputs, ir_version=10, domains={"com.microsoft": 1}
+    )
 
 
 def _shapes(inferred, names):

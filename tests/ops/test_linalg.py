@@ -6,25 +6,7 @@ import onnx_ir as ir
 import pytest
 
 from onnx_symdims import expr
-from tests.ops._ort_oracle import check_against_ort, infer
-
-
-def _model(opset: int, inputs: str, body: str, outputs: str = "float y") -> str:
-    return f"""
-        <ir_version: 9, opset_import: ["" : {opset}]>
-        g ({inputs}) => ({outputs}) {{
-            {body}
-        }}
-    """
-
-
-def _same(actual: tuple[expr.Dim, ...] | None, expected: list[int | str]) -> bool:
-    """Compares dims with expected ints/expression texts modulo canonical form."""
-    if actual is None:
-        return False
-    wanted = [e if isinstance(e, int) else expr.parse_expr(e) for e in expected]
-    return len(actual) == len(wanted) and all(a == w for a, w in zip(actual, wanted))
-
+from tests.ops._ort_oracle import check_against_ort, infer, model_text, same_dims
 
 # ----------------------------------------------------------------------------------------
 # MatMul
@@ -53,28 +35,28 @@ MATMUL_CASES = [
 @pytest.mark.parametrize("opset", [7, 9, 13, 21])
 @pytest.mark.parametrize(("a", "b", "expected", "bindings"), MATMUL_CASES)
 def test_matmul(opset, a, b, expected, bindings):
-    text = _model(opset, f"float{a} a, float{b} b", "y = MatMul(a, b)")
+    text = model_text(opset, f"float{a} a, float{b} b", "y = MatMul(a, b)")
     inferred = check_against_ort(text, bindings)
-    assert _same(inferred.dims("y"), expected), inferred.shape("y")
+    assert same_dims(inferred.dims("y"), expected), inferred.shape("y")
     assert inferred.dtype("y") == ir.DataType.FLOAT
 
 
 def test_matmul_different_symbolic_inner_dims_are_accepted_and_recorded():
-    text = _model(13, "float[N, K1] a, float[K2, M] b", "y = MatMul(a, b)")
+    text = model_text(13, "float[N, K1] a, float[K2, M] b", "y = MatMul(a, b)")
     inferred = check_against_ort(text, [{"N": 2, "K1": 3, "K2": 3, "M": 4}])
     assert inferred.shape("y") == ["N", "M"]
     assert inferred.context.has_constraint("K1", "K2")
 
 
 def test_matmul_integer_and_symbolic_inner_dims_are_accepted():
-    text = _model(13, "float[N, K] a, float[3, M] b", "y = MatMul(a, b)")
+    text = model_text(13, "float[N, K] a, float[3, M] b", "y = MatMul(a, b)")
     inferred = check_against_ort(text, [{"N": 2, "K": 3, "M": 4}])
     assert inferred.shape("y") == ["N", "M"]
     assert not inferred.errors
 
 
 def test_matmul_unknown_rank_gives_unknown_rank():
-    inferred = infer(_model(13, "float[N, K] a, float[K, M] b", "y = MatMul(a, b)"), ["b"])
+    inferred = infer(model_text(13, "float[N, K] a, float[K, M] b", "y = MatMul(a, b)"), ["b"])
     assert inferred.dims("y") is None
     assert not inferred.errors
 
@@ -89,13 +71,13 @@ def test_matmul_unknown_rank_gives_unknown_rank():
     ],
 )
 def test_matmul_malformed_gives_a_diagnostic(a, b, message):
-    inferred = infer(_model(13, f"float{a} a, float{b} b", "y = MatMul(a, b)"))
+    inferred = infer(model_text(13, f"float{a} a, float{b} b", "y = MatMul(a, b)"))
     assert any(message in e for e in inferred.errors), inferred.errors
     assert inferred.dims("y") is None
 
 
 def test_matmul_integer():
-    text = _model(10, "uint8[N, K] a, uint8[K, M] b", "y = MatMulInteger(a, b)", "int32 y")
+    text = model_text(10, "uint8[N, K] a, uint8[K, M] b", "y = MatMulInteger(a, b)", "int32 y")
     inferred = check_against_ort(text, [{"N": 2, "K": 3, "M": 4}, {"N": 0, "K": 2, "M": 3}])
     assert inferred.shape("y") == ["N", "M"]
     assert inferred.dtype("y") == ir.DataType.INT32
@@ -109,7 +91,7 @@ def test_qlinear_matmul(opset):
     )
     body = "y = QLinearMatMul(a, a_s, a_z, b, b_s, b_z, y_s, y_z)"
     inferred = check_against_ort(
-        _model(opset, inputs, body, "uint8 y"), [{"B": 2, "N": 3, "K": 4, "M": 5}]
+        model_text(opset, inputs, body, "uint8 y"), [{"B": 2, "N": 3, "K": 4, "M": 5}]
     )
     assert inferred.shape("y") == ["B", "N", "M"]
     assert inferred.dtype("y") == ir.DataType.UINT8
@@ -135,25 +117,25 @@ GEMM_CASES = [
 @pytest.mark.parametrize(("attrs", "a", "b", "c", "expected"), GEMM_CASES)
 def test_gemm(opset, attrs, a, b, c, expected):
     op = f"Gemm<{attrs}>" if attrs else "Gemm"
-    text = _model(opset, f"float{a} a, float{b} b, float{c} c", f"y = {op}(a, b, c)")
+    text = model_text(opset, f"float{a} a, float{b} b, float{c} c", f"y = {op}(a, b, c)")
     sizes = {"M": 2, "K": 3, "N": 4}
     if expected[1] == 7:
         sizes["N"] = 7
     if expected[0] == 5:
         sizes["M"] = 5
     inferred = check_against_ort(text, [sizes, {**sizes, "K": 0}])
-    assert _same(inferred.dims("y"), expected), inferred.shape("y")
+    assert same_dims(inferred.dims("y"), expected), inferred.shape("y")
 
 
 @pytest.mark.parametrize("opset", [11, 13])
 def test_gemm_without_bias(opset):
-    text = _model(opset, "float[M, K] a, float[N, K] b", "y = Gemm<transB=1>(a, b)")
+    text = model_text(opset, "float[M, K] a, float[N, K] b", "y = Gemm<transB=1>(a, b)")
     inferred = check_against_ort(text, [{"M": 2, "K": 3, "N": 4}, {"M": 0, "K": 3, "N": 2}])
     assert inferred.shape("y") == ["M", "N"]
 
 
 def test_gemm_unknown_operand_gives_fresh_dim():
-    inferred = infer(_model(13, "float[M, K] a, float[K, N] b", "y = Gemm(a, b)"), ["b"])
+    inferred = infer(model_text(13, "float[M, K] a, float[K, N] b", "y = Gemm(a, b)"), ["b"])
     dims = inferred.dims("y")
     assert dims is not None and dims[0] == expr.sym("M")
     assert inferred.context.is_generated(dims[1].name)
@@ -169,7 +151,7 @@ def test_gemm_unknown_operand_gives_fresh_dim():
     ],
 )
 def test_gemm_malformed_gives_a_diagnostic(a, b, c, message):
-    text = _model(13, f"float{a} a, float{b} b, float{c} c", "y = Gemm(a, b, c)")
+    text = model_text(13, f"float{a} a, float{b} b, float{c} c", "y = Gemm(a, b, c)")
     inferred = infer(text)
     assert any(message in e for e in inferred.errors), inferred.errors
     assert inferred.dims("y") is None

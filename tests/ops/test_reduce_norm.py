@@ -7,7 +7,7 @@ import onnx_ir as ir
 import pytest
 
 from onnx_symdims import expr
-from tests.ops._ort_oracle import check_against_ort, infer
+from tests.ops._ort_oracle import check_against_ort, infer, model_text
 
 REDUCE_OPS = [
     "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
@@ -18,15 +18,6 @@ AXES_INPUT_OPSET = {op: 13 if op == "ReduceSum" else 18 for op in REDUCE_OPS}
 
 XYZ = [{"N": 2, "C": 3, "H": 4}, {"N": 0, "C": 5, "H": 1}, {"N": 3, "C": 2, "H": 0}]
 NONEMPTY = [{"N": 2, "C": 3, "H": 4}, {"N": 5, "C": 1, "H": 3}]
-
-
-def _model(opset: int, inputs: str, body: str, outputs: str = "float y") -> str:
-    return f"""
-        <ir_version: 9, opset_import: ["" : {opset}]>
-        g ({inputs}) => ({outputs}) {{
-            {body}
-        }}
-    """
 
 
 # ----------------------------------------------------------------------------------------
@@ -47,7 +38,7 @@ ATTRIBUTE_CASES = [
 @pytest.mark.parametrize(("attrs", "expected"), ATTRIBUTE_CASES)
 def test_reduce_axes_attribute(op, attrs, expected):
     opset = AXES_INPUT_OPSET[op] - 1
-    text = _model(opset, "float[N, C, H] x", f"y = {op}<{attrs}>(x)")
+    text = model_text(opset, "float[N, C, H] x", f"y = {op}<{attrs}>(x)")
     inferred = check_against_ort(
         text, XYZ if op not in ("ReduceMax", "ReduceMin") else NONEMPTY
     )
@@ -57,13 +48,13 @@ def test_reduce_axes_attribute(op, attrs, expected):
 
 @pytest.mark.parametrize("opset", [1, 11])
 def test_reduce_attribute_older_opsets(opset):
-    text = _model(opset, "float[N, C, H] x", "y = ReduceSum<axes=[1], keepdims=0>(x)")
+    text = model_text(opset, "float[N, C, H] x", "y = ReduceSum<axes=[1], keepdims=0>(x)")
     assert infer(text).shape("y") == ["N", "H"]
 
 
 def test_reduce_repeated_axis_is_reduced_once():
     # onnxruntime accepts a repeated axis and removes that dim once.
-    text = _model(13, "float[N, C, H] x", "y = ReduceMean<axes=[1, -2], keepdims=0>(x)")
+    text = model_text(13, "float[N, C, H] x", "y = ReduceMean<axes=[1, -2], keepdims=0>(x)")
     inferred = check_against_ort(text, XYZ)
     assert inferred.shape("y") == ["N", "H"]
     assert any("repeated axis" in w for w in inferred.warnings)
@@ -76,7 +67,7 @@ def test_reduce_rank_unknown():
         "z = ReduceMean<keepdims=1>(x)\n"
         "w = ReduceMean<axes=[0], keepdims=0>(x)"
     )
-    inferred = infer(_model(13, "float[N] x", body, "float y, float z, float w"), ["x"])
+    inferred = infer(model_text(13, "float[N] x", body, "float y, float z, float w"), ["x"])
     shape_of = {name: inferred.dims(name) for name in "yzw"}
     assert shape_of == {"y": (), "z": None, "w": None}
 
@@ -98,7 +89,7 @@ CONSTANT_AXES_CASES = [
 @pytest.mark.parametrize(("axes", "attrs", "expected"), CONSTANT_AXES_CASES)
 def test_reduce_constant_axes_input(op, axes, attrs, expected):
     body = f"a = Constant<value={axes}>()\ny = {op}<{attrs}>(x, a)"
-    text = _model(AXES_INPUT_OPSET[op], "float[N, C, H] x", body)
+    text = model_text(AXES_INPUT_OPSET[op], "float[N, C, H] x", body)
     inferred = check_against_ort(
         text, XYZ if op not in ("ReduceMax", "ReduceMin") else NONEMPTY
     )
@@ -115,7 +106,7 @@ def test_reduce_constant_axes_input(op, axes, attrs, expected):
     ],
 )
 def test_reduce_without_axes_input(op, attrs, expected):
-    text = _model(AXES_INPUT_OPSET[op], "float[N, C, H] x", f"y = {op}<{attrs}>(x)")
+    text = model_text(AXES_INPUT_OPSET[op], "float[N, C, H] x", f"y = {op}<{attrs}>(x)")
     inferred = check_against_ort(text, NONEMPTY)
     assert inferred.shape("y") == expected
 
@@ -127,7 +118,7 @@ def _axes(values):
 @pytest.mark.parametrize("axes", [[1], [0, 2], [-1], [], [1, 1], [0, 1, 2]], ids=str)
 def test_reduce_runtime_axes_keepdims(axes):
     # The rank is kept; every dim is either kept or 1, so only a dim 1 stays known.
-    text = _model(18, "float[N, 1, H] x, int64[K] a", "y = ReduceMax<keepdims=1>(x, a)")
+    text = model_text(18, "float[N, 1, H] x, int64[K] a", "y = ReduceMax<keepdims=1>(x, a)")
     inferred = check_against_ort(text, [{"N": 2, "H": 3, "K": len(axes)}], _axes(axes))
     shape = inferred.shape("y")
     assert len(shape) == 3 and shape[1] == 1
@@ -141,7 +132,7 @@ def test_reduce_runtime_axes_keepdims(axes):
 @pytest.mark.parametrize("axes", [[1], [0, 2], [1, 1]], ids=str)
 def test_reduce_runtime_axes_no_keepdims_has_unknown_rank(axes):
     # [1, 1] removes one dim in onnxruntime, [0, 2] two: the rank cannot be known.
-    text = _model(18, "float[N, C, H] x, int64[K] a", "y = ReduceSum<keepdims=0>(x, a)")
+    text = model_text(18, "float[N, C, H] x, int64[K] a", "y = ReduceSum<keepdims=0>(x, a)")
     inferred = check_against_ort(text, [{"N": 2, "C": 3, "H": 4, "K": len(axes)}], _axes(axes))
     assert inferred.shape("y") is None
 
@@ -152,14 +143,14 @@ def test_reduce_runtime_axes_no_keepdims_has_unknown_rank(axes):
 def test_reduce_runtime_axes_rank1_becomes_scalar(axes, noop, expected):
     # The axes length is declared, so whether the axes are empty is known.
     attrs = f"keepdims=0, noop_with_empty_axes={noop}"
-    text = _model(18, f"float[N] x, int64[{len(axes)}] a", f"y = ReduceL1<{attrs}>(x, a)")
+    text = model_text(18, f"float[N] x, int64[{len(axes)}] a", f"y = ReduceL1<{attrs}>(x, a)")
     inferred = check_against_ort(text, [{"N": 3}, {"N": 0}], _axes(axes))
     assert inferred.shape("y") == expected
 
 
 def test_reduce_runtime_axes_rank1_with_noop_is_unknown():
     # With noop_with_empty_axes=1 an empty axes list keeps the only axis.
-    text = _model(
+    text = model_text(
         18, "float[N] x, int64[K] a", "y = ReduceL1<keepdims=0, noop_with_empty_axes=1>(x, a)"
     )
     inferred = check_against_ort(text, [{"N": 3, "K": 0}], _axes([]))
@@ -169,12 +160,14 @@ def test_reduce_runtime_axes_rank1_with_noop_is_unknown():
 @pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean"])
 def test_reduce_axes_attribute_after_it_became_an_input(op):
     # onnxruntime rejects the model ("Unrecognized attribute: axes").
-    inferred = infer(_model(AXES_INPUT_OPSET[op], "float[N, C] x", f"y = {op}<axes=[1]>(x)"))
+    inferred = infer(
+        model_text(AXES_INPUT_OPSET[op], "float[N, C] x", f"y = {op}<axes=[1]>(x)")
+    )
     assert any("axes is an input" in e for e in inferred.errors)
 
 
 def test_reduce_axes_input_must_be_1d():
-    text = _model(18, "float[N, C] x, int64[1, 1] a", "y = ReduceMean(x, a)")
+    text = model_text(18, "float[N, C] x, int64[1, 1] a", "y = ReduceMean(x, a)")
     inferred = infer(text)
     assert inferred.shape("y") is None
     assert any("1-D" in e for e in inferred.errors)
@@ -182,7 +175,7 @@ def test_reduce_axes_input_must_be_1d():
 
 @pytest.mark.parametrize("axes", ["[3]", "[-4]"])
 def test_reduce_axis_out_of_range_is_a_diagnostic(axes):
-    inferred = infer(_model(13, "float[N, C, H] x", f"y = ReduceMean<axes={axes}>(x)"))
+    inferred = infer(model_text(13, "float[N, C, H] x", f"y = ReduceMean<axes={axes}>(x)"))
     assert inferred.shape("y") is None
     assert any("out of range" in e for e in inferred.errors)
 
@@ -205,7 +198,7 @@ VALUE_CASES = [
 @pytest.mark.parametrize(("reduction", "expected"), VALUE_CASES)
 def test_reduce_value_as_shape(reduction, expected):
     body = f"s = Shape(x)\ny = {reduction}"
-    text = _model(18, "float[N, C, H] x", body, "int64 y")
+    text = model_text(18, "float[N, C, H] x", body, "int64 y")
     inferred = check_against_ort(text, XYZ)
     assert inferred.elements("y") == expected
 
@@ -216,14 +209,14 @@ def test_reduce_value_of_2d_constant_over_axis():
         "c = Constant<value=int64[2, 3] {1, 2, 3, 4, 5, 6}>()\n"
         "y = ReduceSum<keepdims=0>(c, a)"
     )
-    inferred = check_against_ort(_model(13, "float[N] x", body, "int64 y"), [{"N": 1}])
+    inferred = check_against_ort(model_text(13, "float[N] x", body, "int64 y"), [{"N": 1}])
     assert inferred.elements("y") == [5, 7, 9]
 
 
 def test_reduce_value_product_feeds_a_known_shape():
     # The element count of x, as the ReduceProd of its shape, is exactly N*C*H.
     body = "s = Shape(x)\nn = ReduceProd<keepdims=1>(s)\ny = Reshape<allowzero=1>(x, n)"
-    inferred = check_against_ort(_model(18, "float[N, C, H] x", body), XYZ)
+    inferred = check_against_ort(model_text(18, "float[N, C, H] x", body), XYZ)
     assert inferred.elements("n") == ["C*H*N"]
 
 
@@ -244,7 +237,7 @@ ARG_CASES = [
 @pytest.mark.parametrize(("opset", "attrs", "expected"), ARG_CASES)
 def test_arg_reduce(op, opset, attrs, expected):
     call = f"{op}<{attrs}>(x)" if attrs else f"{op}(x)"
-    text = _model(opset, "float[N, C, H] x", f"y = {call}", "int64 y")
+    text = model_text(opset, "float[N, C, H] x", f"y = {call}", "int64 y")
     inferred = check_against_ort(text, [{"N": 2, "C": 3, "H": 4}, {"N": 5, "C": 1, "H": 2}])
     assert inferred.shape("y") == expected
     assert inferred.dtype("y") == ir.DataType.INT64
@@ -252,7 +245,9 @@ def test_arg_reduce(op, opset, attrs, expected):
 
 @pytest.mark.parametrize("axis", [3, -4])
 def test_arg_reduce_axis_out_of_range(axis):
-    inferred = infer(_model(13, "float[N, C, H] x", f"y = ArgMax<axis={axis}>(x)", "int64 y"))
+    inferred = infer(
+        model_text(13, "float[N, C, H] x", f"y = ArgMax<axis={axis}>(x)", "int64 y")
+    )
     assert inferred.shape("y") is None and inferred.errors
 
 
@@ -264,7 +259,7 @@ def test_arg_reduce_axis_out_of_range(axis):
     ("opset", "attrs"), [(11, ""), (11, "<axis=-1>"), (13, ""), (13, "<axis=0>")]
 )
 def test_softmax_keeps_shape(op, opset, attrs):
-    text = _model(opset, "float[N, C, H] x", f"y = {op}{attrs}(x)")
+    text = model_text(opset, "float[N, C, H] x", f"y = {op}{attrs}(x)")
     inferred = check_against_ort(text, XYZ)
     assert inferred.shape("y") == ["N", "C", "H"]
 
@@ -275,7 +270,7 @@ def test_softmax_keeps_shape(op, opset, attrs):
     (13, "float x", ""),
 ])  # fmt: skip
 def test_softmax_bad_axis_or_scalar_is_a_diagnostic(opset, inputs, attrs):
-    inferred = infer(_model(opset, inputs, f"y = Softmax{attrs}(x)"))
+    inferred = infer(model_text(opset, inputs, f"y = Softmax{attrs}(x)"))
     assert inferred.shape("y") is None and inferred.errors
 
 
@@ -295,7 +290,7 @@ LAYER_NORM_CASES = [
 @pytest.mark.parametrize(("opset", "attrs", "stats"), LAYER_NORM_CASES)
 def test_layer_normalization(opset, attrs, stats):
     scale = {"": "H", "<axis=1>": "S, H"}.get(attrs, "N, S, H")
-    text = _model(
+    text = model_text(
         opset,
         f"float16[N, S, H] x, float16[{scale}] g, float16[{scale}] b",
         f"y, m, i = LayerNormalization{attrs}(x, g, b)",
@@ -312,7 +307,7 @@ def test_layer_normalization(opset, attrs, stats):
 
 
 def test_layer_normalization_pre17_y_is_typed_like_scale():
-    text = _model(
+    text = model_text(
         14,
         "float16[N, H] x, float[H] g",
         "y, m = LayerNormalization(x, g)",
@@ -325,13 +320,15 @@ def test_layer_normalization_pre17_y_is_typed_like_scale():
 
 def test_layer_normalization_bad_axis():
     inferred = infer(
-        _model(17, "float[N, H] x, float[H] g", "y = LayerNormalization<axis=2>(x, g)")
+        model_text(17, "float[N, H] x, float[H] g", "y = LayerNormalization<axis=2>(x, g)")
     )
     assert inferred.errors
 
 
 def test_rms_normalization():
-    text = _model(23, "float[N, S, H] x, float[H] g", "y = RMSNormalization<axis=-1>(x, g)")
+    text = model_text(
+        23, "float[N, S, H] x, float[H] g", "y = RMSNormalization<axis=-1>(x, g)"
+    )
     inferred = check_against_ort(text, [{"N": 2, "S": 3, "H": 4}, {"N": 0, "S": 2, "H": 3}])
     assert inferred.shape("y") == ["N", "S", "H"]
 
@@ -340,7 +337,7 @@ def test_rms_normalization():
 # BatchNormalization and shape-preserving normalizations
 # ----------------------------------------------------------------------------------------
 def test_batch_normalization_inference():
-    text = _model(
+    text = model_text(
         15,
         "float[N, C, H] x, float[C] s, float[C] b, float[C] m, float[C] v",
         "y = BatchNormalization(x, s, b, m, v)",
@@ -351,7 +348,7 @@ def test_batch_normalization_inference():
 
 @pytest.mark.parametrize("opset", [14, 15])
 def test_batch_normalization_training_outputs(opset):
-    text = _model(
+    text = model_text(
         opset,
         "float[N, C, H] x, float[C] s, float[C] b, float[C] m, float[C] v",
         "y, rm, rv = BatchNormalization<training_mode=1>(x, s, b, m, v)",
@@ -363,7 +360,7 @@ def test_batch_normalization_training_outputs(opset):
 
 @pytest.mark.parametrize("opset", [7, 9])
 def test_batch_normalization_legacy_outputs(opset):
-    text = _model(
+    text = model_text(
         opset,
         "float[N, C, H] x, float[C] s, float[C] b, float[C] m, float[C] v",
         "y, rm, rv, sm, sv = BatchNormalization(x, s, b, m, v)",
@@ -385,12 +382,12 @@ def test_batch_normalization_legacy_outputs(opset):
 ])  # fmt: skip
 def test_shape_preserving_normalizations(opset, body, inputs):
     bindings = [{"N": 2, "C": 3, "H": 4, "W": 5}, {"N": 1, "C": 2, "H": 3, "W": 2}]
-    inferred = check_against_ort(_model(opset, inputs, body), bindings)
+    inferred = check_against_ort(model_text(opset, inputs, body), bindings)
     assert inferred.dims("y") == inferred.context.shape_of(inferred.model.graph.inputs[0])
 
 
 def test_group_normalization_indivisible_channels():
-    text = _model(
+    text = model_text(
         21,
         "float[N, 5, H] x, float[5] s, float[5] b",
         "y = GroupNormalization<num_groups=2>(x, s, b)",
@@ -407,7 +404,7 @@ def test_group_normalization_indivisible_channels():
 def test_reduce_every_axes_subset(axes, keepdims):
     values = ", ".join(str(a) for a in axes)
     body = f"a = Constant<value=int64[{len(axes)}] {{{values}}}>()\ny = ReduceSum<keepdims={keepdims}>(x, a)"
-    inferred = check_against_ort(_model(13, "float[N, C, H] x", body), XYZ)
+    inferred = check_against_ort(model_text(13, "float[N, C, H] x", body), XYZ)
     reduced = {a % 3 for a in axes} if axes else {0, 1, 2}
     dims = ["N", "C", "H"]
     if keepdims:
@@ -424,7 +421,7 @@ def test_reduce_partly_known_axes_keepdims():
         axes = Concat<axis=0>(one, a)
         y = ReduceMean<keepdims=1>(x, axes)
     """
-    text = _model(18, "float[N, C, H] x, int64[1] a", body)
+    text = model_text(18, "float[N, C, H] x, int64[1] a", body)
     inferred = check_against_ort(text, XYZ, _axes([0]))
     shape = inferred.shape("y")
     assert shape[1] == 1 and shape[0] != "N" and shape[2] != "H"

@@ -14,17 +14,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import onnx
 import onnx.defs
-import onnx.parser
 import onnx_ir as ir
-import onnxruntime as ort
 import pytest
 
 from onnx_symdims import expr
 from onnx_symdims.ops import slicing
 from onnx_symdims.ops._registry import lookup
 from onnx_symdims.ops.slicing import slice_length
-from onnx_symdims.passes import SymbolicShapeInferencePass
 from onnx_symdims.shapes import ShapesContext
+from tests.ops._ort_oracle import check_constraints, exposed_model, infer, ort_session
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
@@ -45,11 +43,8 @@ def _graph(opset: int, signature: str, body: str) -> str:
 
 
 def _infer(text: str) -> tuple[ir.Model, ShapesContext]:
-    model = ir.from_onnx_text(text)
-    for value in model.graph.outputs:
-        value.shape = None  # the text parser declares `float out` as rank 0
-    result = SymbolicShapeInferencePass()(model)
-    return model, result.context
+    inferred = infer(text)
+    return inferred.model, inferred.context
 
 
 def _printed(ctx: ShapesContext, name: str) -> list[object] | None:
@@ -72,18 +67,6 @@ def _bind(d: expr.Dim, actual: int, ctx: ShapesContext, bindings: dict[str, int]
     """Binds a fresh symbol to the size it stands for (once; later uses must agree)."""
     if isinstance(d, expr.DimExpr) and d.is_symbol and ctx.is_generated(d.name):
         assert bindings.setdefault(d.name, actual) == actual, f"{d.name} used for two sizes"
-
-
-def _check_constraints(ctx: ShapesContext, bindings: Mapping[str, int]) -> None:
-    def known(d: expr.Dim) -> bool:
-        return isinstance(d, int) or d.symbols() <= bindings.keys()
-
-    for a, b in ctx.constraint_dims():
-        if known(a) and known(b):
-            assert expr.evaluate(a, bindings) == expr.evaluate(b, bindings), (a, b, bindings)
-    for lhs, rhs in ctx.less_equal_constraint_dims():
-        if known(lhs) and known(rhs):
-            assert expr.evaluate(lhs, bindings) <= expr.evaluate(rhs, bindings), (lhs, rhs)
 
 
 def _feeds(
@@ -110,24 +93,11 @@ def check_with_ort(
     given: Mapping[str, np.ndarray] | None = None,
 ) -> None:
     """Runs the model on each binding and checks every inferred shape and value."""
-    model, ctx = _infer(text)
-    proto = onnx.parser.parse_model(text)
-    for output in proto.graph.output:
-        output.type.tensor_type.ClearField("shape")
-    declared = {o.name for o in proto.graph.output}
-    names = []
-    for node in model.graph:
-        for value in node.outputs:
-            dtype = ctx.dtype_of(value)
-            if value.name in declared or dtype is None:
-                continue
-            proto.graph.output.append(
-                onnx.helper.make_tensor_value_info(value.name, int(dtype), None)
-            )
-            names.append(value.name)
-    session = ort.InferenceSession(
-        proto.SerializeToString(), providers=["CPUExecutionProvider"]
-    )
+    inferred = infer(text)
+    ctx = inferred.context
+    proto = exposed_model(inferred)
+    session = ort_session(proto)
+    names = [o.name for o in session.get_outputs()]
     for model_bindings in bindings_list:
         feeds = _feeds(proto, model_bindings, given or {})
         results = dict(zip(names, session.run(names, feeds)))
@@ -149,7 +119,7 @@ def check_with_ort(
             ):
                 got = [expr.evaluate(e, bindings) for e in elements]
                 assert got == array.reshape(-1).tolist(), (name, elements, model_bindings)
-        _check_constraints(ctx, bindings)
+        check_constraints(ctx, bindings)
 
 
 def _const(name: str, values: Sequence[int]) -> str:

@@ -1,0 +1,100 @@
+"""Tests of the sequence hooks (onnxruntime as oracle).
+
+A sequence carried through a ``Loop`` is tested with the control-flow hooks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from onnx_symdims import expr
+from tests.ops._ort_oracle import check_runs, infer_graph
+
+
+def f32(*shape: int) -> np.ndarray:
+    return np.ones(shape, np.float32)
+
+
+# ----------------------------------------------------------------------------------------
+# Sequences
+# ----------------------------------------------------------------------------------------
+def test_sequence_ops():
+    result = infer_graph("""
+g (float[N, 3] a, float[N, 3] b) => (c0, c1, n, e, parts, back, at) {
+  s = SequenceConstruct(a, b)
+  c0 = ConcatFromSequence<axis=0>(s)
+  c1 = ConcatFromSequence<axis=-1, new_axis=1>(s)
+  n = SequenceLength(s)
+  s3 = SequenceInsert(s, a)
+  e = SequenceAt(s3, n)
+  parts = SplitToSequence<axis=1, keepdims=0>(a)
+  back = ConcatFromSequence<axis=0, new_axis=1>(parts)
+  one = Constant<value = int64 {1}>()
+  s1 = SplitToSequence<axis=1>(a, one)
+  at = SequenceAt(s1, one)
+}
+""")
+    assert result.shape("c0") == ["2*N", 3]
+    assert result.shape("c1") == ["N", 3, 2]
+    assert result.context.value_of(result.value("n")) == (2,)
+    assert result.shape("e") == ["N", 3]
+    assert result.shape("parts") == ["N"]
+    assert result.shape("back") == [3, "N"]
+    assert result.shape("at") == ["N", 1]
+    check_runs(result, [{"a": f32(n, 3), "b": f32(n, 3)} for n in (0, 2)])
+
+
+def test_sequence_with_different_elements_has_no_element_shape():
+    result = infer_graph("""
+g (float[N, 3] a, float[M, 3] b) => (c, first) {
+  s = SequenceConstruct(a, b)
+  c = ConcatFromSequence<axis=0>(s)
+  zero = Constant<value = int64 {0}>()
+  first = SequenceAt(s, zero)
+}
+""")
+    assert result.dims("s") is None
+    assert result.shape("c") == ["M+N", 3]
+    assert result.shape("first") == ["N", 3]
+    check_runs(result, [{"a": f32(n, 3), "b": f32(m, 3)} for n, m in ((0, 2), (3, 1))])
+
+
+@pytest.mark.parametrize(
+    ("split", "keepdims", "seq_shape", "length", "joined"),
+    [
+        ("", 1, ["N", 1], "M", ["N", "M"]),
+        ("", 0, ["N"], "M", ["M*N"]),
+        ("two", 1, None, "(M+1)//2", ["N", "M"]),
+        ("sizes", 1, None, 2, ["N", "M"]),
+    ],
+    ids=["no_split", "no_split_squeezed", "scalar_split", "split_list"],
+)
+def test_split_to_sequence_symbolic(split, keepdims, seq_shape, length, joined):
+    args = {"": "x", "two": "x, two", "sizes": "x, sizes"}[split]
+    result = infer_graph(f"""
+g (float[N, M] x, int64[2] sizes) => (parts, n, joined) {{
+  two = Constant<value = int64 {{2}}>()
+  parts = SplitToSequence<axis=1, keepdims={keepdims}>({args})
+  n = SequenceLength(parts)
+  joined = ConcatFromSequence<axis={1 if keepdims else 0}>(parts)
+}}
+""")
+    assert result.shape("parts") == seq_shape
+    (n,) = result.context.value_of(result.value("n"))
+    assert (n if isinstance(n, int) else expr.to_onnx(n)) == length
+    if joined is not None:
+        assert result.shape("joined") == joined
+    feeds = [{"x": f32(2, m), "sizes": np.array([1, m - 1], np.int64)} for m in (1, 4, 5)]
+    check_runs(result, feeds)
+
+
+def test_concat_from_sequence_without_axis_gives_a_diagnostic():
+    result = infer_graph("""
+g (float[N] a) => (y) {
+  s = SequenceConstruct(a, a)
+  y = ConcatFromSequence(s)
+}
+""")
+    assert result.messages("error"), result.context.diagnostics
+    assert all(result.dims(v.name) is None for v in result.model.graph.outputs)
