@@ -103,6 +103,8 @@ class _Rewriter:
         self._ir_dims: dict[expr.DimExpr, ir.SymbolicDim] = {}
         # dim text (and protection) -> its rewritten IR dim, or None when unchanged
         self._texts: dict[tuple[str, bool], int | ir.SymbolicDim | None] = {}
+        # Frozen shapes are shared by many values: rewrite each one once.
+        self._frozen: dict[tuple[int, bool], tuple[ir.Shape, ir.Shape | None]] = {}
 
     def dim(self, d: Dim) -> Dim:
         if isinstance(d, int) or d.is_unknown:
@@ -127,6 +129,16 @@ class _Rewriter:
         ``protected`` dims (main-graph inputs and outputs) are rewritten only when they
         contain a renamable symbol, i.e. when the engine wrote them.
         """
+        if shape.frozen:
+            key = (id(shape), protected)
+            hit = self._frozen.get(key)
+            if hit is None:
+                # The shape is kept in the entry so that its id stays unique.
+                hit = self._frozen[key] = (shape, self._rewrite_shape(shape, protected, True))
+            return hit[1]
+        return self._rewrite_shape(shape, protected, False)
+
+    def _rewrite_shape(self, shape: ir.Shape, protected: bool, frozen: bool) -> ir.Shape | None:
         changed = False
         dims: list[int | ir.SymbolicDim] = []
         for d in shape.dims:
@@ -146,7 +158,7 @@ class _Rewriter:
         if not changed:
             return None
         denotations = [shape.get_denotation(i) for i in range(len(dims))]
-        return ir.Shape(dims, denotations=denotations)
+        return ir.Shape(dims, denotations=denotations, frozen=frozen)
 
     def _rewrite_text(self, text: str, protected: bool) -> int | ir.SymbolicDim | None:
         """The rewritten IR dim for ``dim_param`` text, or ``None`` when it stays."""

@@ -315,7 +315,9 @@ class InferenceEngine:
     # ------------------------------------------------------------------------------------
     def _infer_node(self, node_ctx: NodeContext, node: ir.Node) -> None:
         domain = node.domain
-        opset = self._opsets.get(_registry.normalize_domain(domain))
+        opset = self._opsets.get(domain)
+        if opset is None:
+            opset = self._opsets.get(_registry.normalize_domain(domain))
         # A domain the model does not import: the latest hook, seen as the latest opset.
         node_ctx.reset(node, opset if opset is not None else _LATEST_OPSET)
         ctx = self.ctx
@@ -486,6 +488,7 @@ class InferenceEngine:
         if declared is None or declared == ir.DataType.UNDEFINED:
             if self.policy == "skip" and had_shape:
                 return  # the value already had a shape: skip leaves it as it is
+            # A new TensorType per value: ``Value.dtype = ...`` mutates the type in place.
             value.type = ir.TensorType(dtype)
             self.modified = True
         elif declared != dtype:

@@ -84,11 +84,30 @@ def _text_symbols(text: str) -> frozenset[str]:
     return names
 
 
+_FROZEN_SYMBOLS: dict[int, tuple[ir.Shape, frozenset[str]]] = {}
+
+
+def _frozen_shape_symbols(shape: ir.Shape) -> frozenset[str]:
+    """Symbols of a frozen (hence shared and immutable) shape, computed once per object."""
+    hit = _FROZEN_SYMBOLS.get(id(shape))
+    if hit is None or hit[0] is not shape:
+        names: set[str] = set()
+        for d in shape.dims:
+            if not isinstance(d, int) and d.value:
+                names |= _text_symbols(d.value)
+        if len(_FROZEN_SYMBOLS) > 100_000:
+            _FROZEN_SYMBOLS.clear()
+        hit = _FROZEN_SYMBOLS[id(shape)] = (shape, frozenset(names))
+    return hit[1]
+
+
 def dim_symbols(shape: ir.Shape | None) -> set[str]:
     """The symbol names in the ``dim_param`` texts of ``shape`` (parsed, never failing)."""
     names: set[str] = set()
     if shape is None:
         return names
+    if shape.frozen:
+        return set(_frozen_shape_symbols(shape))
     for d in shape.dims:
         if not isinstance(d, int) and d.value:
             names |= _text_symbols(d.value)

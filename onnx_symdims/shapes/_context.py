@@ -321,13 +321,17 @@ class ShapesContext:
     # ------------------------------------------------------------------------------------
     def _resolve(self, value: ir.Value | str) -> ir.Value | None:
         if isinstance(value, str):
-            return self._by_name.get(value)
+            found = self._by_name.get(value)
+            if found is None:
+                # Names are indexed lazily: lookups by name are rare (API queries after
+                # inference), so the hot path does not pay for them.
+                for table in (self._shapes, self._values, self._dtypes):
+                    for known in table:
+                        if known.name:
+                            self._by_name.setdefault(known.name, known)
+                found = self._by_name.get(value)
+            return found
         return value
-
-    def _remember_name(self, value: ir.Value) -> None:
-        name = value.name
-        if name:
-            self._by_name[name] = value
 
     def has_shape(self, value: ir.Value) -> bool:
         """True when the shape table has an entry (possibly ``None``) for ``value``."""
@@ -356,7 +360,6 @@ class ShapesContext:
             pass
         shape = self.read_declared_shape(resolved)
         self._shapes[resolved] = shape
-        self._remember_name(resolved)
         return shape
 
     def read_declared_shape(self, value: ir.Value) -> Shape | None:
@@ -403,7 +406,6 @@ class ShapesContext:
         validates what hooks produce.
         """
         self._shapes[value] = None if dims is None else tuple(dims)
-        self._remember_name(value)
 
     def dtype_of(self, value: ir.Value | str) -> ir.DataType | None:
         """The element type inferred or declared for ``value`` (``None`` if unknown)."""
@@ -451,7 +453,6 @@ class ShapesContext:
     def set_value(self, value: ir.Value, elements: Sequence[Dim] | None) -> None:
         """Stores the symbolic elements of ``value`` (``None``: not known)."""
         self._values[value] = None if elements is None else tuple(elements)
-        self._remember_name(value)
 
     def value_as_shape(self, name: str) -> Shape | None:
         """The symbolic elements of the value called ``name`` (query API)."""

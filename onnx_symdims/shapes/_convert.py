@@ -23,6 +23,7 @@ class IRDimWriter:
 
     def __init__(self) -> None:
         self._cache: dict[expr.DimExpr, ir.SymbolicDim] = {}
+        self._shapes: dict[tuple[expr.Dim, ...], ir.Shape] = {}
 
     def dim(self, d: expr.Dim) -> int | ir.SymbolicDim:
         """The IR form of one dim: the int itself, or the canonical ``dim_param`` text."""
@@ -38,8 +39,17 @@ class IRDimWriter:
         return [self.dim(d) for d in dims]
 
     def shape(self, dims: Sequence[expr.Dim]) -> ir.Shape:
-        """The ``ir.Shape`` of ``dims``."""
-        return ir.Shape(self.dims(dims))
+        """The ``ir.Shape`` of ``dims``: frozen, and shared by every value with these dims.
+
+        Sharing is safe because a frozen shape cannot be edited in place (onnx-ir's own
+        ``merge_shapes`` copies it first); most models repeat a few shapes thousands of
+        times, so this saves most of the writing cost.
+        """
+        key = tuple(dims)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shapes[key] = ir.Shape(self.dims(key), frozen=True)
+        return shape
 
 
 def same_ir_dims(written: Sequence[int | ir.SymbolicDim], shape: ir.Shape | None) -> bool:
