@@ -44,6 +44,7 @@ import onnx_ir as ir
 from onnx_symdims import expr
 from onnx_symdims.passes._anchor_rederive import rederive, rederived_renamable
 from onnx_symdims.passes._anchor_renames import RenamePlan, plan_renames
+from onnx_symdims.passes._gc import without_gc
 from onnx_symdims.passes._model_dims import dim_symbols, main_graph_values, model_values
 from onnx_symdims.shapes import (
     Diagnostic,
@@ -252,6 +253,10 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         self.preserve = frozenset(preserve)
 
     def call(self, model: ir.Model) -> AnchorPropagationResult:
+        with without_gc():
+            return self._call(model)
+
+    def _call(self, model: ir.Model) -> AnchorPropagationResult:
         if self.context is not None:
             ctx = self.context
             first_diagnostic = len(ctx.diagnostics)

@@ -31,7 +31,6 @@ __all__ = [
 ]
 
 import dataclasses
-import gc
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
@@ -41,6 +40,7 @@ import onnx_ir as ir
 from onnx_symdims import expr
 from onnx_symdims.ops import _registry, control_flow
 from onnx_symdims.ops._fallback import OnnxFallback
+from onnx_symdims.passes._gc import without_gc
 from onnx_symdims.shapes import (
     Diagnostic,
     IRDimWriter,
@@ -124,14 +124,14 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         self.value_info_anchors = value_info_anchors
 
     def call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
+        with without_gc():
+            return self._call(model)
+
+    def _call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
         ctx = self.context if self.context is not None else ShapesContext()
         first_diagnostic = len(ctx.diagnostics)
         previous_strict = ctx.strict
         ctx.strict = self.strict
-        # The walk allocates many small long-lived objects (interned expressions, IR
-        # shapes): the cyclic collector's full scans would dominate the run time.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
         try:
             engine = InferenceEngine(
                 model, ctx, self.policy, self.progress, self.value_info_anchors
@@ -144,8 +144,6 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
             engine.run()
         finally:
             ctx.strict = previous_strict
-            if gc_was_enabled:
-                gc.enable()
         return SymbolicShapeInferenceResult(
             model, engine.modified, ctx, ctx.diagnostics[first_diagnostic:]
         )
