@@ -377,3 +377,27 @@ def test_initializer_backing_a_graph_input_is_not_a_constant():
     assert len(y_dims) == 4 and not any(isinstance(d, int) for d in y_dims)
     (r_dim,) = values["r"].shape.dims
     assert not isinstance(r_dim, int)
+
+
+def test_weights_are_never_read(tmp_path):
+    # The weight lives in an external file that does not exist: inference must not touch it.
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.zeros((64, 32), np.float32), "W")
+    weight.ClearField("raw_data")
+    weight.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "missing.bin"), ("offset", "0"), ("length", "8192")):
+        entry = weight.external_data.add()
+        entry.key, entry.value = key, value
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[weight],
+    )
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
+    inferred = onnx_symdims.infer_symbolic_shapes(str(path))
+    assert dims(inferred, "y") == ["batch", 32]
