@@ -352,8 +352,10 @@ def _in_int64(v: int) -> bool:
 
 def _from_terms(terms: dict[Monomial, int], const: int) -> Dim:
     """Interns a polynomial from already-canonical monomials (no sum-level rewrites)."""
-    items = [(m, c) for m, c in terms.items() if c != 0]
-    if not _in_int64(const) or not all(_in_int64(c) for _, c in items):
+    items = [(m, c) for m, c in terms.items() if c]
+    if not INT64_MIN <= const <= INT64_MAX or not all(
+        INT64_MIN <= c <= INT64_MAX for _, c in items
+    ):
         return unknown("overflow")
     if not items:
         return const
@@ -390,7 +392,7 @@ def _intern(tterms: tuple[tuple[Monomial, int], ...], const: int) -> DimExpr:
 
 
 def _atom_expr(atom: Atom) -> DimExpr:
-    return _from_terms({(atom,): 1}, 0)  # type: ignore[return-value]
+    return _intern((((atom,), 1),), 0)
 
 
 def sym(name: str) -> DimExpr:
