@@ -50,6 +50,7 @@ from onnx_symdims.shapes import (
     ShapesContext,
 )
 from onnx_symdims.shapes._anchors import declared_dims, merge_with_anchor
+from onnx_symdims.shapes._context import is_anonymous_dim_text
 from onnx_symdims.shapes._convert import same_ir_dims
 from onnx_symdims.shapes._merge import merge_declared_shape
 
@@ -166,8 +167,10 @@ def _dim_params(shape: ir.Shape | None) -> list[str]:
 
 
 def _declares_nothing(d: int | ir.SymbolicDim) -> bool:
-    """An empty ``dim_param`` or a negative ``dim_value`` (``-1`` for "unknown")."""
-    return d < 0 if isinstance(d, int) else not d.value
+    """An empty or anonymous (``?``) ``dim_param``, or a negative ``dim_value``."""
+    if isinstance(d, int):
+        return d < 0
+    return not d.value or is_anonymous_dim_text(d.value)
 
 
 def _subgraphs(node: ir.Node) -> list[ir.Graph]:

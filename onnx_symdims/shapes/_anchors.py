@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.shapes._context import is_anonymous_dim_text
 from onnx_symdims.shapes._diagnostics import ShapeInferenceError
 
 if TYPE_CHECKING:
@@ -64,8 +65,8 @@ def declared_dims(shape: ir.Shape | None) -> MaybeDims | None:
     """Converts a declared ``ir.Shape`` to anchor dims (``None``: the dim declares nothing).
 
     ``dim_param`` text is parsed with ``parse_dim`` (which never fails: a name that is not
-    an expression, such as ``batch size``, becomes one opaque symbol). An empty dim, a
-    negative ``dim_value`` (some exporters write ``-1`` for "unknown") and text that parses
+    an expression, such as ``batch size``, becomes one opaque symbol). An empty dim, an
+    anonymous one (``?``, ``*``), a negative ``dim_value`` (some exporters write ``-1`` for "unknown") and text that parses
     to a negative constant or an unknown expression declare nothing.
 
     Returns:
@@ -79,8 +80,10 @@ def declared_dims(shape: ir.Shape | None) -> MaybeDims | None:
             dims.append(d if d >= 0 else None)
             continue
         text = d.value
-        parsed = expr.parse_dim(text) if text else None
-        dims.append(_declared_value(parsed))
+        if not text or is_anonymous_dim_text(text):
+            dims.append(None)  # "?" says "unknown": it declares nothing
+            continue
+        dims.append(_declared_value(expr.parse_dim(text)))
     return tuple(dims)
 
 

@@ -18,7 +18,13 @@ a value name. A stored shape is a tuple of dims, each an ``int`` or a non-unknow
 
 from __future__ import annotations
 
-__all__ = ["ShapesContext", "constant_tensor", "sanitize_symbol_name"]
+__all__ = [
+    "ANONYMOUS_DIM_TEXTS",
+    "ShapesContext",
+    "constant_tensor",
+    "is_anonymous_dim_text",
+    "sanitize_symbol_name",
+]
 
 import logging
 import re
@@ -64,6 +70,16 @@ _RESERVED_WORDS = frozenset(
 
 _NON_IDENT = re.compile(r"[^A-Za-z0-9_]+")
 _UNDERSCORES = re.compile(r"__+")
+
+
+#: ``dim_param`` spellings that tools write for "unknown": they name no dim, so two of
+#: them are never the same dim (treating them as one symbol would equate unrelated dims).
+ANONYMOUS_DIM_TEXTS = frozenset({"?", "*"})
+
+
+def is_anonymous_dim_text(text: str) -> bool:
+    """True for a ``dim_param`` that only says "unknown" (``?``, ``*``)."""
+    return text.strip() in ANONYMOUS_DIM_TEXTS
 
 
 def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
@@ -388,7 +404,7 @@ class ShapesContext:
                 dims.append(d if d >= 0 else self.new_symbol(f"{hint}_d{i}"))
                 continue
             text = d.value
-            if text is None or text == "":
+            if not text or is_anonymous_dim_text(text):
                 dims.append(self.new_symbol(f"{hint}_d{i}"))
                 continue
             parsed = expr.parse_dim(text)

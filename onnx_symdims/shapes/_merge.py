@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.shapes._context import is_anonymous_dim_text
 
 if TYPE_CHECKING:
     from onnx_symdims.shapes._context import ShapesContext
@@ -64,7 +65,11 @@ def _ignore(a: object, b: object) -> bool:
 
 def _declares_nothing(d: ir.SymbolicDim, anchor: bool) -> bool:
     text = d.value
-    return not text or (not anchor and text.startswith("unk__"))
+    return (
+        not text
+        or is_anonymous_dim_text(text)
+        or (not anchor and text.startswith("unk__"))
+    )
 
 
 def merge_declared_shape(

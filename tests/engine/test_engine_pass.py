@@ -401,3 +401,18 @@ def test_weights_are_never_read(tmp_path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
     inferred = onnx_symdims.infer_symbolic_shapes(str(path))
     assert dims(inferred, "y") == ["batch", 32]
+
+
+def test_anonymous_question_mark_dims_are_never_one_symbol():
+    # Tools write "?" for "unknown": two "?" are not the same dim. Treating them as one
+    # name would equate nnz1 and nnz2 through the output anchors.
+    m, result = infer(
+        """g (float[N] x, float["?"] w) => (int64[1, "?"] nz, int64[1, "?"] nz2) {
+            nz = NonZero(x)
+            nz2 = NonZero(w)
+        }"""
+    )
+    assert result.context.constraints() == []
+    nnz, nnz2 = dims(m, "nz")[1], dims(m, "nz2")[1]
+    assert nnz != nnz2 and "?" not in (nnz, nnz2)  # filled in: "?" declares nothing
+    assert dims(m, "w") == ["?"]  # the input's text is kept
