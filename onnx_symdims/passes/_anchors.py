@@ -104,6 +104,8 @@ class _Rewriter:
         self._ir_dims: dict[expr.DimExpr, ir.SymbolicDim] = {}
         # dim text (and protection) -> its rewritten IR dim, or None when unchanged
         self._texts: dict[tuple[str, bool], int | ir.SymbolicDim | None] = {}
+        # Many values share one dims tuple (and one frozen shape): rewrite each once.
+        self._tuples: dict[tuple[Dim, ...], tuple[Dim, ...] | None] = {}
         # Frozen shapes are shared by many values: rewrite each one once.
         self._frozen: dict[tuple[int, bool], tuple[ir.Shape, ir.Shape | None]] = {}
 
@@ -119,9 +121,13 @@ class _Rewriter:
         """The rewritten dims, or ``None`` when nothing changes."""
         if dims is None:
             return None
-        new = tuple(self.dim(d) for d in dims)
-        if all(a is b for a, b in zip(new, dims)):
-            return None
+        key = tuple(dims)
+        if key in self._tuples:
+            return self._tuples[key]
+        new: tuple[Dim, ...] | None = tuple(self.dim(d) for d in key)
+        if all(a is b for a, b in zip(new, key)):  # type: ignore[arg-type]
+            new = None
+        self._tuples[key] = new
         return new
 
     def ir_shape(self, shape: ir.Shape, protected: bool) -> ir.Shape | None:
