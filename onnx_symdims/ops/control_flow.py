@@ -384,8 +384,29 @@ def _set_state_outputs(
 # ----------------------------------------------------------------------------------------
 # If
 # ----------------------------------------------------------------------------------------
+def _select(ctx: NodeContext, cond: Dim | None, a: Dim, b: Dim) -> Dim | None:
+    """``a if cond else b`` exactly, for a symbolic 0/1 condition; None when not sound.
+
+    Only dims over names known outside the branches qualify: a symbol minted inside a
+    branch means nothing when the other branch runs.
+    """
+    if not isinstance(cond, expr.DimExpr) or cond.is_unknown:
+        return None
+    generated = ctx.ctx.is_generated
+    for d in (a, b):
+        if isinstance(d, expr.DimExpr) and (
+            d.is_unknown or any(generated(s) for s in d.symbols())
+        ):
+            return None
+    return expr.add(expr.mul(cond, a), expr.mul(expr.sub(1, cond), b))
+
+
 def _merge_branch_shapes(
-    ctx: NodeContext, then_shape: Shape | None, else_shape: Shape | None, hint: str
+    ctx: NodeContext,
+    then_shape: Shape | None,
+    else_shape: Shape | None,
+    hint: str,
+    cond: Dim | None,
 ) -> Shape | None:
     if then_shape is None or else_shape is None or len(then_shape) != len(else_shape):
         return None
@@ -394,27 +415,33 @@ def _merge_branch_shapes(
         if same_dim(a, b):
             dims.append(a)
             continue
+        selected = _select(ctx, cond, a, b)
+        if selected is not None:
+            dims.append(selected)
+            continue
         dims.append(fresh_at_most(ctx, f"{hint}_d{d}", expr.dmax(a, b, scope=ctx.scope)))
     return tuple(dims)
 
 
 def _merge_branch_values(
-    then_value: Shape | None, else_value: Shape | None
+    ctx: NodeContext, then_value: Shape | None, else_value: Shape | None, cond: Dim | None
 ) -> tuple[Dim, ...] | None:
     if then_value is None or else_value is None or len(then_value) != len(else_value):
         return None
-    merged = tuple(
-        a
-        if same_dim(a, b) and not (isinstance(a, expr.DimExpr) and a.is_unknown)
-        else values.unknown_element()
-        for a, b in zip(then_value, else_value)
-    )
-    return None if values.is_fully_unknown(merged) else merged
+    merged = []
+    for a, b in zip(then_value, else_value):
+        if same_dim(a, b) and not (isinstance(a, expr.DimExpr) and a.is_unknown):
+            merged.append(a)
+        else:
+            selected = _select(ctx, cond, a, b)
+            merged.append(values.unknown_element() if selected is None else selected)
+    return None if values.is_fully_unknown(merged) else tuple(merged)
 
 
 @register("", "If", since=1)
 def infer_if(ctx: NodeContext, node: ir.Node) -> None:
-    """Both branches inferred; differing dims become fresh symbols bounded by their max."""
+    """Both branches inferred; a dim that differs is selected exactly by a symbolic 0/1
+    condition (``c*then + (1-c)*else``), else becomes a fresh symbol bounded by the max."""
     ctx.require_input(0)
     then_graph = _graph_attr(ctx, "then_branch")
     else_graph = _graph_attr(ctx, "else_branch")
@@ -427,6 +454,7 @@ def infer_if(ctx: NodeContext, node: ir.Node) -> None:
             f"outputs, the node has {count}"
         )
     taken = _constant_bool(ctx, 0)
+    cond = single_element(ctx.input_value(0))  # a 0/1 element when symbolic
     shapes = ctx.ctx
     for i in range(count):
         then_out, else_out = then_graph.outputs[i], else_graph.outputs[i]
@@ -437,10 +465,10 @@ def infer_if(ctx: NodeContext, node: ir.Node) -> None:
         else:
             source = then_out
             shape = _merge_branch_shapes(
-                ctx, then_shapes[i], else_shapes[i], _output_hint(ctx, i)
+                ctx, then_shapes[i], else_shapes[i], _output_hint(ctx, i), cond
             )
             element_values = _merge_branch_values(
-                shapes.value_of(then_out), shapes.value_of(else_out)
+                ctx, shapes.value_of(then_out), shapes.value_of(else_out), cond
             )
         dtype = shapes.dtype_of(source) or shapes.dtype_of(else_out)
         ctx.set_output(i, shape, dtype)

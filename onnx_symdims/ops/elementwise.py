@@ -58,9 +58,9 @@ def _value_abs(ctx: NodeContext, a: Dim) -> Dim:
 def _value_not(ctx: NodeContext, a: Dim) -> Dim:
     if isinstance(a, int):
         return int(not a)
-    if ctx.scope.prove_gt(a, 0):
-        return 0
-    return values.unknown_element()
+    if a.is_unknown:
+        return values.unknown_element()
+    return expr.sub(1, a)  # boolean elements are 0/1
 
 
 _UNARY_VALUE_FNS: dict[str, Callable[[NodeContext, Dim], Dim]] = {
@@ -154,17 +154,21 @@ def _binary_value_fn(ctx: NodeContext, node: ir.Node) -> ElementFn | None:
 def _and(a: Dim, b: Dim) -> Dim:
     if a == 0 or b == 0:
         return 0
-    if isinstance(a, int) and isinstance(b, int):
-        return 1
-    return values.unknown_element()
+    if _either_unknown(a, b):
+        return values.unknown_element()
+    return expr.mul(a, b)  # boolean elements are 0/1
 
 
 def _or(a: Dim, b: Dim) -> Dim:
     if (isinstance(a, int) and a != 0) or (isinstance(b, int) and b != 0):
         return 1
-    if a == 0 and b == 0:
-        return 0
-    return values.unknown_element()
+    if _either_unknown(a, b):
+        return values.unknown_element()
+    return expr.dmax(a, b)  # boolean elements are 0/1
+
+
+def _either_unknown(a: Dim, b: Dim) -> bool:
+    return any(isinstance(d, expr.DimExpr) and d.is_unknown for d in (a, b))
 
 
 ARITHMETIC_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Mod", "BitShift", "BitwiseAnd",
@@ -247,7 +251,9 @@ def _where(cond: Dim, x: Dim, y: Dim) -> Dim:
         return x if cond else y
     if same_dim(x, y):
         return x
-    return values.unknown_element()
+    if _either_unknown(cond, x) or _either_unknown(cond, y):
+        return values.unknown_element()
+    return expr.add(expr.mul(cond, x), expr.mul(expr.sub(1, cond), y))  # cond is 0/1
 
 
 @register("", "Where", since=9)

@@ -477,9 +477,7 @@ _WIDE_INTS = frozenset({ir.DataType.INT32, ir.DataType.INT64, ir.DataType.UINT64
 
 def _cast_element(scope: expr.Scope, e: Dim, to: ir.DataType) -> Dim:
     if to == ir.DataType.BOOL:
-        if isinstance(e, int):
-            return int(e != 0)
-        return 1 if scope.prove_gt(e, 0) else values.unknown_element()
+        return values.boolean_of(scope, e)
     if isinstance(e, int):
         low, high = _INT_RANGES[to]
         return e if low <= e <= high else values.unknown_element()

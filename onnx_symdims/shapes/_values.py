@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "UNKNOWN_REASON",
+    "boolean_of",
     "broadcast_elements",
     "element_compare",
     "element_div",
@@ -184,4 +185,29 @@ def element_compare(scope: expr.Scope, op: str, a: Dim, b: Dim) -> Dim:
             return 1
         if scope.prove_gt(b, a):
             return 0
-    return unknown_element()
+    return _indicator(scope, op, a, b)
+
+
+def _indicator(scope: expr.Scope, op: str, a: Dim, b: Dim) -> Dim:
+    """The comparison as an exact 0/1 expression, for every integer ``a``, ``b``.
+
+    ``a > b`` is ``min(max(a-b, 0), 1)``; ``a >= b`` is ``min(max(a-b+1, 0), 1)``;
+    ``a == b`` is ``1 - min(max(a-b, b-a), 1)``. Boolean values hold 0/1 elements
+    only, so ``Not``, ``And``, ``Or``, ``Where`` and ``If`` can compute with them.
+    """
+    diff = expr.sub(a, b)
+    if op == "Equal":
+        distance = expr.dmax(diff, expr.neg(diff), scope=scope)
+        return expr.sub(1, expr.dmin(distance, 1, scope=scope))
+    if op == "GreaterOrEqual":
+        diff = expr.add(diff, 1)
+    return expr.dmin(expr.dmax(diff, 0, scope=scope), 1, scope=scope)
+
+
+def boolean_of(scope: expr.Scope, e: Dim) -> Dim:
+    """``bool(e)`` as a 0/1 element: ``min(max(e, -e), 1)``."""
+    if isinstance(e, int):
+        return int(e != 0)
+    if _is_unknown(e):
+        return unknown_element()
+    return expr.dmin(expr.dmax(e, expr.neg(e), scope=scope), 1, scope=scope)
