@@ -440,8 +440,11 @@ def _merge_branch_values(
 
 @register("", "If", since=1)
 def infer_if(ctx: NodeContext, node: ir.Node) -> None:
-    """Both branches inferred; a dim that differs is selected exactly by a symbolic 0/1
-    condition (``c*then + (1-c)*else``), else becomes a fresh symbol bounded by the max."""
+    """Both branches inferred; differing dims are selected exactly or bounded.
+
+    A symbolic 0/1 condition ``c`` selects ``c*then + (1-c)*else``; otherwise a differing
+    dim becomes a fresh symbol bounded by the max of the two.
+    """
     ctx.require_input(0)
     then_graph = _graph_attr(ctx, "then_branch")
     else_graph = _graph_attr(ctx, "else_branch")

@@ -156,7 +156,7 @@ def _and(a: Dim, b: Dim) -> Dim:
         return 0
     if _either_unknown(a, b):
         return values.unknown_element()
-    return expr.mul(a, b)  # boolean elements are 0/1
+    return expr.dmin(a, b)  # boolean elements are 0/1
 
 
 def _or(a: Dim, b: Dim) -> Dim:

@@ -597,7 +597,9 @@ def infer_constant_of_shape(ctx: NodeContext, node: ir.Node) -> None:
                 ctx.fail(f"negative dim {t} at axis {k}")
             dims.append(t)
         else:
-            dims.append(t if not t.is_unknown and ctx.scope.prove_nonneg(t) else None)
+            # A negative element fails the node (the spec and onnxruntime agree), so in
+            # every run that gets past it the element is the dim: no proof of t >= 0 needed.
+            dims.append(None if t.is_unknown else t)
     ctx.set_output(0, dims, dtype)
     fill = _tensor_elements(tensor) if tensor is not None else (0,)
     if fill is not None and len(fill) == 1 and is_static(dims):

@@ -387,9 +387,9 @@ def test_weights_are_never_read(tmp_path):
     weight = numpy_helper.from_array(np.zeros((64, 32), np.float32), "W")
     weight.ClearField("raw_data")
     weight.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", "missing.bin"), ("offset", "0"), ("length", "8192")):
+    for key, text in (("location", "missing.bin"), ("offset", "0"), ("length", "8192")):
         entry = weight.external_data.add()
-        entry.key, entry.value = key, value
+        entry.key, entry.value = key, text
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "W"], ["y"])],
         "g",
