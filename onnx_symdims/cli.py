@@ -229,6 +229,15 @@ def _run_verify(
         from onnx_symdims.verify import verify_model
 
         report = verify_model(model, runs=runs, equalities=equalities)
+        if not report.runs:
+            hints = _broadcast_hints(model)
+            if hints:
+                print(
+                    "verify: no run succeeded; retrying with the input sizes that the "
+                    "broadcast terms suggest: "
+                    + ", ".join(f"{expr.to_onnx(a)}={expr.to_onnx(b)}" for a, b in hints)
+                )
+                report = verify_model(model, runs=runs, equalities=[*equalities, *hints])
     except ImportError:
         print("error: --verify needs onnxruntime (pip install onnxruntime)", file=sys.stderr)
         return 2
@@ -249,7 +258,45 @@ def _run_verify(
         print(f"  MISMATCH {mismatch}")
     if report.mismatches:
         return 1
-    return 0 if report.runs else 1
+    if not report.runs:
+        print(
+            "verify: no onnxruntime run succeeded, nothing was checked; if input sizes are "
+            "related, say how with --verify-bind NAME=EXPR (e.g. total=past+seq)"
+        )
+        return 1
+    return 0
+
+
+def _broadcast_hints(model: ir.Model) -> list[tuple[expr.Dim, expr.Dim]]:
+    """Pairs ``(s, e)`` from ``broadcast(s, e)`` terms, ``s`` a graph-input symbol.
+
+    A run generally needs the two sides equal (one of them being 1 is the exception), so
+    they are good candidates for related input sizes. Only used to draw verify inputs.
+    """
+    inputs: set[str] = set()
+    for value in model.graph.inputs:
+        for d in value.shape.dims if value.shape is not None else ():
+            if not isinstance(d, int) and d.value:
+                parsed = expr.parse_dim(d.value)
+                if isinstance(parsed, expr.DimExpr) and parsed.is_symbol:
+                    inputs.add(parsed.name)  # type: ignore[arg-type]
+    hints: dict[str, expr.Dim] = {}
+    for node in model.graph:
+        for value in node.outputs:
+            for d in value.shape.dims if value.shape is not None else ():
+                if isinstance(d, int) or not d.value or "broadcast(" not in d.value:
+                    continue
+                parsed = expr.parse_dim(d.value)
+                for mono, _ in parsed.terms if isinstance(parsed, expr.DimExpr) else ():
+                    for atom in mono:
+                        if atom.kind != "b" or len(atom.args) != 2:
+                            continue
+                        a, b = atom.args
+                        for s, other in ((a, b), (b, a)):
+                            name = s.name if isinstance(s, expr.DimExpr) else None
+                            if name in inputs and name not in hints:
+                                hints[name] = other
+    return [(expr.sym(name), other) for name, other in hints.items()]
 
 
 def _cmd_infer(args: argparse.Namespace) -> int:

@@ -170,3 +170,12 @@ def test_verify_bind_option(tmp_path):
         cli.main(["infer", str(path), "--verify", "1", "--verify-bind", "total=past+seq"]) == 0
     )
     assert cli.main(["infer", str(path), "--verify", "--verify-bind", "total"]) == 2
+
+
+def test_verify_that_checks_nothing_fails_and_says_how_to_relate_inputs(capsys):
+    # The bundled decoder only runs when total_seq_len == past_seq_len + seq_len.
+    assert cli.main(["infer", "--verify", "1"]) == 1
+    assert "--verify-bind" in capsys.readouterr().out
+    bind = ["--verify-bind", "total_seq_len=past_seq_len+seq_len"]
+    assert cli.main(["infer", "--verify", "1", *bind]) == 0
+    assert " 0 mismatches" in capsys.readouterr().out
