@@ -162,10 +162,13 @@ def test_verify_respects_equalities_between_input_symbols():
     assert all(b["total"] == b["past"] + b["seq"] for b in related.bindings)
 
 
-def test_verify_bind_option(tmp_path):
+def test_verify_bind_option(tmp_path, capsys):
     path = tmp_path / "kv.onnx"
     ir.save(model(KV), path)
-    assert cli.main(["infer", str(path), "--verify", "1"]) == 1  # every run is rejected
+    # Independent sizes are all rejected; the broadcast(past+seq, total) term suggests
+    # total = past+seq, which the retry uses.
+    assert cli.main(["infer", str(path), "--verify", "1"]) == 0
+    assert "broadcast terms suggest: total=past+seq" in capsys.readouterr().out
     assert (
         cli.main(["infer", str(path), "--verify", "1", "--verify-bind", "total=past+seq"]) == 0
     )
