@@ -1300,19 +1300,23 @@ def _replace_once(d: Dim, mapping: Mapping[DimExpr, Dim]) -> Dim:
     hit = mapping.get(d)
     if hit is not None:
         return hit
-    # A compound key that is a sub-sum: d == k*key + rest.
+    # A compound key that is a sub-sum, term by term: d == k*key + rest.
+    d_terms = dict(d.terms)
     for key, target in mapping.items():
         if key.atom is not None or not key.terms:
             continue
         lead_m, lead_c = key.terms[0]
-        c = dict(d.terms).get(lead_m)
+        c = d_terms.get(lead_m)
         if c is None or c % lead_c:
             continue
         k = c // lead_c
-        rest = sub(d, mul(k, key))
-        key_monos = {m for m, _ in key.terms}
-        if isinstance(rest, int) or not any(m in key_monos for m, _ in rest.terms):
-            return add(mul(k, target), _replace_once(rest, mapping))
+        if any(d_terms.get(m) != k * kc for m, kc in key.terms):
+            continue
+        remaining = {m: dc for m, dc in d_terms.items() if all(m != km for km, _ in key.terms)}
+        rest = _from_terms(remaining, d.const - k * key.const) if remaining else (
+            d.const - k * key.const
+        )
+        return add(mul(k, target), _replace_once(rest, mapping))
     atom_targets = {
         key.atom: target for key, target in mapping.items() if key.atom is not None
     }

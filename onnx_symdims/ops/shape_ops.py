@@ -148,8 +148,29 @@ def _solve_inferred_with_copies(
         inferred = expr.exact_div(total, product(plain))  # type: ignore[arg-type]
     except (expr.InexactDivisionError, ZeroDivisionError):
         return False
+    if _has_division(inferred):
+        # A*min(1, t) would evaluate A at t == 0, where its division may be inexact:
+        # divide by max(t, 1) instead (total is 0 there, and 0 divides exactly).
+        guarded = [expr.dmax(t, 1, scope=ctx.scope) if t in copies else t for t in plain]
+        try:
+            out[infer_at] = expr.exact_div(total, product(guarded))  # type: ignore[arg-type]
+        except (expr.InexactDivisionError, ZeroDivisionError):
+            return False
+        return True
     out[infer_at] = expr.mul(inferred, expr.dmin(1, *copies, scope=ctx.scope))
     return True
+
+
+def _has_division(d: Dim) -> bool:
+    """True when ``d`` holds a division or modulo term (it may not evaluate everywhere)."""
+    if isinstance(d, int):
+        return False
+    return any(
+        atom.kind in (expr_core.FLOOR, expr_core.MOD, expr_core.EXACT)
+        or any(_has_division(a) for a in atom.args)
+        for mono, _ in d.terms
+        for atom in mono
+    )
 
 
 def _copied_when_zero(
@@ -178,7 +199,10 @@ def _vanishes_when_zero(d: Dim, t: Dim) -> bool:
     monomials, constant = t.coefficients()
     if constant or not all(c > 0 and m.is_symbol for m, c in monomials.items()):
         return False
-    return expr.substitute(d, dict.fromkeys(t.symbols(), 0)) == 0
+    try:
+        return expr.substitute(d, dict.fromkeys(t.symbols(), 0)) == 0
+    except (ArithmeticError, expr.ExprError):
+        return False  # e.g. a division by an expression of those symbols: no proof
 
 
 def reshape_dims(

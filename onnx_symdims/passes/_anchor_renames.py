@@ -182,6 +182,8 @@ class _Planner:
         if found is None or not self._is_declared(rest):
             return None
         g, coeff = found
+        if isinstance(rest, expr.DimExpr) and g.name in rest.symbols():
+            return None  # g also occurs inside a function term: not solved for g
         solution = expr.sub(target, rest) if coeff == 1 else expr.sub(rest, target)
         if isinstance(solution, expr.DimExpr) and solution.is_unknown:
             return None

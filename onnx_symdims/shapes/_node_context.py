@@ -40,7 +40,12 @@ Shape = tuple[Dim, ...]
 
 def _one_forces_one(s: expr.DimExpr, other: Dim) -> bool:
     """True when ``s`` is a bare symbol and ``other`` is 1 whenever ``s`` is 1."""
-    return s.is_symbol and expr.substitute(other, {s.name: 1}) == 1  # type: ignore[dict-item]
+    if not s.is_symbol:
+        return False
+    try:
+        return expr.substitute(other, {s.name: 1}) == 1  # type: ignore[dict-item]
+    except (ArithmeticError, expr.ExprError):
+        return False  # e.g. an exact division that is inexact at s == 1: no proof
 
 
 def broadcast_dims(a: Dim, b: Dim) -> Dim:
