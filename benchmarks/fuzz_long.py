@@ -25,6 +25,7 @@ import selectors
 import subprocess
 import sys
 import time
+import traceback
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,11 +38,11 @@ from tests.fuzz import graph_gen, oracle  # noqa: E402
 def _finding_report(case: graph_gen.FuzzCase, finding: oracle.Finding, shrink: bool) -> str:
     if shrink:
         small = oracle.minimize(case, finding)
-        return oracle.report(small, finding)
+        return oracle.report(small, oracle.restate(small, finding))
     targets = [finding.value] if finding.value else [o.name for o in case.model.graph.output]
     nodes = oracle.backward_slice(list(case.model.graph.node), targets)
     bindings = [case.bindings[finding.binding_index]] if finding.binding_index >= 0 else None
-    sliced = oracle._rebuild(case, nodes, targets, bindings=bindings)
+    sliced = oracle.rebuild(case, nodes, targets, bindings=bindings)
     return oracle.report(sliced, finding) + "\n  (backward slice, not shrunk)"
 
 
@@ -53,41 +54,52 @@ def worker(first: int, stride: int, deadline: float, shrink: int) -> None:
     seed = first
     while time.time() < deadline:
         print(json.dumps({"event": "start", "seed": seed}), flush=True)
-        case = graph_gen.generate(seed)
-        outcome = oracle.check_case(case)
+        try:
+            _check_seed(seed, shrunk, shrink)
+        except Exception:  # a bug of the fuzzer itself: report it and go on
+            print(
+                json.dumps({"event": "error", "seed": seed, "trace": traceback.format_exc()}),
+                flush=True,
+            )
+        seed += stride
+
+
+def _check_seed(seed: int, shrunk: collections.Counter[tuple[str, str]], shrink: int) -> None:
+    case = graph_gen.generate(seed)
+    outcome = oracle.check_case(case)
+    print(
+        json.dumps(
+            {
+                "event": "done",
+                "seed": seed,
+                "runs": outcome.runs,
+                "rejected": outcome.rejected,
+                "findings": len(outcome.findings),
+                "departures": outcome.departures,
+            }
+        ),
+        flush=True,
+    )
+    seen: set[tuple[str, str]] = set()
+    for finding in outcome.findings:
+        if finding.signature in seen:  # one report per signature and graph
+            continue
+        seen.add(finding.signature)
+        shrink_it = shrunk[finding.signature] < shrink
+        shrunk[finding.signature] += 1
         print(
             json.dumps(
                 {
-                    "event": "done",
+                    "event": "finding",
                     "seed": seed,
-                    "runs": outcome.runs,
-                    "rejected": outcome.rejected,
-                    "findings": len(outcome.findings),
+                    "op": finding.op_type,
+                    "kind": finding.kind,
+                    "message": finding.message,
+                    "report": _finding_report(case, finding, shrink_it),
                 }
             ),
             flush=True,
         )
-        seen: set[tuple[str, str]] = set()
-        for finding in outcome.findings:
-            if finding.signature in seen:  # one report per signature and graph
-                continue
-            seen.add(finding.signature)
-            shrink_it = shrunk[finding.signature] < shrink
-            shrunk[finding.signature] += 1
-            print(
-                json.dumps(
-                    {
-                        "event": "finding",
-                        "seed": seed,
-                        "op": finding.op_type,
-                        "kind": finding.kind,
-                        "message": finding.message,
-                        "report": _finding_report(case, finding, shrink_it),
-                    }
-                ),
-                flush=True,
-            )
-        seed += stride
 
 
 def _spawn(first: int, stride: int, deadline: float, shrink: int) -> subprocess.Popen:
@@ -125,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     examples: dict[tuple[str, str], list[int]] = collections.defaultdict(list)
     graphs = runs = rejected = 0
     crashes: list[int] = []
+    errors: list[int] = []
+    departures: collections.Counter[str] = collections.Counter()
+    departure_examples: dict[str, str] = {}
     # Workers run concurrently; each is restarted after the seed that killed it.
     pending = {w: args.seed + w for w in range(args.workers)}
     processes = {w: _spawn(s, args.workers, deadline, args.shrink) for w, s in pending.items()}
@@ -141,10 +156,20 @@ def main(argv: list[str] | None = None) -> int:
                 event = json.loads(line)
                 if event["event"] == "start":
                     current[w] = event["seed"]
+                elif event["event"] == "error":
+                    errors.append(event["seed"])
+                    print(
+                        f"\n=== fuzzer error on seed {event['seed']}:\n{event['trace']}",
+                        flush=True,
+                    )
                 elif event["event"] == "done":
                     graphs += 1
                     runs += event["runs"]
                     rejected += bool(event["rejected"])
+                    for departure in event["departures"]:
+                        op = departure.split(":")[0]
+                        departures[op] += 1
+                        departure_examples.setdefault(op, f"seed {event['seed']}: {departure}")
                 else:
                     signature = (event["op"], event["kind"])
                     counts[signature] += 1
@@ -157,16 +182,25 @@ def main(argv: list[str] | None = None) -> int:
             del processes[w]
             if code != 0 and time.time() < deadline:
                 crashes.append(current[w])
-                print(f"\n=== worker died (exit {code}) on seed {current[w]}: restarting", flush=True)
-                process = _spawn(current[w] + args.workers, args.workers, deadline, args.shrink)
+                print(
+                    f"\n=== worker died (exit {code}) on seed {current[w]}: restarting",
+                    flush=True,
+                )
+                process = _spawn(
+                    current[w] + args.workers, args.workers, deadline, args.shrink
+                )
                 processes[w] = process
                 selector.register(process.stdout, selectors.EVENT_READ, w)
     print(
         f"\n=== summary: {graphs} graphs, {runs} onnxruntime runs, {rejected} models rejected "
-        f"by onnxruntime, {len(crashes)} worker crashes {crashes[:20]}"
+        f"by onnxruntime, {len(crashes)} worker crashes {crashes[:20]}, "
+        f"{len(errors)} fuzzer errors {errors[:20]}"
     )
     for (op, kind), count in counts.most_common():
         print(f"  {op:20s} {kind:15s} {count:5d}  seeds {examples[(op, kind)][:8]}")
+    print("runs skipped because onnxruntime departs from the spec (reference evaluator):")
+    for op, count in departures.most_common():
+        print(f"  {op:20s} {count:5d}  e.g. {departure_examples[op]}")
     return 1 if counts else 0
 
 
