@@ -41,6 +41,7 @@ from onnx_symdims import expr
 from onnx_symdims.ops import _registry, control_flow
 from onnx_symdims.ops._fallback import OnnxFallback
 from onnx_symdims.passes._gc import without_gc
+from onnx_symdims.passes._model_dims import node_subgraphs
 from onnx_symdims.shapes import (
     Diagnostic,
     IRDimWriter,
@@ -173,16 +174,6 @@ def _declares_nothing(d: int | ir.SymbolicDim) -> bool:
     return not d.value or is_anonymous_dim_text(d.value)
 
 
-def _subgraphs(node: ir.Node) -> list[ir.Graph]:
-    graphs: list[ir.Graph] = []
-    for attr in node.attributes.values():
-        if attr.type == ir.AttributeType.GRAPH:
-            graphs.append(attr.value)
-        elif attr.type == ir.AttributeType.GRAPHS:
-            graphs.extend(attr.value)
-    return graphs
-
-
 def topological_order(graph: ir.Graph) -> list[ir.Node]:
     """The nodes of ``graph`` in an order where producers precede consumers.
 
@@ -276,7 +267,7 @@ class InferenceEngine:
                     if value.shape is not None:
                         texts.update(_dim_params(value.shape))
                 if node.attributes:
-                    pending.extend(_subgraphs(node))
+                    pending.extend(node_subgraphs(node))
         names = set(texts)
         for text in texts:
             parsed = expr.parse_dim(text)
@@ -365,7 +356,7 @@ class InferenceEngine:
 
     def fallback(self, node_ctx: NodeContext) -> None:
         """ONNX per-node inference for the node; subgraphs are inferred first."""
-        for graph in _subgraphs(node_ctx.node):
+        for graph in node_subgraphs(node_ctx.node):
             self.infer_subgraph(graph, None, None)
         self._onnx.infer(node_ctx)
 

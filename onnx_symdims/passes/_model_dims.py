@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["dim_symbols", "dim_texts", "graphs", "main_graph_values", "model_values"]
+__all__ = [
+    "dim_symbols",
+    "dim_texts",
+    "graphs",
+    "main_graph_values",
+    "model_values",
+    "node_subgraphs",
+]
 
 import logging
 from collections.abc import Iterator
@@ -14,22 +21,26 @@ from onnx_symdims import expr
 logger = logging.getLogger(__name__)
 
 
+def node_subgraphs(node: ir.Node) -> list[ir.Graph]:
+    """The graphs held by ``node``'s attributes (If branches, Loop/Scan bodies)."""
+    graphs: list[ir.Graph] = []
+    for attr in node.attributes.values():
+        if attr.type == ir.AttributeType.GRAPH:
+            graphs.append(attr.value)
+        elif attr.type == ir.AttributeType.GRAPHS:
+            graphs.extend(attr.value)
+    return graphs
+
+
 def _subgraphs(graph: ir.Graph | ir.Function) -> list[ir.Graph]:
     """Every graph nested in ``graph``'s nodes, recursively (cheaper than a traversal)."""
     found: list[ir.Graph] = []
     for node in graph:
         if not node.attributes:
             continue
-        for attr in node.attributes.values():
-            if attr.type == ir.AttributeType.GRAPH:
-                nested = [attr.value]
-            elif attr.type == ir.AttributeType.GRAPHS:
-                nested = list(attr.value)
-            else:
-                continue
-            for sub in nested:
-                found.append(sub)
-                found.extend(_subgraphs(sub))
+        for sub in node_subgraphs(node):
+            found.append(sub)
+            found.extend(_subgraphs(sub))
     return found
 
 

@@ -8,13 +8,15 @@ is never changed):
 * equal dims: kept;
 * two different ints: a conflict (diagnostic); the declared dim stays on the value and
   the inferred one is used downstream;
-* a declared int against an inferred symbolic dim: the int wins everywhere, and the
-  equality ``inferred == int`` is recorded;
+* a declared int against an inferred symbolic dim: the int wins everywhere;
 * a declared symbolic dim against an inferred int: the int is used downstream and
-  written (except on anchors); the equality is recorded (with ``record``);
-* two different symbolic dims: the declared text stays, the equality is recorded with
-  leaf derivation (with ``record``); downstream sees the inferred dim, unless it is a bare symbol the
-  engine minted, which knows less than the declared one.
+  written (except on anchors);
+* two different symbolic dims: the declared text stays; downstream sees the inferred
+  dim, unless it is a bare symbol the engine minted, which knows less than the
+  declared one.
+
+No equality is recorded here: these values are not anchors (main-graph outputs and,
+by option, value_info go through :mod:`onnx_symdims.shapes._anchors`).
 
 Policies: ``refine`` and ``strict`` follow these rules (``strict`` raises on conflicts,
 which the caller does), ``skip`` computes the same downstream dims but writes nothing
@@ -59,10 +61,6 @@ class MergeResult:
     conflicts: list[str]
 
 
-def _ignore(a: object, b: object) -> bool:
-    return False
-
-
 def _declares_nothing(d: ir.SymbolicDim, anchor: bool) -> bool:
     text = d.value
     return (
@@ -81,15 +79,12 @@ def merge_declared_shape(
     policy: str,
     anchor: bool,
     hint: str,
-    record: bool = False,
 ) -> MergeResult:
     """Merges ``inferred`` into ``declared`` (see the module docstring for the rules).
 
-    Equalities are recorded only with ``record``: a declared intermediate shape is the
-    author's claim, an anchor only when the caller says so (graph outputs go through
-    :func:`onnx_symdims.shapes._anchors.merge_with_anchor` instead).
+    Nothing is recorded: a declared intermediate shape is the author's claim, not an
+    anchor (anchors go through :func:`onnx_symdims.shapes._anchors.merge_with_anchor`).
     """
-    relate = ctx.add_symbolic_constraint_with_leaf_derivation if record else _ignore
     if declared is None:
         written = None if inferred is None else writer.dims(inferred)
         return MergeResult(inferred, written, [])
@@ -125,15 +120,12 @@ def merge_declared_shape(
             dims.append(inf)
             out.append(decl)
         elif isinstance(declared_dim, int):
-            relate(inf, declared_dim)
             dims.append(declared_dim)
             out.append(decl)
         elif isinstance(inf, int):
-            relate(declared_dim, inf)
             dims.append(inf)
             out.append(decl if anchor else inf)
         else:
-            relate(declared_dim, inf)
             minted = inf.is_symbol and ctx.is_generated(inf.name)  # type: ignore[arg-type]
             dims.append(declared_dim if minted else inf)
             out.append(decl)
