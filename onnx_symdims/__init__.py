@@ -40,11 +40,15 @@ def _infer(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None:
     inferred = SymbolicShapeInferencePass(**options)(model)
     if anchors:
         strict = bool(options.get("strict")) or options.get("policy") == "strict"
-        AnchorConstraintPropagationPass(inferred.context, strict=strict)(model)
+        AnchorConstraintPropagationPass(
+            inferred.context, strict=strict, snapshot=inferred.snapshot
+        )(model)
 
 
 @overload
-def infer_symbolic_shapes(model: ir.Model, *, anchors: bool = ..., **options: Any) -> ir.Model: ...
+def infer_symbolic_shapes(
+    model: ir.Model, *, anchors: bool = ..., **options: Any
+) -> ir.Model: ...
 @overload
 def infer_symbolic_shapes(
     model: onnx.ModelProto, *, anchors: bool = ..., **options: Any

@@ -103,7 +103,7 @@ class Atom:
     Atoms are interned: build them only through the module's constructors.
     """
 
-    __slots__ = ("_hash", "args", "depth", "key", "kind", "name")
+    __slots__ = ("args", "depth", "key", "kind", "name")
 
     kind: str
     name: str
@@ -111,8 +111,7 @@ class Atom:
     key: str
     depth: int
 
-    def __hash__(self) -> int:
-        return self._hash
+    # Interned, so equality is identity and the (fast, C-level) identity hash is right.
 
     def __repr__(self) -> str:
         return f"Atom({self.key})"
@@ -141,7 +140,6 @@ def _make_atom(kind: str, name: str, args: tuple[Dim, ...]) -> Atom:
         inner = ",".join(_dim_key(a) for a in args)
         atom.key = f"{_FUNCTION_KEY_PREFIX}{kind}{name}({inner})"
         atom.depth = 1 + max((a.depth for a in args if isinstance(a, DimExpr)), default=0)
-    atom._hash = hash(cache_key)
     _ATOMS[cache_key] = atom
     return atom
 
@@ -169,7 +167,6 @@ class DimExpr:
     __slots__ = (
         "__weakref__",
         "_coefficients",
-        "_hash",
         "_onnx",
         "_seed",
         "_symbols",
@@ -186,8 +183,7 @@ class DimExpr:
     depth: int
     unknown_reason: str | None
 
-    def __hash__(self) -> int:
-        return self._hash
+    # Interned: equality is identity and so is the (fast, C-level) hash.
 
     # -- inspection ---------------------------------------------------------------
     @property
@@ -340,7 +336,6 @@ def unknown(reason: str = "unknown") -> DimExpr:
     e.key = f"?{_unknown_counter}"
     e.depth = 0
     e.unknown_reason = reason
-    e._hash = hash(("unknown", _unknown_counter))
     e._onnx = e._seed = e._coefficients = None
     e._symbols = frozenset()
     return e
@@ -384,7 +379,6 @@ def _intern(tterms: tuple[tuple[Monomial, int], ...], const: int) -> DimExpr:
     e.key = "(" + "+".join(parts) + ")" if len(parts) > 1 or items[0][1] != 1 else parts[0][2:]
     e.depth = depth
     e.unknown_reason = None
-    e._hash = hash(cache_key)
     e._onnx = e._seed = e._coefficients = None
     e._symbols = None
     _EXPRS[cache_key] = e
@@ -945,8 +939,9 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
             rest = list(mono)
             rest.remove(inner[0])
             num, den = inner[0].args
-            return exact_div(mul(_from_terms({tuple(rest): coeff}, 0) if rest else coeff, num),
-                             mul(den, b))
+            return exact_div(
+                mul(_from_terms({tuple(rest): coeff}, 0) if rest else coeff, num), mul(den, b)
+            )
     a, b = _cancel_common_factor(a, b)
     if isinstance(a, int) and isinstance(b, int):
         return exact_div(a, b)
@@ -971,7 +966,6 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
         content = -content
     numerator = _divide_out(a, content, ()) if content not in (0, 1) else a
     return mul(content, _atom_expr(_make_atom(EXACT, "", (numerator, b))))
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -1036,6 +1030,7 @@ def exact_div(a: Dim, b: Dim) -> Dim:
         InexactDivisionError: both are constants and ``b`` does not divide ``a``.
     """
     return _memoized("/:", _exact_div_impl, a, b)
+
 
 # ---------------------------------------------------------------------------------------
 # max / min / broadcast / opaque calls
@@ -1273,7 +1268,9 @@ def _map_atoms(d: Dim, atom_fn, arg_fn) -> Dim:
             else:
                 new_args = tuple(arg_fn(a) for a in atom.args)
                 factor = (
-                    _atom_expr(atom) if new_args == atom.args else _rebuild_atom(atom, new_args)
+                    _atom_expr(atom)
+                    if new_args == atom.args
+                    else _rebuild_atom(atom, new_args)
                 )
             term = mul(term, factor)
         result = add(result, term)
@@ -1313,8 +1310,10 @@ def _replace_once(d: Dim, mapping: Mapping[DimExpr, Dim]) -> Dim:
         if any(d_terms.get(m) != k * kc for m, kc in key.terms):
             continue
         remaining = {m: dc for m, dc in d_terms.items() if all(m != km for km, _ in key.terms)}
-        rest = _from_terms(remaining, d.const - k * key.const) if remaining else (
-            d.const - k * key.const
+        rest = (
+            _from_terms(remaining, d.const - k * key.const)
+            if remaining
+            else (d.const - k * key.const)
         )
         return add(mul(k, target), _replace_once(rest, mapping))
     atom_targets = {
@@ -1335,7 +1334,9 @@ def _replace_once(d: Dim, mapping: Mapping[DimExpr, Dim]) -> Dim:
             else:
                 new_args = tuple(_replace_once(a, mapping) for a in atom.args)
                 factor = (
-                    _atom_expr(atom) if new_args == atom.args else _rebuild_atom(atom, new_args)
+                    _atom_expr(atom)
+                    if new_args == atom.args
+                    else _rebuild_atom(atom, new_args)
                 )
             term = mul(term, factor)
         result = add(result, term)

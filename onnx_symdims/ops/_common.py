@@ -34,7 +34,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext, ShapesContext
-from onnx_symdims.shapes._context import constant_tensor
+from onnx_symdims.shapes._context import constant_tensor, note_untracked_read
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +167,7 @@ def dtype_attr(ctx: NodeContext, name: str, default: ir.DataType | None) -> ir.D
 
 def non_tensor_type(shapes: ShapesContext, value: ir.Value) -> ir.TypeProtocol | None:
     """The sequence/optional/map type inferred or declared for ``value``, if any."""
+    note_untracked_read()
     inferred = shapes.non_tensor_type_of(value)
     if inferred is not None:
         return inferred
@@ -183,6 +184,7 @@ def default_domain_producer(
     value: ir.Value | None, op_type: str | None = None
 ) -> ir.Node | None:
     """The node computing ``value`` when it is an ``ai.onnx`` op (of type ``op_type``)."""
+    note_untracked_read()
     producer = value.producer() if value is not None else None
     if (
         producer is None

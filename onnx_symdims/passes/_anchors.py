@@ -45,7 +45,7 @@ from onnx_symdims import expr
 from onnx_symdims.passes._anchor_rederive import rederive, rederived_renamable
 from onnx_symdims.passes._anchor_renames import RenamePlan, plan_renames
 from onnx_symdims.passes._gc import without_gc
-from onnx_symdims.passes._model_dims import dim_symbols, main_graph_values, model_values
+from onnx_symdims.passes._model_dims import ModelSnapshot, dim_symbols
 from onnx_symdims.shapes import (
     Diagnostic,
     ShapeInferenceError,
@@ -121,7 +121,7 @@ class _Rewriter:
         """The rewritten dims, or ``None`` when nothing changes."""
         if dims is None:
             return None
-        key = tuple(dims)
+        key = dims if type(dims) is tuple else tuple(dims)
         if key in self._tuples:
             return self._tuples[key]
         new: tuple[Dim, ...] | None = tuple(self.dim(d) for d in key)
@@ -145,7 +145,9 @@ class _Rewriter:
             return hit[1]
         return self._rewrite_shape(shape, protected, False)
 
-    def _rewrite_shape(self, shape: ir.Shape, protected: bool, frozen: bool) -> ir.Shape | None:
+    def _rewrite_shape(
+        self, shape: ir.Shape, protected: bool, frozen: bool
+    ) -> ir.Shape | None:
         changed = False
         dims: list[int | ir.SymbolicDim] = []
         for d in shape.dims:
@@ -185,29 +187,23 @@ class _Rewriter:
         return ir_dim
 
 
-def _rewrite_model(model: ir.Model, rewriter: _Rewriter) -> bool:
+def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter) -> bool:
     modified = False
-    for value, protected in model_values(model):
+    anchors = snapshot.anchors
+    for value in snapshot.values:
         shape = value.shape
         if shape is None:
             continue
-        new = rewriter.ir_shape(shape, protected)
+        new = rewriter.ir_shape(shape, value in anchors)
         if new is not None:
             value.shape = new
             modified = True
     return modified
 
 
-def _rewrite_context(ctx: ShapesContext, model: ir.Model, rewriter: _Rewriter) -> None:
-    values = dict.fromkeys([*ctx.known_values(), *(v for v, _ in model_values(model))])
-    for value in values:
-        if ctx.has_shape(value):
-            new = rewriter.dims(ctx.peek_shape(value))
-            if new is not None:
-                ctx.set_shape(value, new)
-        new_elements = rewriter.dims(ctx.value_of(value))
-        if new_elements is not None:
-            ctx.set_value(value, new_elements)
+def _rewrite_context(ctx: ShapesContext, rewriter: _Rewriter) -> None:
+    # Values the tables do not hold yet are read from the (rewritten) model on demand.
+    ctx.rewrite_tables(rewriter.dims)
     bounds = ctx.less_equal_constraint_dims()
     renamed = [(rewriter.dim(lhs), rewriter.dim(rhs)) for lhs, rhs in bounds]
     if all(a is b and c is d for (a, c), (b, d) in zip(bounds, renamed)):
@@ -220,6 +216,15 @@ def _rewrite_context(ctx: ShapesContext, model: ir.Model, rewriter: _Rewriter) -
         ctx.add_constraint(a, b)
     for lhs, rhs in renamed:
         ctx.add_less_equal_constraint(lhs, rhs)
+
+
+def _shape_symbols(values: Iterable[ir.Value]) -> set[str]:
+    """The symbols in the dims of ``values`` (each distinct shape object read once)."""
+    shapes = {id(shape): shape for value in values if (shape := value.shape) is not None}
+    names: set[str] = set()
+    for shape in shapes.values():
+        names |= dim_symbols(shape)
+    return names
 
 
 def _text(d: Dim) -> str:
@@ -242,6 +247,9 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             automatic ``DYN0``...); ``None`` bans nothing.
         preserve: Extra names never renamed (e.g. a user's names on intermediate
             ``value_info`` in re-derive mode, where they cannot be told apart).
+        snapshot: The :class:`ModelSnapshot` the inference pass took of the same model
+            (``SymbolicShapeInferenceResult.snapshot``): saves walking the model. Ignored
+            when it was taken of another model.
     """
 
     def __init__(
@@ -251,8 +259,10 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         strict: bool = False,
         ban_prefix: str | None = "DYN",
         preserve: Iterable[str] = (),
+        snapshot: ModelSnapshot | None = None,
     ) -> None:
         super().__init__()
+        self.snapshot = snapshot
         self.context = context
         self.strict = strict
         self.ban_prefix = ban_prefix
@@ -274,12 +284,11 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         renamable = renamable - self.preserve
         result = AnchorPropagationResult(model, False, ctx)
         if ctx.constraints_size():
-            input_symbols: set[str] = set()
-            for value in model.graph.inputs:
-                input_symbols |= dim_symbols(value.shape)
-            preferred: set[str] = set()
-            for value in main_graph_values(model.graph):
-                preferred |= dim_symbols(value.shape)
+            snapshot = self.snapshot
+            if snapshot is None or snapshot.model is not model:
+                snapshot = ModelSnapshot.of(model)
+            input_symbols = _shape_symbols(model.graph.inputs)
+            preferred = _shape_symbols(snapshot.main_values)
             plan = plan_renames(
                 ctx.constraint_dims(),
                 renamable=renamable,
@@ -290,8 +299,8 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             self._report(ctx, plan, result)
             if plan.mapping:
                 rewriter = _Rewriter(plan.mapping, renamable)
-                result.modified = _rewrite_model(model, rewriter)
-                _rewrite_context(ctx, model, rewriter)
+                result.modified = _rewrite_model(snapshot, rewriter)
+                _rewrite_context(ctx, rewriter)
                 result.renames = plan.text_mapping()
         result.diagnostics = ctx.diagnostics[first_diagnostic:]
         return result

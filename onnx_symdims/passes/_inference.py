@@ -41,7 +41,7 @@ from onnx_symdims import expr
 from onnx_symdims.ops import _registry, control_flow
 from onnx_symdims.ops._fallback import OnnxFallback
 from onnx_symdims.passes._gc import without_gc
-from onnx_symdims.passes._model_dims import node_subgraphs
+from onnx_symdims.passes._model_dims import ModelSnapshot, node_subgraphs
 from onnx_symdims.shapes import (
     Diagnostic,
     IRDimWriter,
@@ -51,7 +51,7 @@ from onnx_symdims.shapes import (
     ShapesContext,
 )
 from onnx_symdims.shapes._anchors import declared_dims, merge_with_anchor
-from onnx_symdims.shapes._context import is_anonymous_dim_text
+from onnx_symdims.shapes._context import is_anonymous_dim_text, untracked_reads
 from onnx_symdims.shapes._convert import same_ir_dims
 from onnx_symdims.shapes._merge import merge_declared_shape
 
@@ -72,10 +72,13 @@ class SymbolicShapeInferenceResult(ir.passes.PassResult):
     Attributes:
         context: The :class:`ShapesContext` (shapes, values, constraints, symbols).
         diagnostics: Diagnostics recorded during this run.
+        snapshot: The model's nodes and values as walked by the pass (hand it to
+            :class:`AnchorConstraintPropagationPass` to save a walk).
     """
 
     context: ShapesContext = dataclasses.field(default_factory=ShapesContext)
     diagnostics: list[Diagnostic] = dataclasses.field(default_factory=list)
+    snapshot: ModelSnapshot | None = None
 
 
 class SymbolicShapeInferencePass(ir.passes.InPlacePass):
@@ -147,7 +150,7 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         finally:
             ctx.strict = previous_strict
         return SymbolicShapeInferenceResult(
-            model, engine.modified, ctx, ctx.diagnostics[first_diagnostic:]
+            model, engine.modified, ctx, ctx.diagnostics[first_diagnostic:], engine.snapshot
         )
 
 
@@ -174,20 +177,18 @@ def _declares_nothing(d: int | ir.SymbolicDim) -> bool:
     return not d.value or is_anonymous_dim_text(d.value)
 
 
-def topological_order(graph: ir.Graph) -> list[ir.Node]:
+def topological_order(graph: ir.Graph, nodes: list[ir.Node] | None = None) -> list[ir.Node]:
     """The nodes of ``graph`` in an order where producers precede consumers.
 
     Valid models are already sorted; otherwise a stable Kahn sort is done without
     touching the graph. Nodes on a cycle keep their relative order at the end.
+    ``nodes``: ``list(graph)`` when already at hand.
     """
-    nodes = list(graph)
-    position = {node: i for i, node in enumerate(nodes)}
-    if all(
-        value is None or (p := value.producer()) is None or position.get(p, -1) < i
-        for i, node in enumerate(nodes)
-        for value in node.inputs
-    ):
+    if nodes is None:
+        nodes = list(graph)
+    if _is_sorted(nodes):
         return nodes
+    position = {node: i for i, node in enumerate(nodes)}
     pending: dict[ir.Node, int] = {}
     consumers: dict[ir.Node, list[ir.Node]] = {node: [] for node in nodes}
     for node in nodes:
@@ -215,12 +216,50 @@ def topological_order(graph: ir.Graph) -> list[ir.Node]:
     return order
 
 
+_SCALAR_ATTRIBUTES = frozenset(
+    {ir.AttributeType.INT, ir.AttributeType.FLOAT, ir.AttributeType.STRING}
+)
+_LIST_ATTRIBUTES = frozenset(
+    {ir.AttributeType.INTS, ir.AttributeType.FLOATS, ir.AttributeType.STRINGS}
+)
+
+
+def _is_sorted(nodes: list[ir.Node]) -> bool:
+    """True when every input of a node is produced by an earlier node (or outside)."""
+    done: set[ir.Node] = set()
+    members = set(nodes)
+    for node in nodes:
+        for value in node.inputs:
+            if value is not None:
+                producer = value.producer()
+                if producer is not None and producer not in done and producer in members:
+                    return False
+        done.add(node)
+    return True
+
+
+class _Everything:
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+#: Misses of an op type's memo before deciding whether its keys repeat.
+_MEMO_TRIAL = 32
+
+
 class InferenceEngine:
     """Walks a model's graphs, dispatching nodes to hooks and writing results.
 
     Also implements the hand-off API of :class:`NodeContext` (``fallback`` and
     ``infer_subgraph``), which hooks for control-flow ops use.
+
+    Attributes:
+        memoize: Reuse a hook's result for a node with the same op, attributes and
+            input facts as an earlier one (see :meth:`_memo_key`); results are the
+            same either way, only faster (tests turn it off to check that).
     """
+
+    memoize = True
 
     def __init__(
         self,
@@ -243,31 +282,29 @@ class InferenceEngine:
             _registry.normalize_domain(domain): version
             for domain, version in model.opset_imports.items()
         }
+        self.snapshot: ModelSnapshot | None = None
+        # _memo_key(...) -> the facts of the node's outputs (see _infer_node)
+        self._memo: dict[tuple, tuple] = {}
+        self._memo_hits: dict[str, int] = {}
+        self._memo_misses: dict[str, int] = {}
+        # Op types not memoized: their keys do not repeat (or memoizing is disabled).
+        self._memo_off: set[str] | _Everything = set() if self.memoize else _Everything()
 
     # ------------------------------------------------------------------------------------
     def run(self) -> None:
         """Infers the main graph."""
+        self.snapshot = ModelSnapshot.of(self.model)
         self._reserve_model_names()
         graph = self.model.graph
         self._seed_inputs(graph, None, None)
-        self._walk(graph, self.progress)
+        self._walk(graph, self.progress, self.snapshot.main_nodes)
 
     def _reserve_model_names(self) -> None:
         texts: set[str] = set()
-        pending: list[ir.Graph | ir.Function] = [self.model.graph]
-        pending.extend(self.model.functions.values())
-        while pending:
-            graph = pending.pop()
-            for value in graph.inputs:
-                texts.update(_dim_params(value.shape))
-            for value in graph.outputs:
-                texts.update(_dim_params(value.shape))
-            for node in graph:
-                for value in node.outputs:
-                    if value.shape is not None:
-                        texts.update(_dim_params(value.shape))
-                if node.attributes:
-                    pending.extend(node_subgraphs(node))
+        for value in self.snapshot.values:
+            shape = value.shape
+            if shape is not None:
+                texts.update(_dim_params(shape))
         names = set(texts)
         for text in texts:
             parsed = expr.parse_dim(text)
@@ -294,8 +331,13 @@ class InferenceEngine:
             # A graph input may be fed at runtime even if an initializer backs it.
             ctx.set_value(value, None)
 
-    def _walk(self, graph: ir.Graph, progress: ProgressCallback | None = None) -> None:
-        nodes = topological_order(graph)
+    def _walk(
+        self,
+        graph: ir.Graph,
+        progress: ProgressCallback | None = None,
+        nodes: list[ir.Node] | None = None,
+    ) -> None:
+        nodes = topological_order(graph, nodes)
         node_ctx = NodeContext(self.ctx, self)
         total = len(nodes)
         step = max(total // 100, 1)
@@ -307,14 +349,26 @@ class InferenceEngine:
     # ------------------------------------------------------------------------------------
     def _infer_node(self, node_ctx: NodeContext, node: ir.Node) -> None:
         domain = node.domain
+        op_type = node.op_type
         opset = self._opsets.get(domain)
         if opset is None:
             opset = self._opsets.get(_registry.normalize_domain(domain))
-        # A domain the model does not import: the latest hook, seen as the latest opset.
-        node_ctx.reset(node, opset if opset is not None else _LATEST_OPSET)
         ctx = self.ctx
         function = self._functions.get(node.op_identifier()) if self._functions else None
-        hook = None if function is not None else _registry.lookup(domain, node.op_type, opset)
+        hook = None if function is not None else _registry.lookup(domain, op_type, opset)
+        key = None
+        if hook is not None and not ctx.conditional_depth and op_type not in self._memo_off:
+            key = self._memo_key(node, opset)
+            if key is not None:
+                entry = self._memo.get(key)
+                if entry is not None:
+                    self._memo_hits[op_type] = self._memo_hits.get(op_type, 0) + 1
+                    self._replay(node, entry)
+                    return
+                stamp = ctx.mutations + ctx.scope.version + untracked_reads()
+                self._count_miss(op_type)
+        # A domain the model does not import: the latest hook, seen as the latest opset.
+        node_ctx.reset(node, opset if opset is not None else _LATEST_OPSET)
         try:
             if function is not None:
                 control_flow.infer_function_call(node_ctx, node, function)
@@ -323,11 +377,13 @@ class InferenceEngine:
             else:
                 hook(node_ctx, node)
         except NodeInferenceFailure as e:
+            key = None
             self._forget_outputs(node)
             ctx.add_diagnostic(node, "error", str(e))
         except ShapeInferenceError:
             raise
         except Exception as e:  # a bug in a hook must not stop the whole model
+            key = None
             logger.debug("hook for %s failed", node.op_type, exc_info=True)
             self._forget_outputs(node)
             ctx.add_diagnostic(
@@ -335,8 +391,83 @@ class InferenceEngine:
             )
             if hook is not None:
                 self._fallback_after_bug(node_ctx)
+        if key is not None and stamp == ctx.mutations + ctx.scope.version + untracked_reads():
+            self._memo[key] = tuple(self._memo_entry(value) for value in node.outputs)
         for value in node.outputs:
             self._commit(node, value)
+
+    def _memo_entry(self, value: ir.Value) -> tuple:
+        """What :meth:`_replay` needs for one output: its facts and their IR spelling."""
+        facts = self.ctx.facts_of(value)
+        shape, _, dtype = facts
+        ir_shape = self._writer.shape(shape) if isinstance(shape, tuple) else None
+        return facts, ir_shape, dtype if isinstance(dtype, ir.DataType) else None
+
+    def _replay(self, node: ir.Node, entry: tuple) -> None:
+        """Sets the outputs of ``node`` from a memoized hook result and commits them."""
+        ctx = self.ctx
+        plain = not ctx.has_non_tensor_types()
+        for value, (facts, ir_shape, dtype) in zip(node.outputs, entry):
+            ctx.restore_facts(value, facts)
+            if (
+                plain
+                and ir_shape is not None
+                and dtype is not None
+                and value.shape is None
+                and value.type is None
+            ):
+                # What _commit does for an undeclared value, without re-deriving it.
+                value.shape = ir_shape
+                value.type = ir.TensorType(dtype)
+                self.modified = True
+                continue
+            self._commit(node, value)
+
+    def _count_miss(self, op_type: str) -> None:
+        """Stops keying ``op_type`` once its keys rarely repeat.
+
+        E.g. a long chain of distinct shapes, where computing keys would only cost time.
+        """
+        misses = self._memo_misses[op_type] = self._memo_misses.get(op_type, 0) + 1
+        if misses >= _MEMO_TRIAL and self._memo_hits.get(op_type, 0) * 4 < misses:
+            self._memo_off.add(op_type)
+
+    def _memo_key(self, node: ir.Node, opset: int | None) -> tuple | None:
+        """What a hook's result can depend on, or ``None`` when it is not memoizable.
+
+        Layers of a model repeat the same nodes on the same shapes: a hook that only
+        read its inputs' shapes, values and dtypes and its attributes (and changed
+        nothing else, which :meth:`_infer_node` checks) gives the same outputs again.
+        """
+        inputs = node.inputs
+        inputs_key = self.ctx.inputs_key(inputs)
+        if inputs_key is None:
+            return None
+        attributes: tuple = ()
+        data = node.attributes.data  # the UserDict's plain dict: much faster to iterate
+        if data:
+            # A reference attribute (only in function bodies) has value None here;
+            # function bodies are never memoized (they are inferred inside a call).
+            parts = []
+            for name, attr in data.items():
+                kind = attr.type
+                if kind in _SCALAR_ATTRIBUTES:
+                    parts.append((name, kind, attr.value))
+                elif kind in _LIST_ATTRIBUTES:
+                    parts.append((name, kind, tuple(attr.value)))
+                else:
+                    return None  # tensors, graphs: not worth keying
+            attributes = tuple(parts)
+        return (
+            inputs_key,
+            len(inputs),
+            len(node.outputs),
+            node.op_type,
+            node.domain,
+            opset,
+            self.ctx.scope.version,
+            attributes,
+        )
 
     def _fallback_after_bug(self, node_ctx: NodeContext) -> None:
         """Coverage never drops below ONNX's: a crashed hook hands over to the fallback."""
@@ -390,11 +521,6 @@ class InferenceEngine:
         """Merges the inferred facts of ``value`` with the declared ones and writes them."""
         ctx = self.ctx
         inferred = ctx.peek_shape(value)
-        if value.shape is not None and value.graph is self.model.graph and (
-            value.is_graph_output() or self.value_info_anchors
-        ):
-            self._commit_anchor(node, value, inferred)
-            return
         if value.shape is None:  # the common case: nothing declared, nothing to merge
             if inferred is not None:
                 value.shape = self._writer.shape(inferred)
@@ -402,6 +528,11 @@ class InferenceEngine:
             else:
                 ctx.set_shape(value, None)
             self._commit_type(node, value, had_shape=False)
+            return
+        if value.graph is self.model.graph and (
+            value.is_graph_output() or self.value_info_anchors
+        ):
+            self._commit_anchor(node, value, inferred)
             return
         merged = merge_declared_shape(
             ctx,
@@ -467,16 +598,18 @@ class InferenceEngine:
 
     def _commit_type(self, node: ir.Node, value: ir.Value, had_shape: bool) -> None:
         ctx = self.ctx
-        other = ctx.non_tensor_type_of(value)
-        if other is not None:
-            if value.type is None:
-                value.type = other
-                self.modified = True
-            return
+        if ctx.has_non_tensor_types():
+            other = ctx.non_tensor_type_of(value)
+            if other is not None:
+                if value.type is None:
+                    value.type = other
+                    self.modified = True
+                return
         dtype = ctx.peek_dtype(value)
         if dtype is None:
             return
-        declared = value.dtype
+        type_ = value.type
+        declared = None if type_ is None else type_.dtype
         if declared is None or declared == ir.DataType.UNDEFINED:
             if self.policy == "skip" and had_shape:
                 return  # the value already had a shape: skip leaves it as it is

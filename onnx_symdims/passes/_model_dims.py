@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ModelSnapshot",
     "dim_symbols",
     "dim_texts",
     "graphs",
@@ -11,8 +12,9 @@ __all__ = [
     "node_subgraphs",
 ]
 
+import dataclasses
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import onnx_ir as ir
 
@@ -21,21 +23,26 @@ from onnx_symdims import expr
 logger = logging.getLogger(__name__)
 
 
+_GRAPH = ir.AttributeType.GRAPH
+_GRAPHS = ir.AttributeType.GRAPHS
+
+
 def node_subgraphs(node: ir.Node) -> list[ir.Graph]:
     """The graphs held by ``node``'s attributes (If branches, Loop/Scan bodies)."""
     graphs: list[ir.Graph] = []
     for attr in node.attributes.values():
-        if attr.type == ir.AttributeType.GRAPH:
+        kind = attr.type
+        if kind is _GRAPH:
             graphs.append(attr.value)
-        elif attr.type == ir.AttributeType.GRAPHS:
+        elif kind is _GRAPHS:
             graphs.extend(attr.value)
     return graphs
 
 
-def _subgraphs(graph: ir.Graph | ir.Function) -> list[ir.Graph]:
-    """Every graph nested in ``graph``'s nodes, recursively (cheaper than a traversal)."""
+def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
+    """Every graph nested in ``nodes``, recursively (cheaper than a traversal)."""
     found: list[ir.Graph] = []
-    for node in graph:
+    for node in nodes:
         if not node.attributes:
             continue
         for sub in node_subgraphs(node):
@@ -44,33 +51,91 @@ def _subgraphs(graph: ir.Graph | ir.Function) -> list[ir.Graph]:
     return found
 
 
-def graphs(model: ir.Model) -> list[ir.Graph | ir.Function]:
-    """The main graph, its subgraphs, every function and the functions' subgraphs."""
-    result: list[ir.Graph | ir.Function] = [model.graph, *_subgraphs(model.graph)]
+def graphs(
+    model: ir.Model, main_nodes: Iterable[ir.Node] | None = None
+) -> list[ir.Graph | ir.Function]:
+    """The main graph, its subgraphs, every function and the functions' subgraphs.
+
+    ``main_nodes``: the main graph's nodes when already listed (saves a walk).
+    """
+    main = model.graph
+    result: list[ir.Graph | ir.Function] = [
+        main,
+        *_subgraphs(main if main_nodes is None else main_nodes),
+    ]
     for function in model.functions.values():
         result.append(function)
         result.extend(_subgraphs(function))
     return result
 
 
-def model_values(model: ir.Model) -> Iterator[tuple[ir.Value, bool]]:
+@dataclasses.dataclass(frozen=True)
+class ModelSnapshot:
+    """The nodes and values of a model, collected in one walk.
+
+    Walking an ``ir.Graph`` (a linked list) is slow in Python; the passes walk it once
+    and share this. It stays valid while no node or value is added or removed (shapes
+    and types may change).
+
+    Attributes:
+        model: The model walked.
+        main_nodes: The main graph's nodes, in graph order.
+        values: Every value once: main graph, its subgraphs, the functions and their
+            subgraphs; per graph its inputs, outputs, initializers, node outputs.
+        anchors: The main graph's inputs and outputs.
+        main_values: Inputs, outputs and node outputs of the main graph (no subgraphs).
+    """
+
+    model: ir.Model
+    main_nodes: list[ir.Node]
+    values: list[ir.Value]
+    anchors: frozenset[ir.Value]
+    main_values: list[ir.Value]
+
+    @classmethod
+    def of(cls, model: ir.Model) -> ModelSnapshot:
+        """Walks ``model`` once."""
+        main = model.graph
+        main_nodes = list(main)
+        seen: dict[ir.Value, None] = {}
+        main_values: list[ir.Value] = [*main.inputs, *main.outputs]
+        for node in main_nodes:
+            main_values.extend(node.outputs)
+        for graph in graphs(model, main_nodes):
+            if graph is main:
+                seen.update(dict.fromkeys(main.inputs))
+                seen.update(dict.fromkeys(main.outputs))
+                seen.update(dict.fromkeys(main.initializers.values()))
+                seen.update(dict.fromkeys(main_values))
+                continue
+            seen.update(dict.fromkeys(graph.inputs))
+            seen.update(dict.fromkeys(graph.outputs))
+            if isinstance(graph, ir.Graph):
+                seen.update(dict.fromkeys(graph.initializers.values()))
+            for node in graph:
+                seen.update(dict.fromkeys(node.outputs))
+        return cls(
+            model,
+            main_nodes,
+            list(seen),
+            frozenset((*main.inputs, *main.outputs)),
+            main_values,
+        )
+
+
+def model_values(
+    model: ir.Model, snapshot: ModelSnapshot | None = None
+) -> Iterator[tuple[ir.Value, bool]]:
     """Every value of the model once, with whether it is a main-graph input/output.
 
     Covers the main graph, its subgraphs and the functions, initializers included.
+    ``snapshot`` (of this model) saves the walk.
     """
-    main = model.graph
-    anchors = {*main.inputs, *main.outputs}
-    seen: set[ir.Value] = set()
-    for graph in graphs(model):
-        candidates: list[ir.Value] = [*graph.inputs, *graph.outputs]
-        if isinstance(graph, ir.Graph):
-            candidates.extend(graph.initializers.values())
-        for node in graph:
-            candidates.extend(node.outputs)
-        for value in candidates:
-            if value not in seen:
-                seen.add(value)
-                yield value, value in anchors
+    if snapshot is None or snapshot.model is not model:
+        snapshot = ModelSnapshot.of(model)
+    anchors = snapshot.anchors
+    for value in snapshot.values:
+        yield value, value in anchors
 
 
 def main_graph_values(graph: ir.Graph) -> Iterator[ir.Value]:

@@ -20,15 +20,18 @@ from __future__ import annotations
 
 __all__ = [
     "ANONYMOUS_DIM_TEXTS",
+    "MISSING",
     "ShapesContext",
     "constant_tensor",
     "is_anonymous_dim_text",
+    "note_untracked_read",
     "sanitize_symbol_name",
+    "untracked_reads",
 ]
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import onnx_ir as ir
 
@@ -72,6 +75,10 @@ _NON_IDENT = re.compile(r"[^A-Za-z0-9_]+")
 _UNDERSCORES = re.compile(r"__+")
 
 
+#: Marks an absent table entry in :meth:`ShapesContext.facts_of`.
+MISSING = object()
+
+
 #: ``dim_param`` spellings that tools write for "unknown": they name no dim, so two of
 #: them are never the same dim (treating them as one symbol would equate unrelated dims).
 ANONYMOUS_DIM_TEXTS = frozenset({"?", "*"})
@@ -82,12 +89,30 @@ def is_anonymous_dim_text(text: str) -> bool:
     return text.strip() in ANONYMOUS_DIM_TEXTS
 
 
+class _UntrackedReads:
+    count = 0
+
+
+def note_untracked_read() -> None:
+    """Records that a hook read more than its inputs' shapes, dtypes and values.
+
+    E.g. a tensor's contents or a producer node: the hook's result is not memoized.
+    """
+    _UntrackedReads.count += 1
+
+
+def untracked_reads() -> int:
+    """How many reads :func:`note_untracked_read` recorded so far (in this process)."""
+    return _UntrackedReads.count
+
+
 def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
     """The constant tensor of ``value``, or None; never the default of a graph input.
 
     An initializer that is also a graph input can be overridden by a feed at run time,
     so its contents and shape are not facts about the model.
     """
+    _UntrackedReads.count += 1
     if value.is_graph_input():
         return None
     return value.const_value
@@ -137,6 +162,11 @@ class ShapesContext:
         #: recorded at that depth.
         self.conditional_depth = 0
         self.diagnostics: list[Diagnostic] = []
+        #: Counts changes other than to shapes, dtypes and values of values: minted
+        #: symbols, constraints, diagnostics, non-tensor types (and reads counted by
+        #: :func:`note_untracked_read`). A hook run during which it did not move (nor
+        #: the scope's version) depended only on its inputs' facts.
+        self.mutations = 0
         self._reserved: set[str] = set(_RESERVED_WORDS)
         self._generated: set[str] = set()
         self._next_suffix: dict[str, int] = {}
@@ -187,6 +217,7 @@ class ShapesContext:
                 name = f"{base}_{suffix}"
             self._next_suffix[base] = suffix + 1
         self._generated.add(name)
+        self.mutations += 1
         return expr.sym(name)
 
     def fresh_shape(self, rank: int, hint: str = "d") -> Shape:
@@ -221,6 +252,7 @@ class ShapesContext:
         if key in self._equalities:
             return False
         self._equalities[key] = dims  # type: ignore[assignment]
+        self.mutations += 1
         return True
 
     def has_constraint(self, a: Dim | str, b: Dim | str) -> bool:
@@ -284,6 +316,7 @@ class ShapesContext:
         if key in self._upper_bounds:
             return False
         self._upper_bounds[key] = (dl, dr)  # type: ignore[assignment]
+        self.mutations += 1
         if isinstance(dl, expr.DimExpr) and dl.is_symbol and dr is not None:
             self.scope.add_upper_bound(dl.name, dr)  # type: ignore[arg-type]
         return True
@@ -327,6 +360,7 @@ class ShapesContext:
                 node.name or "", node.op_type, node.domain, severity, message
             )
         self.diagnostics.append(diagnostic)
+        self.mutations += 1
         logger.debug("%s", diagnostic)
         if self.strict and severity == "error":
             raise ShapeInferenceError(diagnostic)
@@ -442,6 +476,11 @@ class ShapesContext:
     def set_non_tensor_type(self, value: ir.Value, type_: ir.TypeProtocol) -> None:
         """Stores an inferred sequence/optional/map type for ``value``."""
         self._other_types[value] = type_
+        self.mutations += 1
+
+    def has_non_tensor_types(self) -> bool:
+        """True when some value has an inferred sequence/optional/map type."""
+        return bool(self._other_types)
 
     def non_tensor_type_of(self, value: ir.Value) -> ir.TypeProtocol | None:
         """The inferred sequence/optional/map type of ``value``, if any."""
@@ -494,6 +533,66 @@ class ShapesContext:
         self._dtypes.pop(value, None)
         self._values.pop(value, None)
         self._other_types.pop(value, None)
+        self.mutations += 1
+
+    def inputs_key(self, inputs: Sequence[ir.Value | None]) -> tuple | None:
+        """The shape, value as shape and dtype of each input, as a hook reads them.
+
+        ``None`` when an input has a non-tensor (sequence, optional, map) type. Used as
+        part of a memo key: the facts of values are interned, so keys hash fast.
+        """
+        shapes, values, dtypes, others = self._shapes, self._values, self._dtypes, self._other_types
+        key: list[object] = []
+        for value in inputs:
+            if value is None:
+                key.append(None)
+                continue
+            type_ = value.type
+            if (type_ is not None and type_.__class__ is not ir.TensorType) or (
+                others and value in others
+            ):
+                return None
+            shape = shapes.get(value, MISSING)
+            if shape is MISSING:
+                shape = self.shape_of(value)
+            elements = values.get(value, MISSING)
+            if elements is MISSING:
+                elements = self.value_of(value)
+            dtype = dtypes.get(value)
+            if dtype is None:
+                dtype = self.dtype_of(value)
+            key.append((shape, elements, dtype))
+        return tuple(key)
+
+    def facts_of(self, value: ir.Value) -> tuple[object, object, object]:
+        """The shape, value and dtype entries of ``value`` (:data:`MISSING` when absent)."""
+        return (
+            self._shapes.get(value, MISSING),
+            self._values.get(value, MISSING),
+            self._dtypes.get(value, MISSING),
+        )
+
+    def restore_facts(self, value: ir.Value, facts: tuple[object, object, object]) -> None:
+        """Sets the entries :meth:`facts_of` returned (a :data:`MISSING` one is left alone)."""
+        shape, elements, dtype = facts
+        if shape is not MISSING:
+            self._shapes[value] = shape  # type: ignore[assignment]
+        if elements is not MISSING:
+            self._values[value] = elements  # type: ignore[assignment]
+        if dtype is not MISSING:
+            self._dtypes[value] = dtype  # type: ignore[assignment]
+
+    def rewrite_tables(self, rewrite: Callable[[Shape], Shape | None]) -> None:
+        """Replaces each stored shape and value-as-shape ``t`` by ``rewrite(t)``.
+
+        ``rewrite`` returns ``None`` to keep ``t`` (used to rename symbols everywhere).
+        """
+        for table in (self._shapes, self._values):
+            for value, dims in table.items():
+                if dims is not None:
+                    new = rewrite(dims)
+                    if new is not None:
+                        table[value] = new
 
     def known_values(self) -> list[ir.Value]:
         """Every value with an entry in the shape table, in insertion order."""

@@ -194,10 +194,10 @@ class NodeContext:
     # ------------------------------------------------------------------------------------
     def has_attr(self, name: str) -> bool:
         """True when the node carries attribute ``name``."""
-        return name in self.node.attributes
+        return name in self.node.attributes.data
 
     def _attr(self, name: str, kind: ir.AttributeType) -> ir.Attr | None:
-        attr = self.node.attributes.get(name)
+        attr = self.node.attributes.data.get(name)  # the UserDict's dict: faster
         if attr is None:
             return None
         if attr.is_ref():
@@ -375,6 +375,7 @@ class NodeContext:
         """Infers this node with ONNX's per-node inference instead (for partial hooks)."""
         if self._engine is None:
             self.fail("no ONNX fallback available outside the inference pass")
+        self.ctx.mutations += 1  # reads everything about the node: never memoized
         self._engine.fallback(self)
 
     def infer_subgraph(
@@ -390,4 +391,5 @@ class NodeContext:
         """
         if self._engine is None:
             self.fail("no subgraph inference available outside the inference pass")
+        self.ctx.mutations += 1
         return self._engine.infer_subgraph(graph, input_shapes, input_dtypes)
