@@ -126,10 +126,8 @@ def _propagate_values(
         ctx.set_output_value(0, result[1])
 
 
-def _binary_value_fn(ctx: NodeContext, node: ir.Node) -> ElementFn | None:
+def _binary_value_fn(scope: expr.Scope, op: str, fmod: bool) -> ElementFn | None:
     """The element function of a binary op, or ``None`` when values are not tracked."""
-    op = node.op_type
-    scope = ctx.scope
     if op == "Add":
         return expr.add
     if op == "Sub":
@@ -139,7 +137,7 @@ def _binary_value_fn(ctx: NodeContext, node: ir.Node) -> ElementFn | None:
     if op == "Div":
         return functools.partial(values.element_div, scope)
     if op == "Mod":
-        return functools.partial(values.element_mod, scope, fmod=bool(ctx.attr_int("fmod", 0)))
+        return functools.partial(values.element_mod, scope, fmod=fmod)
     if op == "Pow":
         return values.element_pow
     if op in ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"):
@@ -175,6 +173,7 @@ ARITHMETIC_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Mod", "BitShift", "Bitwise
                   "BitwiseOr", "BitwiseXor")  # fmt: skip
 COMPARISON_OPS = ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual")
 LOGICAL_OPS = ("And", "Or", "Xor")
+_BOOL_RESULT_OPS = frozenset(COMPARISON_OPS + LOGICAL_OPS)
 _LEGACY_BROADCAST_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Greater", "Less",
                          "And", "Or", "Xor")  # fmt: skip
 
@@ -182,15 +181,23 @@ _LEGACY_BROADCAST_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Greater", 
 @register("", ARITHMETIC_OPS + COMPARISON_OPS + LOGICAL_OPS, since=7)
 def infer_binary(ctx: NodeContext, node: ir.Node) -> None:
     """Numpy broadcasting of inputs 0 and 1; boolean output for comparisons/logic."""
-    ctx.require_input(0)
-    ctx.require_input(1)
-    out_shape = ctx.broadcast_shapes(ctx.input_shape(0), ctx.input_shape(1))
-    if node.op_type in COMPARISON_OPS or node.op_type in LOGICAL_OPS:
+    a = ctx.require_input(0)
+    b = ctx.require_input(1)
+    facts = ctx.ctx
+    out_shape = ctx.broadcast_shapes(facts.shape_of(a), facts.shape_of(b))
+    op = node.op_type
+    if op in _BOOL_RESULT_OPS:
         dtype: ir.DataType | None = ir.DataType.BOOL
     else:
-        dtype = ctx.input_dtype(0)
+        dtype = facts.dtype_of(a)
     ctx.set_output(0, out_shape, dtype)
-    fn = _binary_value_fn(ctx, node)
+    # Mod reads (and so checks) its attribute whether or not values are computed.
+    fmod = bool(ctx.attr_int("fmod", 0)) if op == "Mod" else False
+    # Values need a static output shape: a symbolic one (the usual float tensor) skips
+    # building the element function.
+    if not is_static(out_shape):
+        return
+    fn = _binary_value_fn(ctx.scope, op, fmod)
     if fn is not None:
         _propagate_values(ctx, fn, (0, 1), out_shape)
 

@@ -55,23 +55,29 @@ def matmul_shape(ctx: NodeContext, a: Shape | None, b: Shape | None) -> Shape | 
     left = (1, *a) if a_is_vector else a
     right = (*b, 1) if b_is_vector else b
     _check_inner(ctx, left[-1], right[-2])
-    batch = ctx.broadcast_shapes(left[:-2], right[:-2])
-    assert batch is not None  # both batch shapes are known
-    out = list(batch)
-    if not a_is_vector:
-        out.append(left[-2])
-    if not b_is_vector:
-        out.append(right[-1])
-    return tuple(out)
+    left_batch = left[:-2]
+    right_batch = right[:-2]
+    # Broadcasting against no batch dims (a weight matrix, the usual case) changes nothing.
+    if not right_batch:
+        batch = left_batch
+    elif not left_batch:
+        batch = right_batch
+    else:
+        batch = ctx.broadcast_shapes(left_batch, right_batch)
+        assert batch is not None  # both batch shapes are known
+    rows = () if a_is_vector else (left[-2],)
+    columns = () if b_is_vector else (right[-1],)
+    return (*batch, *rows, *columns)
 
 
 @register("", "MatMul")
 def infer_matmul(ctx: NodeContext, node: ir.Node) -> None:
     """``numpy.matmul`` of inputs 0 and 1; element type of input 0."""
-    ctx.require_input(0)
-    ctx.require_input(1)
+    a = ctx.require_input(0)
+    b = ctx.require_input(1)
+    facts = ctx.ctx
     ctx.set_output(
-        0, matmul_shape(ctx, ctx.input_shape(0), ctx.input_shape(1)), ctx.input_dtype(0)
+        0, matmul_shape(ctx, facts.shape_of(a), facts.shape_of(b)), facts.dtype_of(a)
     )
 
 

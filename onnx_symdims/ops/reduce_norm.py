@@ -52,6 +52,8 @@ AXES_INPUT_SINCE = {op: 13 if op == "ReduceSum" else 18 for op in REDUCE_OPS}
 # ----------------------------------------------------------------------------------------
 def _unique_axes(ctx: NodeContext, axes: Sequence[int], rank: int) -> list[int]:
     """Normalized axes without repeats (onnxruntime reduces a repeated axis once)."""
+    if len(axes) == 1:  # the usual case: nothing can repeat
+        return [ctx.normalize_axis(axes[0], rank)]
     normalized = [ctx.normalize_axis(a, rank) for a in axes]
     unique = sorted(set(normalized))
     if len(unique) != len(normalized):
@@ -60,6 +62,11 @@ def _unique_axes(ctx: NodeContext, axes: Sequence[int], rank: int) -> list[int]:
 
 
 def _reduced_shape(shape: Shape, axes: Sequence[int], keepdims: bool) -> Shape:
+    if len(axes) == 1:  # the usual case: one axis becomes 1 or goes
+        (axis,) = axes
+        if keepdims:
+            return (*shape[:axis], 1, *shape[axis + 1 :])
+        return (*shape[:axis], *shape[axis + 1 :])
     reduced = set(axes)
     if keepdims:
         return tuple(1 if k in reduced else d for k, d in enumerate(shape))
@@ -96,8 +103,10 @@ def _reduce_with_axes(
     ctx: NodeContext, node: ir.Node, axes: Sequence[int] | None, keepdims: bool
 ) -> None:
     """Output of a reduction over known ``axes`` (``None``: every axis)."""
-    shape = ctx.input_shape(0)
-    dtype = ctx.input_dtype(0)
+    data_value = ctx.require_input(0)
+    facts = ctx.ctx
+    shape = facts.shape_of(data_value)
+    dtype = facts.dtype_of(data_value)
     if shape is None:
         # Rank unknown: only a full reduction without keepdims has a known rank (scalar).
         ctx.set_output(0, () if axes is None and not keepdims else None, dtype)
@@ -105,7 +114,7 @@ def _reduce_with_axes(
     rank = len(shape)
     axes = list(range(rank)) if axes is None else _unique_axes(ctx, axes, rank)
     ctx.set_output(0, _reduced_shape(shape, axes, keepdims), dtype)
-    elements = ctx.input_value(0)
+    elements = facts.value_of(data_value)
     if elements is not None:
         ctx.set_output_value(
             0, _reduce_elements(node.op_type, ctx.scope, elements, shape, axes)
@@ -150,8 +159,12 @@ def infer_reduce_axes_attribute(ctx: NodeContext, node: ir.Node) -> None:
     """Reduction with an ``axes`` attribute (absent or empty: every axis)."""
     ctx.require_input(0)
     axes = ctx.attr_ints("axes")
-    keepdims = bool(ctx.attr_int("keepdims", 1))
-    _reduce_with_axes(ctx, node, list(axes) if axes else None, keepdims)
+    _reduce_with_axes(ctx, node, list(axes) if axes else None, _keepdims(ctx))
+
+
+def _keepdims(ctx: NodeContext) -> bool:
+    """The ``keepdims`` attribute (default 1), without the slow lookup of an absent one."""
+    return bool(ctx.attr_int("keepdims")) if ctx.has_attr("keepdims") else True
 
 
 def infer_reduce_axes_input(ctx: NodeContext, node: ir.Node) -> None:
@@ -161,8 +174,8 @@ def infer_reduce_axes_input(ctx: NodeContext, node: ir.Node) -> None:
         ctx.fail(
             f"axes is an input, not an attribute, from opset {AXES_INPUT_SINCE[node.op_type]}"
         )
-    keepdims = bool(ctx.attr_int("keepdims", 1))
-    noop = bool(ctx.attr_int("noop_with_empty_axes", 0))
+    keepdims = _keepdims(ctx)
+    noop = ctx.has_attr("noop_with_empty_axes") and bool(ctx.attr_int("noop_with_empty_axes"))
     if ctx.has_input(1):
         axes_shape = ctx.input_shape(1)
         if axes_shape is not None and len(axes_shape) != 1:
@@ -209,23 +222,29 @@ def _check_axis(ctx: NodeContext, shape: Shape | None, default: int) -> None:
         return
     if not shape:
         ctx.fail(f"{ctx.node.op_type} needs an input of rank >= 1")
-    ctx.normalize_axis(ctx.attr_int("axis", default), len(shape))
+    # has_attr first: looking up an absent attribute is slow.
+    axis = ctx.attr_int("axis") if ctx.has_attr("axis") else default
+    ctx.normalize_axis(axis, len(shape))
 
 
 @register("", ("Softmax", "LogSoftmax", "Hardmax"), since=1)
 def infer_softmax_legacy(ctx: NodeContext, node: ir.Node) -> None:
     """Same shape as the input (``axis`` defaults to 1, coerced-to-2D semantics)."""
-    ctx.require_input(0)
-    _check_axis(ctx, ctx.input_shape(0), 1)
-    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+    _same_shape_with_axis(ctx, 1)
+
+
+def _same_shape_with_axis(ctx: NodeContext, default_axis: int) -> None:
+    """Output 0 like input 0, once the ``axis`` attribute is checked against its rank."""
+    value = ctx.require_input(0)
+    shape = ctx.ctx.shape_of(value)
+    _check_axis(ctx, shape, default_axis)
+    ctx.set_output(0, shape, ctx.ctx.dtype_of(value))
 
 
 @register("", ("Softmax", "LogSoftmax", "Hardmax"), since=13)
 def infer_softmax(ctx: NodeContext, node: ir.Node) -> None:
     """Same shape as the input (``axis`` defaults to -1)."""
-    ctx.require_input(0)
-    _check_axis(ctx, ctx.input_shape(0), -1)
-    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+    _same_shape_with_axis(ctx, -1)
 
 
 @register("", ("InstanceNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 __all__: list[str] = []
 
-import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -33,17 +32,23 @@ Dim = expr.Dim
 INT64 = ir.DataType.INT64
 
 
-def _axes_input_or_attr(ctx: NodeContext, since_input: int) -> tuple[bool, list[int] | None]:
+def _axes_input_or_attr(
+    ctx: NodeContext, since_input: int
+) -> tuple[bool, Sequence[int] | None]:
     """``(given, axes)`` from input 1 (opset >= ``since_input``) or the ``axes`` attribute.
 
     ``given`` is False when no axes are specified at all; ``axes`` is ``None`` when they
     are given at runtime and unknown here.
     """
     if ctx.opset >= since_input:
-        if not ctx.has_input(1):
+        value = ctx.input(1)
+        if value is None:
             return False, None
-        axes = ctx.input_ints(1)
-        return True, None if axes is None else list(axes)
+        axes = ctx.ctx.value_of(value)
+        # Like ctx.input_ints(1): known only when every element is an int.
+        if axes is None or not all(isinstance(a, int) for a in axes):
+            return True, None
+        return True, axes  # type: ignore[return-value]
     axes_attr = ctx.attr_ints("axes")
     return axes_attr is not None, None if axes_attr is None else list(axes_attr)
 
@@ -54,19 +59,20 @@ def _axes_input_or_attr(ctx: NodeContext, since_input: int) -> tuple[bool, list[
 @register("", "Shape")
 def infer_shape(ctx: NodeContext, node: ir.Node) -> None:
     """1-D int64 output holding the input's dims ``[start:end]`` (opset 15 slicing)."""
-    ctx.require_input(0)
-    dims = ctx.input_shape(0)
+    dims = ctx.ctx.shape_of(ctx.require_input(0))
     if dims is None:
         ctx.set_output(0, [None], INT64)
         return
-    rank = len(dims)
-    start = ctx.attr_int("start", 0) if ctx.opset >= 15 else 0
-    end = ctx.attr_int("end", rank) if ctx.opset >= 15 else rank
-    start = min(max(start + rank if start < 0 else start, 0), rank)
-    end = min(max(end + rank if end < 0 else end, 0), rank)
-    sliced = dims[start:end] if end > start else ()
-    ctx.set_output(0, [len(sliced)], INT64)
-    ctx.set_output_value(0, sliced)
+    # Without attributes (the common case) start=0 and end=rank keep every dim.
+    if ctx.opset >= 15 and node.attributes:
+        rank = len(dims)
+        start = ctx.attr_int("start", 0)
+        end = ctx.attr_int("end", rank)
+        start = min(max(start + rank if start < 0 else start, 0), rank)
+        end = min(max(end + rank if end < 0 else end, 0), rank)
+        dims = dims[start:end] if end > start else ()
+    ctx.set_output(0, (len(dims),), INT64)
+    ctx.set_output_value(0, dims)
 
 
 @register("", "Size")
@@ -82,24 +88,38 @@ def infer_size(ctx: NodeContext, node: ir.Node) -> None:
 # ----------------------------------------------------------------------------------------
 # Reshape
 # ----------------------------------------------------------------------------------------
+def _symbol_product_atoms(d: Dim) -> tuple[expr_core.Atom, ...] | None:
+    """The atoms ``s1..sk`` of ``d = c*s1*...*sk`` (``c > 0``, plain symbols), else ``None``.
+
+    Read off the canonical terms directly: this runs for every symbolic Reshape target.
+    """
+    if not isinstance(d, expr.DimExpr):
+        return None
+    terms = d.terms
+    if d.const != 0 or len(terms) != 1:
+        return None
+    ((atoms, coefficient),) = terms
+    if coefficient <= 0:
+        return None
+    for atom in atoms:
+        if atom.kind != expr_core.SYM:
+            return None
+    return atoms
+
+
 def _zero_set(d: Dim) -> frozenset[str] | None:
     """For ``d = c*s1*...*sk`` (``c > 0``, plain symbols): ``{s1..sk}``, else ``None``.
 
     Then ``d == 0`` exactly when one of these symbols is 0.
     """
-    if not isinstance(d, expr.DimExpr):
-        return None
-    monomials, constant = d.coefficients()
-    if constant != 0 or len(monomials) != 1:
-        return None
-    ((monomial, coefficient),) = monomials.items()
-    if coefficient <= 0 or not _is_product_of_symbols(monomial):
-        return None
-    return monomial.symbols()
+    atoms = _symbol_product_atoms(d)
+    return None if atoms is None else frozenset(atom.name for atom in atoms)
 
 
 def _zero_implies_copied_dim_zero(t: expr.DimExpr, copied: Dim) -> bool:
     """True when ``t == 0`` forces ``copied == 0`` (so "copy" and ``t`` agree)."""
+    if copied is t:  # the usual Shape -> ... -> Reshape round trip: the same zero set
+        return _symbol_product_atoms(t) is not None
     t_zero = _zero_set(t)
     copied_zero = _zero_set(copied)
     return t_zero is not None and copied_zero is not None and t_zero <= copied_zero
@@ -114,11 +134,6 @@ def _zero_implies_empty_input(t: expr.DimExpr, data: Sequence[Dim]) -> bool:
     names = _zero_set(t)
     bare = {d.name for d in data if isinstance(d, expr.DimExpr) and d.is_symbol}
     return bool(names) and names <= bare  # type: ignore[operator]
-
-
-def _is_product_of_symbols(monomial: expr.DimExpr) -> bool:
-    ((atoms, _),) = monomial.terms
-    return all(atom.kind == expr_core.SYM for atom in atoms)
 
 
 def _solve_inferred_with_copies(
@@ -245,11 +260,14 @@ def reshape_dims(
         elif t.is_unknown or not scope.prove_nonneg(t):
             out.append(None)  # may be -1 (infer) at runtime
         elif (
+            # The cheap structural tests first: any one of these keeps t.
             allowzero
+            or (
+                data is not None
+                # A 0 past the input's rank is an error, so t != 0 in every valid run.
+                and (i >= len(data) or _zero_implies_copied_dim_zero(t, data[i]))
+            )
             or scope.prove_gt(t, 0)
-            # A 0 past the input's rank is an error, so t != 0 in every valid run.
-            or (data is not None and i >= len(data))
-            or (data is not None and _zero_implies_copied_dim_zero(t, data[i]))
         ):
             out.append(t)
         elif data is not None and _zero_implies_empty_input(t, data):
@@ -268,7 +286,9 @@ def reshape_dims(
     if infer_at is not None and data is not None:
         others = [d for j, d in enumerate(out) if j != infer_at]
         total = product(data)
-        if _solve_inferred_with_copies(ctx, out, target, infer_at, total):
+        # Only a symbolic target element can copy a dim (all-int targets skip this).
+        symbolic = not all(isinstance(t, int) for t in target)
+        if symbolic and _solve_inferred_with_copies(ctx, out, target, infer_at, total):
             return out
         if all(d is not None for d in others):
             known = product(others)  # type: ignore[arg-type]
@@ -289,34 +309,40 @@ def reshape_dims(
     return out
 
 
-def _set_reshaped(ctx: NodeContext, target: Sequence[Dim] | None, allowzero: bool) -> None:
-    data = ctx.input_shape(0)
-    dtype = ctx.input_dtype(0)
+def _set_reshaped(
+    ctx: NodeContext, data_value: ir.Value, target: Sequence[Dim] | None, allowzero: bool
+) -> None:
+    facts = ctx.ctx
+    data = facts.shape_of(data_value)
+    dtype = facts.dtype_of(data_value)
     if target is None:
         length = static_length(ctx, 1)
         ctx.set_output(0, None if length is None else [None] * length, dtype)
     else:
         ctx.set_output(0, reshape_dims(ctx, data, target, allowzero), dtype)
-    ctx.set_output_value(0, ctx.input_value(0))
+    ctx.set_output_value(0, facts.value_of(data_value))
 
 
 @register("", "Reshape", since=5)
 def infer_reshape(ctx: NodeContext, node: ir.Node) -> None:
     """Target shape from input 1 (``allowzero`` since opset 14)."""
-    ctx.require_input(0)
-    ctx.require_input(1)
-    allowzero = bool(ctx.attr_int("allowzero", 0)) if ctx.opset >= 14 else False
-    _set_reshaped(ctx, ctx.input_value(1), allowzero)
+    data_value = ctx.require_input(0)
+    target_value = ctx.require_input(1)
+    # has_attr first: looking up an absent attribute is slow, and allowzero is rare.
+    allowzero = (
+        ctx.opset >= 14 and ctx.has_attr("allowzero") and bool(ctx.attr_int("allowzero"))
+    )
+    _set_reshaped(ctx, data_value, ctx.ctx.value_of(target_value), allowzero)
 
 
 @register("", "Reshape")
 def infer_reshape_attr(ctx: NodeContext, node: ir.Node) -> None:
     """Opsets 1-4: target shape from the ``shape`` attribute."""
-    ctx.require_input(0)
+    data_value = ctx.require_input(0)
     target = ctx.attr_ints("shape")
     if target is None:
         ctx.fail("missing attribute 'shape'")
-    _set_reshaped(ctx, target, False)
+    _set_reshaped(ctx, data_value, target, False)
 
 
 # ----------------------------------------------------------------------------------------
@@ -334,7 +360,7 @@ def _least_fresh(ctx: NodeContext, candidates: Sequence[Dim]) -> Dim:
 @register("", "Concat")
 def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
     """Dims along ``axis`` add up; the other dims are equal (an int is preferred)."""
-    present = [i for i in range(ctx.num_inputs) if ctx.has_input(i)]
+    present = [value for value in node.inputs if value is not None]
     if not present:
         ctx.fail("needs at least one input")
     axis = ctx.attr_int("axis")
@@ -342,26 +368,43 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
         if ctx.opset >= 4:
             ctx.fail("missing attribute 'axis'")
         axis = 1
-    shapes = [ctx.input_shape(i) for i in present]
-    dtype = next((d for i in present if (d := ctx.input_dtype(i)) is not None), None)
+    facts = ctx.ctx
+    shapes = [facts.shape_of(value) for value in present]
+    dtype = None
+    for value in present:
+        dtype = facts.dtype_of(value)
+        if dtype is not None:
+            break
     known = [s for s in shapes if s is not None]
     if not known:
         ctx.set_output(0, None, dtype)
         return
-    rank = len(known[0])
-    if any(len(s) != rank for s in known):
-        ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
+    first = known[0]
+    rank = len(first)
+    for s in known:
+        if len(s) != rank:
+            ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
     if rank == 0:
         ctx.fail("cannot concatenate scalars")
     axis = ctx.normalize_axis(axis, rank)
     out: list[Dim | None] = []
     for k in range(rank):
         if k == axis:
-            out.append(
-                None
-                if len(known) < len(shapes)
-                else functools.reduce(expr.add, (s[k] for s in known))
-            )
+            if len(known) < len(shapes):
+                out.append(None)
+                continue
+            total = first[k]
+            for s in known[1:]:
+                total = expr.add(total, s[k])
+            out.append(total)
+            continue
+        chosen = first[k]
+        for s in known:
+            if s[k] is not chosen:
+                break
+        else:
+            # The same dim in every input (the usual case): nothing to choose or record.
+            out.append(chosen)
             continue
         candidates = [s[k] for s in known]
         ints = {d for d in candidates if isinstance(d, int)}
@@ -370,13 +413,13 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
         chosen = ints.pop() if ints else _least_fresh(ctx, candidates)
         for d in candidates:
             if d is not chosen and not isinstance(d, int):
-                ctx.ctx.add_constraint(d, chosen)  # a valid run has them equal
+                facts.add_constraint(d, chosen)  # a valid run has them equal
         out.append(chosen)
     ctx.set_output(0, out, dtype)
     if rank == 1:
         pieces: list[Dim] = []
-        for i, shape in zip(present, shapes):
-            elements = ctx.input_value(i)
+        for value, shape in zip(present, shapes):
+            elements = facts.value_of(value)
             if elements is None:
                 if (
                     shape is None
@@ -393,35 +436,40 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
 @register("", "Gather")
 def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
     """``data.shape[:axis] + indices.shape + data.shape[axis+1:]``; values via ``take``."""
-    ctx.require_input(0)
-    ctx.require_input(1)
-    data = ctx.input_shape(0)
-    indices = ctx.input_shape(1)
-    dtype = ctx.input_dtype(0)
+    data_value = ctx.require_input(0)
+    indices_value = ctx.require_input(1)
+    facts = ctx.ctx
+    data = facts.shape_of(data_value)
+    indices = facts.shape_of(indices_value)
+    dtype = facts.dtype_of(data_value)
     if data is None or indices is None:
         ctx.set_output(0, None, dtype)
         return
     if not data:
         ctx.fail("cannot gather from a scalar")
-    axis = ctx.normalize_axis(ctx.attr_int("axis", 0), len(data))
+    # has_attr first: looking up an absent attribute is slow.
+    axis = ctx.normalize_axis(ctx.attr_int("axis") if ctx.has_attr("axis") else 0, len(data))
     out = (*data[:axis], *indices, *data[axis + 1 :])
     ctx.set_output(0, out, dtype)
-    elements = ctx.input_value(0)
+    elements = facts.value_of(data_value)
     if elements is None or not is_static(data) or not is_static(indices):
         return
-    index_values = ctx.input_value(1)
+    index_values = facts.value_of(indices_value)
     if index_values is None:
         return
     bound = data[axis]
-    picked_shape = tuple(indices)
     if not all(isinstance(j, int) for j in index_values):
         # Symbolic indices: the result has the right shape but unknown elements.
         return
     for j in index_values:
         if not -bound <= j < bound:  # type: ignore[operator]
             ctx.fail(f"index {j} is out of range for axis {axis} of size {bound}")
+    if len(data) == 1 and len(elements) == bound and len(index_values) == math.prod(indices):
+        # 1-D data (Shape -> Gather): plain indexing picks what ``np.take`` would.
+        ctx.set_output_value(0, [elements[j] for j in index_values])  # type: ignore[index]
+        return
     array = object_array(elements, data)  # type: ignore[arg-type]
-    index_array = np.array(index_values, dtype=np.int64).reshape(picked_shape)  # type: ignore[arg-type]
+    index_array = np.array(index_values, dtype=np.int64).reshape(tuple(indices))  # type: ignore[arg-type]
     taken = np.take(array, index_array, axis=axis)
     ctx.set_output_value(0, list(np.asarray(taken, dtype=object).reshape(-1)))
 
@@ -432,9 +480,10 @@ def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
 @register("", "Unsqueeze")
 def infer_unsqueeze(ctx: NodeContext, node: ir.Node) -> None:
     """Inserts 1s at ``axes`` (attribute before opset 13, input since)."""
-    ctx.require_input(0)
-    data = ctx.input_shape(0)
-    dtype = ctx.input_dtype(0)
+    data_value = ctx.require_input(0)
+    facts = ctx.ctx
+    data = facts.shape_of(data_value)
+    dtype = facts.dtype_of(data_value)
     given, axes = _axes_input_or_attr(ctx, 13)
     if not given:
         ctx.fail("missing axes")
@@ -447,10 +496,14 @@ def infer_unsqueeze(ctx: NodeContext, node: ir.Node) -> None:
         ctx.set_output(0, None if count is None else [None] * (len(data) + count), dtype)
         return
     rank = len(data) + len(axes)
-    positions = set(ctx.normalize_axes(axes, rank))
-    source = iter(data)
-    ctx.set_output(0, [1 if k in positions else next(source) for k in range(rank)], dtype)
-    ctx.set_output_value(0, ctx.input_value(0))
+    if len(axes) == 1:  # the usual case: one 1 inserted at one place
+        k = ctx.normalize_axis(axes[0], rank)
+        ctx.set_output(0, (*data[:k], 1, *data[k:]), dtype)
+    else:
+        positions = set(ctx.normalize_axes(axes, rank))
+        source = iter(data)
+        ctx.set_output(0, [1 if k in positions else next(source) for k in range(rank)], dtype)
+    ctx.set_output_value(0, facts.value_of(data_value))
 
 
 @register("", "Squeeze")
@@ -567,7 +620,10 @@ def infer_identity(ctx: NodeContext, node: ir.Node) -> None:
 # Constant, ConstantOfShape, Range, Expand
 # ----------------------------------------------------------------------------------------
 def _tensor_elements(tensor: ir.TensorProtocol) -> tuple[int, ...] | None:
-    if tensor.dtype not in INTEGER_DTYPES or tensor.size > MAX_VALUE_ELEMENTS:
+    if tensor.dtype not in INTEGER_DTYPES:
+        return None
+    # The product of the dims is the tensor's size (tensor.size builds an array first).
+    if math.prod(int(d) for d in tensor.shape) > MAX_VALUE_ELEMENTS:
         return None
     return tuple(int(x) for x in tensor.numpy().reshape(-1).tolist())
 

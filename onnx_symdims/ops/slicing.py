@@ -143,8 +143,17 @@ def _forward_length(
     else:
         firsts = [start, 0]  # type: ignore[list-item]
     stops: list[Dim] = [d] if end == _POS_INF else [end, d]  # type: ignore[list-item]
-    span = expr.dmin(*(expr.sub(b, a) for b in stops for a in firsts), scope=scope)
-    return expr.dmax(0, expr.ceildiv(span, step), scope=scope)
+    # The canonical ``b - 0`` is ``b`` and ``ceil(x / 1)`` is ``x``: the usual slice (from
+    # 0, step 1) skips those calls.
+    spans = [b if _is_zero(a) else expr.sub(b, a) for b in stops for a in firsts]
+    span = expr.dmin(*spans, scope=scope)
+    if not (isinstance(step, int) and step == 1):
+        span = expr.ceildiv(span, step)
+    return expr.dmax(0, span, scope=scope)
+
+
+def _is_zero(d: Dim) -> bool:
+    return isinstance(d, int) and d == 0
 
 
 def _backward_length(
@@ -184,8 +193,9 @@ def slice_length(d: Dim, start: Dim, end: Dim, step: Dim, scope: expr.Scope) -> 
     Raises:
         ValueError: the step is 0.
     """
-    if not (_is_known(start) and _is_known(end) and _is_known(step)):
-        return None
+    for index in (start, end, step):
+        if index is None or (isinstance(index, expr.DimExpr) and index.is_unknown):
+            return None  # not _is_known(index)
     if step == 0:
         raise ValueError("Slice step cannot be 0")
     if d == 0:
@@ -216,14 +226,18 @@ def slice_length(d: Dim, start: Dim, end: Dim, step: Dim, scope: expr.Scope) -> 
     return _backward_length(d, adjusted_start, adjusted_end, expr.neg(step), scope)
 
 
-def _slice_vector(ctx: NodeContext, i: int, n: int | None) -> tuple[Dim | None, ...] | None:
-    """Input ``i`` as ``n`` indices (``None`` for unknown elements), or ``None``."""
-    value = ctx.input_value(i)
+def _slice_vector(
+    ctx: NodeContext, i: int, n: int | None, value: Sequence[Dim] | None
+) -> tuple[Dim | None, ...] | None:
+    """Input ``i`` (elements ``value``) as ``n`` indices (``None`` for unknown ones), or ``None``."""
     if value is None:
         return None if n is None else (None,) * n
     if n is not None and len(value) != n:
         ctx.fail(f"input {i} has {len(value)} elements, expected {n}")
-    return tuple(v if _is_known(v) else None for v in value)
+    for v in value:
+        if isinstance(v, expr.DimExpr) and v.is_unknown:
+            return tuple(v if _is_known(v) else None for v in value)
+    return tuple(value)  # every element known (the usual case): as it is
 
 
 def _apply_slice(
@@ -234,8 +248,10 @@ def _apply_slice(
     steps: Sequence[Dim | None],
 ) -> None:
     """Writes the Slice output; ``axes=None`` means the sliced axes are unknown."""
-    shape = ctx.input_shape(0)
-    dtype = ctx.input_dtype(0)
+    data_value = ctx.input(0)
+    facts = ctx.ctx
+    shape = None if data_value is None else facts.shape_of(data_value)
+    dtype = None if data_value is None else facts.dtype_of(data_value)
     if shape is None:
         ctx.set_output(0, None, dtype)
         return
@@ -245,7 +261,13 @@ def _apply_slice(
         dims = [_bounded_symbol(ctx, f"d{k}", d) for k, d in enumerate(shape)]
         ctx.set_output(0, dims, dtype)
         return
-    axes = ctx.normalize_axes(axes, rank)
+    # One axis (the usual case) cannot repeat: normalize it alone.
+    axes = (
+        [ctx.normalize_axis(axes[0], rank)]
+        if len(axes) == 1
+        else ctx.normalize_axes(axes, rank)
+    )
+    scope = ctx.scope
     dims: list[Dim] = list(shape)
     for axis, start, end, step in zip(axes, starts, ends, steps):
         if step == 0:
@@ -253,10 +275,11 @@ def _apply_slice(
         d = shape[axis]
         length = None
         if start is not None and end is not None and step is not None:
-            length = slice_length(d, start, end, step, ctx.scope)
+            length = slice_length(d, start, end, step, scope)
         dims[axis] = _bounded_symbol(ctx, f"d{axis}", d) if length is None else length
     ctx.set_output(0, dims, dtype)
-    _slice_value(ctx, rank, starts, ends, axes, steps)
+    if rank == 1:  # only a 1-D value is sliced as value-as-shape
+        _slice_value(ctx, rank, starts, ends, axes, steps)
 
 
 def _slice_value(
@@ -301,18 +324,36 @@ def infer_slice(ctx: NodeContext, node: ir.Node) -> None:
     """Slice with ``starts``/``ends``/``axes``/``steps`` inputs: clamped symbolic lengths."""
     ctx.require_input(1)
     ctx.require_input(2)
-    optional = [i for i in (3, 4) if ctx.has_input(i)]
-    lengths = {n for i in (1, 2, *optional) if (n := static_length(ctx, i)) is not None}
+    facts = ctx.ctx
+    inputs = node.inputs
+    # The elements of starts, ends, axes and steps (None: absent or unknown), each read
+    # once and in input order; the length from the elements, else from a static shape.
+    vectors: list[Sequence[Dim] | None] = []
+    lengths = set()
+    for i in (1, 2, 3, 4):
+        value = inputs[i] if i < len(inputs) else None
+        elements = None if value is None else facts.value_of(value)
+        vectors.append(elements)
+        if elements is not None:
+            lengths.add(len(elements))
+        elif value is not None and (length := static_length(ctx, i)) is not None:
+            lengths.add(length)
     if len(lengths) > 1:
         ctx.fail(f"starts, ends, axes and steps have different lengths {sorted(lengths)}")
     n = lengths.pop() if lengths else None
-    starts = _slice_vector(ctx, 1, n)
-    ends = _slice_vector(ctx, 2, n)
+    starts_value, ends_value, axes_value, steps_value = vectors
+    starts = _slice_vector(ctx, 1, n, starts_value)
+    ends = _slice_vector(ctx, 2, n, ends_value)
     if ctx.has_input(3):
-        axes = ctx.input_ints(3)
+        # Like ctx.input_ints(3): only when every element is an int.
+        axes = (
+            axes_value
+            if axes_value is not None and all(isinstance(a, int) for a in axes_value)
+            else None
+        )
     else:
         axes = None if n is None else tuple(range(n))
-    steps = _slice_vector(ctx, 4, n) if ctx.has_input(4) else (1,) * (n or 0)
+    steps = _slice_vector(ctx, 4, n, steps_value) if ctx.has_input(4) else (1,) * (n or 0)
     if axes is None or starts is None or ends is None or steps is None:
         _apply_slice(ctx, (), (), None, ())
         return
@@ -406,7 +447,7 @@ def _split_input(ctx: NodeContext) -> tuple[Dim | None, ...] | None:
     """The ``split`` input's sizes; ``None`` when absent or empty (runtimes split evenly)."""
     if not ctx.has_input(1) or static_length(ctx, 1) == 0:
         return None
-    return _slice_vector(ctx, 1, ctx.num_outputs)
+    return _slice_vector(ctx, 1, ctx.num_outputs, ctx.input_value(1))
 
 
 @register("", "Split", since=13)
@@ -451,8 +492,10 @@ def infer_flatten(ctx: NodeContext, node: ir.Node) -> None:
 @register("", "Transpose", since=1)
 def infer_transpose(ctx: NodeContext, node: ir.Node) -> None:
     """Transpose: dims permuted by ``perm`` (default: reversed); a bad perm fails."""
-    shape = ctx.input_shape(0)
-    dtype = ctx.input_dtype(0)
+    data_value = ctx.input(0)
+    facts = ctx.ctx
+    shape = None if data_value is None else facts.shape_of(data_value)
+    dtype = None if data_value is None else facts.dtype_of(data_value)
     perm = ctx.attr_ints("perm")
     if perm is not None and sorted(perm) != list(range(len(perm))):
         ctx.fail(f"perm {list(perm)} is not a permutation")
@@ -467,7 +510,7 @@ def infer_transpose(ctx: NodeContext, node: ir.Node) -> None:
         )
     ctx.set_output(0, [shape[p] for p in perm], dtype)
     if len(shape) == 1:
-        ctx.set_output_value(0, ctx.input_value(0))
+        ctx.set_output_value(0, facts.value_of(data_value))  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------

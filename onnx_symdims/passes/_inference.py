@@ -286,6 +286,7 @@ class InferenceEngine:
         # _memo_key(...) -> the facts of the node's outputs (see _infer_node)
         self._memo: dict[tuple, tuple] = {}
         self._memo_hits: dict[str, int] = {}
+        self._anchor_memo: dict[tuple, tuple[Dim, ...]] = {}
         self._memo_misses: dict[str, int] = {}
         # Op types not memoized: their keys do not repeat (or memoizing is disabled).
         self._memo_off: set[str] | _Everything = set() if self.memoize else _Everything()
@@ -439,10 +440,6 @@ class InferenceEngine:
         read its inputs' shapes, values and dtypes and its attributes (and changed
         nothing else, which :meth:`_infer_node` checks) gives the same outputs again.
         """
-        inputs = node.inputs
-        inputs_key = self.ctx.inputs_key(inputs)
-        if inputs_key is None:
-            return None
         attributes: tuple = ()
         data = node.attributes.data  # the UserDict's plain dict: much faster to iterate
         if data:
@@ -458,6 +455,10 @@ class InferenceEngine:
                 else:
                     return None  # tensors, graphs: not worth keying
             attributes = tuple(parts)
+        inputs = node.inputs
+        inputs_key = self.ctx.inputs_key(inputs)
+        if inputs_key is None:
+            return None
         return (
             inputs_key,
             len(inputs),
@@ -555,23 +556,19 @@ class InferenceEngine:
             self.modified = True
         self._commit_type(node, value, had_shape=True)
 
-    def _commit_anchor(self, node: ir.Node, value: ir.Value, inferred: Shape | None) -> None:
-        """Merges a declared anchor: its text stays, the equalities it implies are recorded.
-
-        Only an empty declared dim is filled with the inferred one (it declares nothing).
-        """
+    def _merge_anchor(
+        self, node: ir.Node, value: ir.Value, inferred: Shape | None, what: str
+    ) -> tuple[Dim | None, ...] | None:
+        """The dims an anchored value gets (``None`` dims: unknown on both sides)."""
         ctx = self.ctx
-        declared = value.shape
-        what = "graph output" if value.is_graph_output() else "value_info"
         merged = merge_with_anchor(
             ctx,
             inferred,
-            declared_dims(declared),
+            declared_dims(value.shape),
             strict=self.policy == "strict",
             where=f"{what} {value.name!r}",
             node=node,
         )
-        hint = value.name or node.op_type
         if merged is not None and inferred is not None and len(merged) == len(inferred):
             # Downstream keeps what was computed: a declared name is only a label (the
             # renaming is the propagation pass's job), unless the computed dim is a bare
@@ -584,6 +581,31 @@ class InferenceEngine:
                 else m
                 for inf, m in zip(inferred, merged)
             )
+        return merged
+
+    def _commit_anchor(self, node: ir.Node, value: ir.Value, inferred: Shape | None) -> None:
+        """Merges a declared anchor: its text stays, the equalities it implies are recorded.
+
+        Only an empty declared dim is filled with the inferred one (it declares nothing).
+        """
+        ctx = self.ctx
+        declared = value.shape
+        what = "graph output" if value.is_graph_output() else "value_info"
+        # Layers repeat the same anchors (present_key_i): the merge is memoized when it
+        # minted nothing and said nothing; its equalities were recorded the first time.
+        key = (
+            inferred,
+            tuple(d if isinstance(d, int) else d.value for d in declared.dims),
+            what,
+            ctx.conditional_depth,  # equalities are only recorded at depth 0
+        )
+        merged = self._anchor_memo.get(key)
+        if merged is None:
+            diagnostics = len(ctx.diagnostics)
+            merged = self._merge_anchor(node, value, inferred, what)
+            if merged is not None and None not in merged and len(ctx.diagnostics) == diagnostics:
+                self._anchor_memo[key] = merged
+        hint = value.name or node.op_type
         dims = tuple(ctx.new_symbol(hint) if d is None else d for d in merged or ())
         ctx.set_shape(value, dims if merged is not None else None)
         if merged is not None and self.policy != "skip" and len(merged) == len(declared):
