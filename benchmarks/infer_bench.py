@@ -6,7 +6,8 @@ Usage::
 
 Models: a generated KV-cache decoder (``--layers`` layers, ~50 nodes each), a chain of
 ``12 * --blocks`` nodes (20k by default), and any ``--model`` file. For every tool the median
-wall time of ``--reps`` runs is printed, with the ratio to onnx-symdims. The conversion from
+wall time of ``--reps`` runs is printed, with the ratio to onnx-symdims (the tools take turns
+in every round, after one warm-up round, so load spikes hit all alike). The conversion from
 ``ModelProto`` to ``onnx_ir.Model`` is excluded for the two onnx-ir based tools (it is shared
 work); onnx C++ and onnxruntime's tool take the proto directly. Peers that fail are reported,
 not fatal.
@@ -30,23 +31,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _models
 
 
-def _time_ir_tool(proto, fn, reps):
-    times = []
-    for _ in range(reps):
-        model = ir.from_proto(proto)
-        t0 = time.perf_counter()
-        fn(model)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def _time_proto_tool(proto, fn, reps):
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn(proto)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def _time_once(proto, kind, fn):
+    model = ir.from_proto(proto) if kind == "ir" else proto
+    t0 = time.perf_counter()
+    fn(model)
+    return time.perf_counter() - t0
 
 
 def run_ours(model):
@@ -80,14 +69,25 @@ TOOLS = [
 
 
 def bench(name: str, proto: onnx.ModelProto, reps: int) -> None:
+    """Runs the tools in turn, ``reps`` rounds (plus one warm-up), so that load spikes on
+    a shared machine hit every tool alike; prints the medians."""
     print(f"\n{name}: {len(proto.graph.node)} nodes", flush=True)
-    results = {}
-    for tool, kind, fn in TOOLS:
-        try:
-            timer = _time_ir_tool if kind == "ir" else _time_proto_tool
-            results[tool] = timer(proto, fn, reps)
-        except Exception as e:
-            print(f"  {tool:28s} failed: {type(e).__name__}: {str(e)[:100]}")
+    times: dict[str, list[float]] = {tool: [] for tool, _, _ in TOOLS}
+    failed: dict[str, str] = {}
+    for round_ in range(reps + 1):
+        for tool, kind, fn in TOOLS:
+            if tool in failed:
+                continue
+            try:
+                seconds = _time_once(proto, kind, fn)
+            except Exception as e:
+                failed[tool] = f"{type(e).__name__}: {str(e)[:100]}"
+                continue
+            if round_:
+                times[tool].append(seconds)
+    for tool, error in failed.items():
+        print(f"  {tool:28s} failed: {error}")
+    results = {tool: statistics.median(t) for tool, t in times.items() if t}
     ours = results.get("onnx-symdims")
     for tool, seconds in results.items():
         ratio = f"{seconds / ours:7.1f}x ours" if ours else ""
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
     bench(f"decoder({args.layers} layers)", _models.decoder(args.layers), args.reps)
-    bench(f"chain({args.blocks} blocks)", _models.chain(args.blocks), max(1, args.reps // 2))
+    bench(f"chain({args.blocks} blocks)", _models.chain(args.blocks), max(3, args.reps // 2))
     for path in args.model:
         bench(os.path.basename(path), onnx.load(path, load_external_data=False), args.reps)
     return 0

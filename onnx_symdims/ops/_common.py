@@ -27,6 +27,7 @@ __all__ = [
 
 import functools
 import logging
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -222,7 +223,8 @@ def constant_array(value: ir.Value | None) -> np.ndarray | None:
         if tensor is None:
             return None
     try:
-        if tensor.size > MAX_VALUE_ELEMENTS:
+        # The product of the dims, not tensor.size (which builds an array first).
+        if math.prod(int(d) for d in tensor.shape) > MAX_VALUE_ELEMENTS:
             return None
         return tensor.numpy()
     except Exception as e:  # external data missing, string tensors, ...: unknown

@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import onnx
 import onnx_ir as ir
 
 from onnx_symdims import expr
@@ -619,26 +620,69 @@ def infer_identity(ctx: NodeContext, node: ir.Node) -> None:
 # ----------------------------------------------------------------------------------------
 # Constant, ConstantOfShape, Range, Expand
 # ----------------------------------------------------------------------------------------
-def _tensor_elements(tensor: ir.TensorProtocol) -> tuple[int, ...] | None:
-    if tensor.dtype not in INTEGER_DTYPES:
-        return None
+def _tensor_elements(
+    tensor: ir.TensorProtocol, dims: Sequence[int], dtype: ir.DataType
+) -> tuple[int, ...] | None:
+    """The elements of a small integer tensor of shape ``dims`` and type ``dtype``."""
     # The product of the dims is the tensor's size (tensor.size builds an array first).
-    if math.prod(int(d) for d in tensor.shape) > MAX_VALUE_ELEMENTS:
+    if dtype not in INTEGER_DTYPES or math.prod(dims) > MAX_VALUE_ELEMENTS:
         return None
     return tuple(int(x) for x in tensor.numpy().reshape(-1).tolist())
+
+
+_INT64_CODE = int(INT64)
+
+
+def _read_int64_proto(
+    tensor: ir.TensorProtocol,
+) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
+    """``(dims, elements)`` of a small int64 ``TensorProto``-backed tensor, read directly.
+
+    Exported models carry hundreds of such ``Constant`` nodes (shape arithmetic); going
+    through ``shape``/``dtype``/``numpy()`` costs several times more. ``None`` for any
+    other tensor (the generic path reads it).
+    """
+    if not isinstance(tensor, ir.serde.TensorProtoTensor):
+        return None
+    proto = tensor.raw
+    if proto.data_type != _INT64_CODE or proto.data_location == onnx.TensorProto.EXTERNAL:
+        return None
+    dims = tuple(proto.dims)
+    count = math.prod(dims)
+    if count > MAX_VALUE_ELEMENTS:
+        return dims, None
+    if proto.HasField("raw_data"):
+        raw = proto.raw_data
+        if len(raw) != 8 * count:
+            return None
+        elements = tuple(np.frombuffer(raw, dtype="<i8").tolist())
+    else:
+        elements = tuple(proto.int64_data)
+        if len(elements) != count:
+            return None
+    return dims, elements
 
 
 @register("", "Constant")
 def infer_constant(ctx: NodeContext, node: ir.Node) -> None:
     """Shape, type and (small integer) value from whichever ``value*`` attribute is set."""
-    attributes = node.attributes
+    attributes = node.attributes.data
     if len(attributes) != 1:
         ctx.fail(f"expects exactly one attribute, got {sorted(attributes)}")
     ((name, attr),) = attributes.items()
     if name == "value":
         tensor = ctx.attr_tensor("value")
-        ctx.set_output(0, [int(d) for d in tensor.shape], tensor.dtype)
-        ctx.set_output_value(0, _tensor_elements(tensor))
+        read = _read_int64_proto(tensor)
+        if read is not None:
+            dims, elements = read
+            ctx.set_output(0, dims, INT64)
+            ctx.set_output_value(0, elements)
+            return
+        # Read once: a serialized tensor builds its shape and dtype on each access.
+        dims = tuple(int(d) for d in tensor.shape)
+        dtype = tensor.dtype
+        ctx.set_output(0, dims, dtype)
+        ctx.set_output_value(0, _tensor_elements(tensor, dims, dtype))
     elif name == "value_int":
         ctx.set_output(0, [], INT64)
         ctx.set_output_value(0, [ctx.attr_int(name)])
@@ -681,7 +725,11 @@ def infer_constant_of_shape(ctx: NodeContext, node: ir.Node) -> None:
             # every run that gets past it the element is the dim: no proof of t >= 0 needed.
             dims.append(None if t.is_unknown else t)
     ctx.set_output(0, dims, dtype)
-    fill = _tensor_elements(tensor) if tensor is not None else (0,)
+    fill = (
+        _tensor_elements(tensor, tuple(int(d) for d in tensor.shape), tensor.dtype)
+        if tensor is not None
+        else (0,)
+    )
     if fill is not None and len(fill) == 1 and is_static(dims):
         count = math.prod(dims)  # type: ignore[arg-type]
         if count <= MAX_VALUE_ELEMENTS and dtype in INTEGER_DTYPES:

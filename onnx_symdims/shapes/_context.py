@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 import logging
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 
@@ -401,13 +402,16 @@ class ShapesContext:
         A value not yet in the table is read once from its constant tensor or declared
         ``ir.Shape`` (empty dims become fresh symbols) and cached.
         """
+        shape = self._shapes.get(value, MISSING)  # type: ignore[arg-type]
+        if shape is not MISSING:
+            return shape  # type: ignore[return-value]
         resolved = self._resolve(value)
         if resolved is None:
             return None
-        try:
-            return self._shapes[resolved]
-        except KeyError:
-            pass
+        if resolved is not value:
+            shape = self._shapes.get(resolved, MISSING)
+            if shape is not MISSING:
+                return shape  # type: ignore[return-value]
         shape = self.read_declared_shape(resolved)
         self._shapes[resolved] = shape
         return shape
@@ -459,6 +463,9 @@ class ShapesContext:
 
     def dtype_of(self, value: ir.Value | str) -> ir.DataType | None:
         """The element type inferred or declared for ``value`` (``None`` if unknown)."""
+        dtype = self._dtypes.get(value)  # type: ignore[arg-type]
+        if dtype is not None:
+            return dtype
         resolved = self._resolve(value)
         if resolved is None:
             return None
@@ -494,13 +501,16 @@ class ShapesContext:
         Elements may be unknown ``DimExpr`` (partially known values), and may be
         negative: elements are integers, not dims.
         """
+        elements = self._values.get(value, MISSING)  # type: ignore[arg-type]
+        if elements is not MISSING:
+            return elements  # type: ignore[return-value]
         resolved = self._resolve(value)
         if resolved is None:
             return None
-        try:
-            return self._values[resolved]
-        except KeyError:
-            pass
+        if resolved is not value:
+            elements = self._values.get(resolved, MISSING)
+            if elements is not MISSING:
+                return elements  # type: ignore[return-value]
         elements = self._read_constant_elements(resolved)
         self._values[resolved] = elements
         return elements
@@ -519,7 +529,8 @@ class ShapesContext:
         if tensor is None or tensor.dtype not in INTEGER_DTYPES:
             return None
         try:
-            if tensor.size > MAX_VALUE_ELEMENTS:
+            # The product of the dims is the size (tensor.size builds an array first).
+            if math.prod(int(d) for d in tensor.shape) > MAX_VALUE_ELEMENTS:
                 return None
             array = tensor.numpy()
         except Exception as e:  # e.g. external data file missing: value stays unknown

@@ -66,6 +66,17 @@ def broadcast_dims(a: Dim, b: Dim) -> Dim:
     return expr.broadcast(a, b)
 
 
+def _valid_dims(dims: Sequence[Dim | None]) -> bool:
+    """True when every dim is an int ``>= 0`` or a known ``DimExpr`` (the usual case)."""
+    for d in dims:
+        if isinstance(d, int):
+            if d < 0:
+                return False
+        elif d is None or d.unknown_reason is not None:
+            return False
+    return True
+
+
 class SubgraphEngine(Protocol):
     """What the inference driver offers to hooks (implemented by the pass)."""
 
@@ -258,7 +269,7 @@ class NodeContext:
         if i >= len(self._outputs):
             return
         value = self._outputs[i]
-        if dims is not None:
+        if dims is not None and not _valid_dims(dims):
             checked: list[Dim] = []
             for k, d in enumerate(dims):
                 if isinstance(d, int):

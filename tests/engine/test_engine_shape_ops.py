@@ -424,3 +424,38 @@ def test_concat_prefers_a_model_name_over_a_fresh_symbol():
     )
     assert is_fresh(result, dims(m, "t")[0])
     assert dims(m, "z") == ["b", 4]  # t's rows are y's rows: the declared name wins
+
+
+@pytest.mark.parametrize("raw", [True, False], ids=["raw_data", "int64_data"])
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.array(-3, dtype=np.int64),
+        np.array([2, -1, 9_000_000_000], dtype=np.int64),
+        np.zeros((0, 2), dtype=np.int64),
+        np.arange(2048, dtype=np.int64).reshape(2, 1024),  # too large: shape only
+    ],
+    ids=["scalar", "vector", "empty", "large"],
+)
+def test_constant_int64_proto_forms(raw, array):
+    """Exported models store int64 constants as raw bytes or as int64_data: same facts."""
+    import onnx
+
+    tensor = onnx.numpy_helper.from_array(array)
+    if not raw:
+        tensor.ClearField("raw_data")
+        tensor.int64_data.extend(array.reshape(-1).tolist())
+    node = onnx.helper.make_node("Constant", [], ["y"], value=tensor)
+    graph = onnx.helper.make_graph(
+        [node],
+        "g",
+        [],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.INT64, None)],
+    )
+    m = ir.from_proto(
+        onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 21)])
+    )
+    result = SymbolicShapeInferencePass()(m)
+    assert dims(m, "y") == list(array.shape)
+    expected = tuple(array.reshape(-1).tolist()) if array.size <= 1024 else None
+    assert result.context.value_as_shape("y") == expected
