@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, overload
 import onnx_ir as ir
 
 from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
+from onnx_symdims.passes._gc import without_gc
 from onnx_symdims.shapes import Diagnostic, ShapeInferenceError, ShapesContext
 
 if TYPE_CHECKING:
@@ -37,6 +38,11 @@ logger = logging.getLogger(__name__)
 
 
 def _infer(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None:
+    with without_gc():  # not between the passes either (see without_gc)
+        _run_passes(model, anchors, options)
+
+
+def _run_passes(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None:
     inferred = SymbolicShapeInferencePass(**options)(model)
     if anchors:
         strict = bool(options.get("strict")) or options.get("policy") == "strict"

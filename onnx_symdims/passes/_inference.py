@@ -287,6 +287,7 @@ class InferenceEngine:
         self._memo: dict[tuple, tuple] = {}
         self._memo_hits: dict[str, int] = {}
         self._anchor_memo: dict[tuple, tuple[Dim, ...]] = {}
+        self._dispatch_cache: dict[tuple[str, str], tuple[_registry.Hook | None, int | None]] = {}
         self._memo_misses: dict[str, int] = {}
         # Op types not memoized: their keys do not repeat (or memoizing is disabled).
         self._memo_off: set[str] | _Everything = set() if self.memoize else _Everything()
@@ -348,15 +349,26 @@ class InferenceEngine:
                 progress(done, total)
 
     # ------------------------------------------------------------------------------------
+    def _dispatch(self, domain: str, op_type: str) -> tuple[_registry.Hook | None, int | None]:
+        """The hook and opset for ``(domain, op_type)`` in this model (cached per model)."""
+        found = self._dispatch_cache.get((domain, op_type))
+        if found is None:
+            opset = self._opsets.get(domain)
+            if opset is None:
+                opset = self._opsets.get(_registry.normalize_domain(domain))
+            found = (_registry.lookup(domain, op_type, opset), opset)
+            self._dispatch_cache[(domain, op_type)] = found
+        return found
+
     def _infer_node(self, node_ctx: NodeContext, node: ir.Node) -> None:
         domain = node.domain
         op_type = node.op_type
-        opset = self._opsets.get(domain)
-        if opset is None:
-            opset = self._opsets.get(_registry.normalize_domain(domain))
         ctx = self.ctx
         function = self._functions.get(node.op_identifier()) if self._functions else None
-        hook = None if function is not None else _registry.lookup(domain, op_type, opset)
+        if function is None:
+            hook, opset = self._dispatch(domain, op_type)
+        else:
+            hook, opset = None, self._dispatch(domain, op_type)[1]
         key = None
         if hook is not None and not ctx.conditional_depth and op_type not in self._memo_off:
             key = self._memo_key(node, opset)

@@ -179,6 +179,8 @@ class ShapesContext:
         self._dtypes: dict[ir.Value, ir.DataType | None] = {}
         self._values: dict[ir.Value, Shape | None] = {}
         self._other_types: dict[ir.Value, ir.TypeProtocol] = {}
+        # dtype_of's reads from the IR, for values without an inferred dtype (memo keys).
+        self._declared_dtypes: dict[ir.Value, ir.DataType | None] = {}
         self._by_name: dict[str, ir.Value] = {}
 
     # ------------------------------------------------------------------------------------
@@ -544,6 +546,7 @@ class ShapesContext:
         self._dtypes.pop(value, None)
         self._values.pop(value, None)
         self._other_types.pop(value, None)
+        self._declared_dtypes.pop(value, None)
         self.mutations += 1
 
     def inputs_key(self, inputs: Sequence[ir.Value | None]) -> tuple | None:
@@ -571,7 +574,10 @@ class ShapesContext:
                 elements = self.value_of(value)
             dtype = dtypes.get(value)
             if dtype is None:
-                dtype = self.dtype_of(value)
+                dtype = self._declared_dtypes.get(value)
+                if dtype is None:
+                    # Graph inputs and initializers: read from the IR once.
+                    dtype = self._declared_dtypes[value] = self.dtype_of(value)
             key.append((shape, elements, dtype))
         return tuple(key)
 
