@@ -43,11 +43,20 @@ def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
     """Every graph nested in ``nodes``, recursively (cheaper than a traversal)."""
     found: list[ir.Graph] = []
     for node in nodes:
-        if not node.attributes:
+        attributes = node.attributes.data  # the UserDict's dict: much faster to iterate
+        if not attributes:
             continue
-        for sub in node_subgraphs(node):
-            found.append(sub)
-            found.extend(_subgraphs(sub))
+        for attr in attributes.values():
+            kind = attr.type
+            if kind is _GRAPH:
+                subs = [attr.value]
+            elif kind is _GRAPHS:
+                subs = list(attr.value)
+            else:
+                continue
+            for sub in subs:
+                found.append(sub)
+                found.extend(_subgraphs(sub))
     return found
 
 
