@@ -177,16 +177,19 @@ def _declares_nothing(d: int | ir.SymbolicDim) -> bool:
     return not d.value or is_anonymous_dim_text(d.value)
 
 
-def topological_order(graph: ir.Graph, nodes: list[ir.Node] | None = None) -> list[ir.Node]:
+def topological_order(
+    graph: ir.Graph, nodes: list[ir.Node] | None = None, presorted: bool = False
+) -> list[ir.Node]:
     """The nodes of ``graph`` in an order where producers precede consumers.
 
     Valid models are already sorted; otherwise a stable Kahn sort is done without
     touching the graph. Nodes on a cycle keep their relative order at the end.
-    ``nodes``: ``list(graph)`` when already at hand.
+    ``nodes``: ``list(graph)`` when already at hand; ``presorted``: they are known to
+    be in order (checked by :class:`ModelSnapshot`).
     """
     if nodes is None:
         nodes = list(graph)
-    if _is_sorted(nodes):
+    if presorted or _is_sorted(nodes):
         return nodes
     position = {node: i for i, node in enumerate(nodes)}
     pending: dict[ir.Node, int] = {}
@@ -287,7 +290,9 @@ class InferenceEngine:
         self._memo: dict[tuple, tuple] = {}
         self._memo_hits: dict[str, int] = {}
         self._anchor_memo: dict[tuple, tuple[Dim, ...]] = {}
-        self._dispatch_cache: dict[tuple[str, str], tuple[_registry.Hook | None, int | None]] = {}
+        self._dispatch_cache: dict[
+            tuple[str, str], tuple[_registry.Hook | None, int | None]
+        ] = {}
         self._memo_misses: dict[str, int] = {}
         # Op types not memoized: their keys do not repeat (or memoizing is disabled).
         self._memo_off: set[str] | _Everything = set() if self.memoize else _Everything()
@@ -299,7 +304,7 @@ class InferenceEngine:
         self._reserve_model_names()
         graph = self.model.graph
         self._seed_inputs(graph, None, None)
-        self._walk(graph, self.progress, self.snapshot.main_nodes)
+        self._walk(graph, self.progress, self.snapshot.main_nodes, self.snapshot.main_sorted)
 
     def _reserve_model_names(self) -> None:
         texts: set[str] = set()
@@ -338,8 +343,9 @@ class InferenceEngine:
         graph: ir.Graph,
         progress: ProgressCallback | None = None,
         nodes: list[ir.Node] | None = None,
+        presorted: bool = False,
     ) -> None:
-        nodes = topological_order(graph, nodes)
+        nodes = topological_order(graph, nodes, presorted)
         node_ctx = NodeContext(self.ctx, self)
         total = len(nodes)
         step = max(total // 100, 1)
@@ -615,7 +621,11 @@ class InferenceEngine:
         if merged is None:
             diagnostics = len(ctx.diagnostics)
             merged = self._merge_anchor(node, value, inferred, what)
-            if merged is not None and None not in merged and len(ctx.diagnostics) == diagnostics:
+            if (
+                merged is not None
+                and None not in merged
+                and len(ctx.diagnostics) == diagnostics
+            ):
                 self._anchor_memo[key] = merged
         hint = value.name or node.op_type
         dims = tuple(ctx.new_symbol(hint) if d is None else d for d in merged or ())

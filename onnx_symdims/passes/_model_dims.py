@@ -93,6 +93,8 @@ class ModelSnapshot:
             subgraphs; per graph its inputs, outputs, initializers, node outputs.
         anchors: The main graph's inputs and outputs.
         main_values: Inputs, outputs and node outputs of the main graph (no subgraphs).
+        main_sorted: Whether every main-graph node comes after the producers of its
+            inputs (so the graph order is a topological order).
     """
 
     model: ir.Model
@@ -100,23 +102,42 @@ class ModelSnapshot:
     values: list[ir.Value]
     anchors: frozenset[ir.Value]
     main_values: list[ir.Value]
+    main_sorted: bool = False
 
     @classmethod
     def of(cls, model: ir.Model) -> ModelSnapshot:
         """Walks ``model`` once."""
         main = model.graph
         main_nodes = list(main)
-        seen: dict[ir.Value, None] = {}
         main_values: list[ir.Value] = [*main.inputs, *main.outputs]
+        nested: list[ir.Graph | ir.Function] = []
+        done: set[ir.Node] = set()
+        in_order = True
+        # One loop over the main graph: its values, its subgraphs, whether it is sorted.
         for node in main_nodes:
             main_values.extend(node.outputs)
-        for graph in graphs(model, main_nodes):
-            if graph is main:
-                seen.update(dict.fromkeys(main.inputs))
-                seen.update(dict.fromkeys(main.outputs))
-                seen.update(dict.fromkeys(main.initializers.values()))
-                seen.update(dict.fromkeys(main_values))
-                continue
+            if in_order:
+                for value in node.inputs:
+                    if value is not None:
+                        producer = value.producer()
+                        if (
+                            producer is not None
+                            and producer not in done
+                            and producer.graph is main
+                        ):
+                            in_order = False
+                            break
+                done.add(node)
+            if node.attributes.data:
+                nested.extend(_subgraphs((node,)))
+        for function in model.functions.values():
+            nested.append(function)
+            nested.extend(_subgraphs(function))
+        seen = dict.fromkeys(main.inputs)
+        seen.update(dict.fromkeys(main.outputs))
+        seen.update(dict.fromkeys(main.initializers.values()))
+        seen.update(dict.fromkeys(main_values))
+        for graph in nested:
             seen.update(dict.fromkeys(graph.inputs))
             seen.update(dict.fromkeys(graph.outputs))
             if isinstance(graph, ir.Graph):
@@ -129,6 +150,7 @@ class ModelSnapshot:
             list(seen),
             frozenset((*main.inputs, *main.outputs)),
             main_values,
+            in_order,
         )
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 import onnx_ir as ir
 import pytest
 
 import onnx_symdims
+from onnx_symdims import expr
 from onnx_symdims.ops import _registry
 from onnx_symdims.passes import SymbolicShapeInferencePass, SymbolicShapeInferenceResult
 from onnx_symdims.shapes import ShapeInferenceError, ShapesContext
@@ -416,3 +418,25 @@ def test_anonymous_question_mark_dims_are_never_one_symbol():
     nnz, nnz2 = dims(m, "nz")[1], dims(m, "nz2")[1]
     assert nnz != nnz2 and "?" not in (nnz, nnz2)  # filled in: "?" declares nothing
     assert dims(m, "w") == ["?"]  # the input's text is kept
+
+
+def test_nodes_out_of_order_are_inferred_in_topological_order():
+    """A graph listed consumer-first is walked producer-first, and left as it was."""
+    helper = onnx.helper
+    nodes = [
+        helper.make_node("Reshape", ["x", "t"], ["y"]),
+        helper.make_node("Concat", ["s", "four"], ["t"], axis=0),
+        helper.make_node("Shape", ["x"], ["s"], start=0, end=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array([2, 4], dtype=np.int64), "four")],
+    )
+    m = ir.from_proto(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]))
+    result = SymbolicShapeInferencePass()(m)
+    assert [n.op_type for n in m.graph] == ["Reshape", "Concat", "Shape"]
+    assert dims(m, "y") == ["N", 2, 4]
+    assert result.context.value_as_shape("t") == (expr.sym("N"), 2, 4)
