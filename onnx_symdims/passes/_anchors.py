@@ -190,11 +190,20 @@ class _Rewriter:
 def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter) -> bool:
     modified = False
     anchors = snapshot.anchors
+    # The engine writes one shared frozen shape per distinct dims: rewrite each once.
+    by_id: dict[int, tuple[ir.Shape, ir.Shape | None]] = {}
     for value in snapshot.values:
         shape = value.shape
         if shape is None:
             continue
-        new = rewriter.ir_shape(shape, value in anchors)
+        hit = by_id.get(id(shape))
+        if hit is not None and hit[0] is shape and value not in anchors:
+            new = hit[1]
+        else:
+            protected = value in anchors
+            new = rewriter.ir_shape(shape, protected)
+            if shape.frozen and not protected:
+                by_id[id(shape)] = (shape, new)
         if new is not None:
             value.shape = new
             modified = True
