@@ -571,7 +571,11 @@ class ShapesContext:
                 shape = self.shape_of(value)
             elements = values.get(value, MISSING)
             if elements is MISSING:
-                elements = self.value_of(value)
+                if value.const_value is None:
+                    # What value_of finds for a value no hook gave elements to.
+                    elements = values[value] = None
+                else:
+                    elements = self.value_of(value)
             dtype = dtypes.get(value)
             if dtype is None:
                 dtype = self._declared_dtypes.get(value)

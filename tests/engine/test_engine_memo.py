@@ -65,6 +65,12 @@ def _all_values(m: ir.Model) -> list[ir.Value]:
     return values
 
 
+@pytest.fixture(autouse=True)
+def _memo_in_small_models(monkeypatch):
+    """The test models are small: memoize them anyway."""
+    monkeypatch.setattr(_inference.InferenceEngine, "memo_min_nodes", 0)
+
+
 def _run(m: ir.Model, memoize: bool, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setattr(_inference.InferenceEngine, "memoize", memoize)
     result = _inference.SymbolicShapeInferencePass()(m)
@@ -166,6 +172,15 @@ def test_attributes_are_part_of_the_key():
     _inference.SymbolicShapeInferencePass()(m)
     assert dims(m, "y") == ["C", "A", "B"]
     assert dims(m, "z") == ["B", "C", "A"]
+
+
+def test_small_models_are_not_memoized(monkeypatch):
+    monkeypatch.undo()  # the default threshold
+    replayed = _replays(monkeypatch)
+    m = model(LAYERS)
+    _inference.SymbolicShapeInferencePass()(m)
+    assert replayed == []
+    assert dims(m, "x3") == ["batch", "seq", 8]
 
 
 def test_pipeline_output_is_the_same_without_memo(monkeypatch):

@@ -60,6 +60,23 @@ def test_random_graphs(seed: int) -> None:
     assert not unexpected, "\n\n".join(oracle.report(case, f) for f in unexpected)
 
 
+@settings(
+    max_examples=400,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(seed=st.integers(min_value=0, max_value=2**31 - 1))
+def test_random_graphs_with_the_memo(seed: int) -> None:
+    """The same, with the engine's memo on although the graphs are small."""
+    from onnx_symdims.passes import _inference
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_inference.InferenceEngine, "memo_min_nodes", 0)
+        test_random_graphs.hypothesis.inner_test(seed)
+
+
 def test_generator_is_deterministic() -> None:
     first, second = graph_gen.generate(12345), graph_gen.generate(12345)
     assert first.model == second.model
