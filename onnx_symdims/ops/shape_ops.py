@@ -13,6 +13,7 @@ __all__: list[str] = []
 
 import logging
 import math
+import struct
 from collections.abc import Sequence
 
 import numpy as np
@@ -631,6 +632,8 @@ def _tensor_elements(
 
 
 _INT64_CODE = int(INT64)
+_PROTO_TENSOR = ir.serde.TensorProtoTensor
+_EXTERNAL = onnx.TensorProto.EXTERNAL
 
 
 def _read_int64_proto(
@@ -642,10 +645,10 @@ def _read_int64_proto(
     through ``shape``/``dtype``/``numpy()`` costs several times more. ``None`` for any
     other tensor (the generic path reads it).
     """
-    if not isinstance(tensor, ir.serde.TensorProtoTensor):
+    if type(tensor) is not _PROTO_TENSOR:  # exact type: isinstance on an ABC is slow
         return None
     proto = tensor.raw
-    if proto.data_type != _INT64_CODE or proto.data_location == onnx.TensorProto.EXTERNAL:
+    if proto.data_type != _INT64_CODE or proto.data_location == _EXTERNAL:
         return None
     dims = tuple(proto.dims)
     count = math.prod(dims)
@@ -655,7 +658,7 @@ def _read_int64_proto(
         raw = proto.raw_data
         if len(raw) != 8 * count:
             return None
-        elements = tuple(np.frombuffer(raw, dtype="<i8").tolist())
+        elements = struct.unpack(f"<{count}q", raw)  # little-endian int64, as ONNX stores it
     else:
         elements = tuple(proto.int64_data)
         if len(elements) != count:
