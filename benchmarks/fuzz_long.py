@@ -102,7 +102,9 @@ def _check_seed(seed: int, shrunk: collections.Counter[tuple[str, str]], shrink:
         )
 
 
-def _spawn(first: int, stride: int, deadline: float, shrink: int) -> subprocess.Popen:
+def _spawn(
+    first: int, stride: int, deadline: float, shrink: int, memo: bool = False
+) -> subprocess.Popen:
     command = [
         sys.executable,
         os.path.abspath(__file__),
@@ -113,6 +115,8 @@ def _spawn(first: int, stride: int, deadline: float, shrink: int) -> subprocess.
         f"--shrink={shrink}",
     ]
     env = {**os.environ, "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1"}
+    if memo:
+        env["FUZZ_MEMO"] = "1"
     return subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
     )
@@ -124,11 +128,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--shrink", type=int, default=3, help="findings shrunk per (op, kind)")
+    parser.add_argument(
+        "--memo", action="store_true", help="force the engine's memo on (graphs are small)"
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--stride", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--deadline", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
+        if os.environ.get("FUZZ_MEMO"):
+            from onnx_symdims.passes._inference import InferenceEngine
+
+            InferenceEngine.memo_min_nodes = 0
         worker(args.seed, args.stride, args.deadline, args.shrink)
         return 0
 
@@ -142,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     departure_examples: dict[str, str] = {}
     # Workers run concurrently; each is restarted after the seed that killed it.
     pending = {w: args.seed + w for w in range(args.workers)}
-    processes = {w: _spawn(s, args.workers, deadline, args.shrink) for w, s in pending.items()}
+    processes = {
+        w: _spawn(s, args.workers, deadline, args.shrink, args.memo) for w, s in pending.items()
+    }
     selector = selectors.DefaultSelector()
     for w, process in processes.items():
         selector.register(process.stdout, selectors.EVENT_READ, w)
@@ -187,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
                 process = _spawn(
-                    current[w] + args.workers, args.workers, deadline, args.shrink
+                    current[w] + args.workers, args.workers, deadline, args.shrink, args.memo
                 )
                 processes[w] = process
                 selector.register(process.stdout, selectors.EVENT_READ, w)
