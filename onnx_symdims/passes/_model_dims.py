@@ -6,8 +6,6 @@ __all__ = [
     "ModelSnapshot",
     "dim_symbols",
     "dim_texts",
-    "graphs",
-    "main_graph_values",
     "model_values",
     "node_subgraphs",
 ]
@@ -58,24 +56,6 @@ def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
                 found.append(sub)
                 found.extend(_subgraphs(sub))
     return found
-
-
-def graphs(
-    model: ir.Model, main_nodes: Iterable[ir.Node] | None = None
-) -> list[ir.Graph | ir.Function]:
-    """The main graph, its subgraphs, every function and the functions' subgraphs.
-
-    ``main_nodes``: the main graph's nodes when already listed (saves a walk).
-    """
-    main = model.graph
-    result: list[ir.Graph | ir.Function] = [
-        main,
-        *_subgraphs(main if main_nodes is None else main_nodes),
-    ]
-    for function in model.functions.values():
-        result.append(function)
-        result.extend(_subgraphs(function))
-    return result
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,14 +147,6 @@ def model_values(
     anchors = snapshot.anchors
     for value in snapshot.values:
         yield value, value in anchors
-
-
-def main_graph_values(graph: ir.Graph) -> Iterator[ir.Value]:
-    """Inputs, outputs and node outputs of ``graph`` (not of its subgraphs)."""
-    yield from graph.inputs
-    yield from graph.outputs
-    for node in graph:
-        yield from node.outputs
 
 
 _TEXT_SYMBOLS: dict[str, frozenset[str]] = {}

@@ -164,9 +164,9 @@ class ShapesContext:
         self.conditional_depth = 0
         self.diagnostics: list[Diagnostic] = []
         #: Counts changes other than to shapes, dtypes and values of values: minted
-        #: symbols, constraints, diagnostics, non-tensor types (and reads counted by
-        #: :func:`note_untracked_read`). A hook run during which it did not move (nor
-        #: the scope's version) depended only on its inputs' facts.
+        #: symbols, constraints, diagnostics, non-tensor types, forgotten values. A hook
+        #: run during which neither this, the scope's version nor
+        #: :func:`untracked_reads` moved depended only on its inputs' facts.
         self.mutations = 0
         self._reserved: set[str] = set(_RESERVED_WORDS)
         self._generated: set[str] = set()
