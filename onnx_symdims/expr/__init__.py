@@ -36,6 +36,7 @@ from onnx_symdims.expr._core import (
     sym,
     truncdiv,
     unknown,
+    unknowns_made,
 )
 from onnx_symdims.expr._print import to_onnx, to_seed
 from onnx_symdims.expr._scope import DIM_SCOPE, Scope
@@ -72,6 +73,7 @@ __all__ = [
     "to_seed",
     "truncdiv",
     "unknown",
+    "unknowns_made",
 ]
 
 from onnx_symdims.expr._parse import (

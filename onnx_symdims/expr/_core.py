@@ -341,6 +341,15 @@ def unknown(reason: str = "unknown") -> DimExpr:
     return e
 
 
+def unknowns_made() -> int:
+    """How many unknowns :func:`unknown` has made so far (in this process).
+
+    An unknown stands for one value: a caller reusing results (the engine's memo) must
+    not hand the same unknown to two values that may differ.
+    """
+    return _unknown_counter
+
+
 def _in_int64(v: int) -> bool:
     return INT64_MIN <= v <= INT64_MAX
 

@@ -241,6 +241,14 @@ def _is_sorted(nodes: list[ir.Node]) -> bool:
     return True
 
 
+def _stamp(ctx: ShapesContext) -> int:
+    """Moves whenever a hook does more than set its outputs from its inputs' facts.
+
+    A sum of counters that only grow: it is unchanged exactly when none moved.
+    """
+    return ctx.mutations + ctx.scope.version + untracked_reads() + expr.unknowns_made()
+
+
 class _Everything:
     def __contains__(self, item: object) -> bool:
         return True
@@ -392,7 +400,7 @@ class InferenceEngine:
                     self._memo_hits[op_type] = self._memo_hits.get(op_type, 0) + 1
                     self._replay(node, entry)
                     return
-                stamp = ctx.mutations + ctx.scope.version + untracked_reads()
+                stamp = _stamp(ctx)
                 self._count_miss(op_type)
         # A domain the model does not import: the latest hook, seen as the latest opset.
         node_ctx.reset(node, opset if opset is not None else _LATEST_OPSET)
@@ -418,7 +426,7 @@ class InferenceEngine:
             )
             if hook is not None:
                 self._fallback_after_bug(node_ctx)
-        if key is not None and stamp == ctx.mutations + ctx.scope.version + untracked_reads():
+        if key is not None and stamp == _stamp(ctx):
             self._memo[key] = tuple(self._memo_entry(value) for value in node.outputs)
         for value in node.outputs:
             self._commit(node, value)

@@ -8,6 +8,7 @@ import onnx_ir as ir
 import pytest
 
 import onnx_symdims
+from onnx_symdims import expr
 from onnx_symdims.passes import _inference
 from tests.engine._engine_testing import dims, model
 
@@ -191,3 +192,18 @@ def test_pipeline_output_is_the_same_without_memo(monkeypatch):
     monkeypatch.setattr(_inference.InferenceEngine, "memoize", False)
     without = _written(onnx_symdims.infer_symbolic_shapes(ir.load(path)))
     assert with_memo == without
+
+
+def test_unknown_elements_are_never_shared():
+    """An unknown element stands for one runtime value: equal facts of ``u`` and ``v``
+    do not make their contents equal, so the two Concats must not share one."""
+    m = model("""g (float[N, 3] x, int64[1] u, int64[1] v) => (int64[2] c1, int64[2] c2) {
+        s = Shape<end=1>(x)
+        c1 = Concat<axis=0>(s, u)
+        c2 = Concat<axis=0>(s, v)
+    }""")
+    result = _inference.SymbolicShapeInferencePass()(m)
+    first, second = result.context.value_as_shape("c1"), result.context.value_as_shape("c2")
+    assert first[0] is second[0] is expr.sym("N")
+    assert first[1].is_unknown and second[1].is_unknown
+    assert first[1] is not second[1]
