@@ -632,6 +632,7 @@ def _tensor_elements(
 
 
 _INT64_CODE = int(INT64)
+_TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
 _PROTO_TENSOR = ir.serde.TensorProtoTensor
 _EXTERNAL = onnx.TensorProto.EXTERNAL
 
@@ -674,7 +675,11 @@ def infer_constant(ctx: NodeContext, node: ir.Node) -> None:
         ctx.fail(f"expects exactly one attribute, got {sorted(attributes)}")
     ((name, attr),) = attributes.items()
     if name == "value":
-        tensor = ctx.attr_tensor("value")
+        # The usual tensor attribute is read directly (attr_tensor re-finds and re-checks it).
+        if attr.type is _TENSOR_ATTRIBUTE and not attr.is_ref():
+            tensor = attr.value
+        else:
+            tensor = ctx.attr_tensor("value")
         read = _read_int64_proto(tensor)
         if read is not None:
             dims, elements = read

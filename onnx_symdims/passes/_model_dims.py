@@ -108,8 +108,13 @@ class ModelSnapshot:
                             in_order = False
                             break
                 done.add(node)
-            if node.attributes.data:
-                nested.extend(_subgraphs((node,)))
+            attributes = node.attributes.data
+            if attributes:
+                for attr in attributes.values():
+                    kind = attr.type
+                    if kind is _GRAPH or kind is _GRAPHS:
+                        nested.extend(_subgraphs((node,)))
+                        break
         for function in model.functions.values():
             nested.append(function)
             nested.extend(_subgraphs(function))

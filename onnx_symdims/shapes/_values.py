@@ -71,7 +71,7 @@ def broadcast_elements(
         ``(output shape, elements)``, or ``None`` when the output is too large, the
         shapes do not broadcast, or nothing is known.
     """
-    arrays = []
+    columns = []
     for shape, elements in operands:
         size = math.prod(shape)
         if elements is None:
@@ -82,7 +82,10 @@ def broadcast_elements(
             )
         if elements is None or len(elements) != size:
             return None
-        arrays.append(_object_array(elements, shape))
+        columns.append((tuple(shape), elements))
+    if all(len(shape) <= 1 for shape, _ in columns):
+        return _broadcast_vectors(fn, columns)
+    arrays = [_object_array(elements, shape) for shape, elements in columns]
     try:
         out_shape = np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
@@ -94,6 +97,30 @@ def broadcast_elements(
     if is_fully_unknown(flat):
         return None
     return tuple(int(d) for d in out_shape), flat
+
+
+def _broadcast_vectors(
+    fn: Callable[..., Dim], columns: Sequence[tuple[tuple[int, ...], Sequence[Dim]]]
+) -> tuple[tuple[int, ...], tuple[Dim, ...]] | None:
+    """:func:`broadcast_elements` for scalars and 1-D operands, without numpy.
+
+    Shape computations are such values (``Shape`` outputs, scalars, ``[1]`` axes);
+    numpy's object arrays cost more than the arithmetic on them.
+    """
+    sizes = [shape[0] if shape else 1 for shape, _ in columns]
+    n = next((k for k in sizes if k != 1), 1)
+    if any(k not in (1, n) for k in sizes):
+        return None  # does not broadcast
+    if n > MAX_VALUE_ELEMENTS:
+        return None
+    out_shape = (n,) if any(shape for shape, _ in columns) else ()
+    spread = [
+        elements if len(elements) == n else tuple(elements) * n for _, elements in columns
+    ]
+    flat = tuple(fn(*args) for args in zip(*spread))
+    if is_fully_unknown(flat):
+        return None
+    return out_shape, flat
 
 
 def element_div(scope: expr.Scope, a: Dim, b: Dim) -> Dim:
