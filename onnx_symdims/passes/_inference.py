@@ -249,11 +249,6 @@ def _stamp(ctx: ShapesContext) -> int:
     return ctx.mutations + ctx.scope.version + untracked_reads() + expr.unknowns_made()
 
 
-class _Everything:
-    def __contains__(self, item: object) -> bool:
-        return True
-
-
 #: Misses of an op type's memo before deciding whether its keys repeat.
 _MEMO_TRIAL = 32
 
@@ -308,15 +303,15 @@ class InferenceEngine:
             tuple[str, str], tuple[_registry.Hook | None, int | None]
         ] = {}
         self._memo_misses: dict[str, int] = {}
-        # Op types not memoized: their keys do not repeat (or memoizing is disabled).
-        self._memo_off: set[str] | _Everything = set() if self.memoize else _Everything()
+        self._memo_on = self.memoize  # and the model is large enough (see run)
+        self._memo_off: set[str] = set()  # op types whose keys do not repeat
 
     # ------------------------------------------------------------------------------------
     def run(self) -> None:
         """Infers the main graph."""
         self.snapshot = ModelSnapshot.of(self.model)
         if len(self.snapshot.main_nodes) < self.memo_min_nodes:
-            self._memo_off = _Everything()
+            self._memo_on = False
         self._reserve_model_names()
         graph = self.model.graph
         self._seed_inputs(graph, None, None)
@@ -392,7 +387,12 @@ class InferenceEngine:
         else:
             hook, opset = None, self._dispatch(domain, op_type)[1]
         key = None
-        if hook is not None and not ctx.conditional_depth and op_type not in self._memo_off:
+        if (
+            self._memo_on
+            and hook is not None
+            and not ctx.conditional_depth
+            and op_type not in self._memo_off
+        ):
             key = self._memo_key(node, opset)
             if key is not None:
                 entry = self._memo.get(key)
@@ -562,6 +562,13 @@ class InferenceEngine:
                 self.modified = True
             else:
                 ctx.set_shape(value, None)
+            if value.type is None and not ctx.has_non_tensor_types():
+                # _commit_type's common case: an untyped tensor gets the inferred dtype.
+                dtype = ctx.peek_dtype(value)
+                if dtype is not None:
+                    value.type = ir.TensorType(dtype)
+                    self.modified = True
+                return
             self._commit_type(node, value, had_shape=False)
             return
         if value.graph is self.model.graph and (
