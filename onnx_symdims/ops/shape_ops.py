@@ -13,11 +13,9 @@ __all__: list[str] = []
 
 import logging
 import math
-import struct
 from collections.abc import Sequence
 
 import numpy as np
-import onnx
 import onnx_ir as ir
 
 from onnx_symdims import expr
@@ -26,7 +24,7 @@ from onnx_symdims.ops._common import is_static, object_array, product, static_le
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext
 from onnx_symdims.shapes import _values as values
-from onnx_symdims.shapes._context import INTEGER_DTYPES, constant_tensor
+from onnx_symdims.shapes._context import INTEGER_DTYPES, constant_tensor, read_int64_proto
 
 logger = logging.getLogger(__name__)
 
@@ -633,38 +631,6 @@ def _tensor_elements(
 
 _INT64_CODE = int(INT64)
 _TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
-_PROTO_TENSOR = ir.serde.TensorProtoTensor
-_EXTERNAL = onnx.TensorProto.EXTERNAL
-
-
-def _read_int64_proto(
-    tensor: ir.TensorProtocol,
-) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
-    """``(dims, elements)`` of a small int64 ``TensorProto``-backed tensor, read directly.
-
-    Exported models carry hundreds of such ``Constant`` nodes (shape arithmetic); going
-    through ``shape``/``dtype``/``numpy()`` costs several times more. ``None`` for any
-    other tensor (the generic path reads it).
-    """
-    if type(tensor) is not _PROTO_TENSOR:  # exact type: isinstance on an ABC is slow
-        return None
-    proto = tensor.raw
-    if proto.data_type != _INT64_CODE or proto.data_location == _EXTERNAL:
-        return None
-    dims = tuple(proto.dims)
-    count = math.prod(dims)
-    if count > MAX_VALUE_ELEMENTS:
-        return dims, None
-    if proto.HasField("raw_data"):
-        raw = proto.raw_data
-        if len(raw) != 8 * count:
-            return None
-        elements = struct.unpack(f"<{count}q", raw)  # little-endian int64, as ONNX stores it
-    else:
-        elements = tuple(proto.int64_data)
-        if len(elements) != count:
-            return None
-    return dims, elements
 
 
 @register("", "Constant")
@@ -680,7 +646,7 @@ def infer_constant(ctx: NodeContext, node: ir.Node) -> None:
             tensor = attr.value
         else:
             tensor = ctx.attr_tensor("value")
-        read = _read_int64_proto(tensor)
+        read = read_int64_proto(tensor)
         if read is not None:
             dims, elements = read
             ctx.set_output(0, dims, INT64)

@@ -25,13 +25,16 @@ __all__ = [
     "constant_tensor",
     "is_anonymous_dim_text",
     "note_untracked_read",
+    "read_int64_proto",
     "sanitize_symbol_name",
+    "tensor_dims",
     "untracked_reads",
 ]
 
 import logging
 import math
 import re
+import struct
 from collections.abc import Callable, Iterable, Sequence
 
 import onnx_ir as ir
@@ -105,6 +108,52 @@ def note_untracked_read() -> None:
 def untracked_reads() -> int:
     """How many reads :func:`note_untracked_read` recorded so far (in this process)."""
     return _UntrackedReads.count
+
+
+_PROTO_TENSOR = ir.serde.TensorProtoTensor
+_INT64_CODE = int(ir.DataType.INT64)
+_EXTERNAL = 1  # onnx.TensorProto.EXTERNAL (the shapes layer does not import onnx)
+
+
+def tensor_dims(tensor: ir.TensorProtocol) -> tuple[int, ...]:
+    """The dims of ``tensor``.
+
+    Read from the proto when it has one: ``shape`` builds an ``ir.Shape`` on every access.
+    """
+    if type(tensor) is _PROTO_TENSOR:  # exact type: isinstance on an ABC is slow
+        return tuple(tensor.raw.dims)
+    return tuple(int(d) for d in tensor.shape)
+
+
+def read_int64_proto(
+    tensor: ir.TensorProtocol,
+) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
+    """``(dims, elements)`` of an int64 ``TensorProto``-backed tensor, read directly.
+
+    ``elements`` is ``None`` past :data:`MAX_VALUE_ELEMENTS`. Exported models carry
+    hundreds of such constants (shape arithmetic); going through ``shape``, ``dtype``
+    and ``numpy()`` costs several times more. ``None`` for any other tensor (read it
+    the generic way).
+    """
+    if type(tensor) is not _PROTO_TENSOR:
+        return None
+    proto = tensor.raw
+    if proto.data_type != _INT64_CODE or proto.data_location == _EXTERNAL:
+        return None
+    dims = tuple(proto.dims)
+    count = math.prod(dims)
+    if count > MAX_VALUE_ELEMENTS:
+        return dims, None
+    if proto.HasField("raw_data"):
+        raw = proto.raw_data
+        if len(raw) != 8 * count:
+            return None
+        elements = struct.unpack(f"<{count}q", raw)  # little-endian int64, as ONNX stores it
+    else:
+        elements = tuple(proto.int64_data)
+        if len(elements) != count:
+            return None
+    return dims, elements
 
 
 def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
@@ -426,7 +475,7 @@ class ShapesContext:
         """
         tensor = constant_tensor(value)
         if tensor is not None:
-            return tuple(int(d) for d in tensor.shape)
+            return tensor_dims(tensor)
         return self.dims_from_ir(value.shape, value.name or "value")
 
     def dims_from_ir(self, shape: ir.Shape | None, hint: str) -> Shape | None:
@@ -528,11 +577,16 @@ class ShapesContext:
     @staticmethod
     def _read_constant_elements(value: ir.Value) -> Shape | None:
         tensor = constant_tensor(value)
-        if tensor is None or tensor.dtype not in INTEGER_DTYPES:
+        if tensor is None:
+            return None
+        read = read_int64_proto(tensor)
+        if read is not None:
+            return read[1]
+        if tensor.dtype not in INTEGER_DTYPES:
             return None
         try:
             # The product of the dims is the size (tensor.size builds an array first).
-            if math.prod(int(d) for d in tensor.shape) > MAX_VALUE_ELEMENTS:
+            if math.prod(tensor_dims(tensor)) > MAX_VALUE_ELEMENTS:
                 return None
             array = tensor.numpy()
         except Exception as e:  # e.g. external data file missing: value stays unknown
@@ -555,7 +609,12 @@ class ShapesContext:
         ``None`` when an input has a non-tensor (sequence, optional, map) type. Used as
         part of a memo key: the facts of values are interned, so keys hash fast.
         """
-        shapes, values, dtypes, others = self._shapes, self._values, self._dtypes, self._other_types
+        shapes, values, dtypes, others = (
+            self._shapes,
+            self._values,
+            self._dtypes,
+            self._other_types,
+        )
         key: list[object] = []
         for value in inputs:
             if value is None:
