@@ -35,7 +35,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext, ShapesContext
-from onnx_symdims.shapes._context import constant_tensor, note_untracked_read
+from onnx_symdims.shapes._context import constant_tensor, note_untracked_read, tensor_dims
 
 logger = logging.getLogger(__name__)
 
@@ -224,7 +224,7 @@ def constant_array(value: ir.Value | None) -> np.ndarray | None:
             return None
     try:
         # The product of the dims, not tensor.size (which builds an array first).
-        if math.prod(int(d) for d in tensor.shape) > MAX_VALUE_ELEMENTS:
+        if math.prod(tensor_dims(tensor)) > MAX_VALUE_ELEMENTS:
             return None
         return tensor.numpy()
     except Exception as e:  # external data missing, string tensors, ...: unknown
