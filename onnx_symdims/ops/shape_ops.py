@@ -24,7 +24,13 @@ from onnx_symdims.ops._common import is_static, object_array, product, static_le
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext
 from onnx_symdims.shapes import _values as values
-from onnx_symdims.shapes._context import INTEGER_DTYPES, constant_tensor, read_int64_proto
+from onnx_symdims.shapes._context import (
+    INTEGER_DTYPES,
+    constant_tensor,
+    int_elements,
+    read_int64_proto,
+    tensor_dims,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -619,16 +625,6 @@ def infer_identity(ctx: NodeContext, node: ir.Node) -> None:
 # ----------------------------------------------------------------------------------------
 # Constant, ConstantOfShape, Range, Expand
 # ----------------------------------------------------------------------------------------
-def _tensor_elements(
-    tensor: ir.TensorProtocol, dims: Sequence[int], dtype: ir.DataType
-) -> tuple[int, ...] | None:
-    """The elements of a small integer tensor of shape ``dims`` and type ``dtype``."""
-    # The product of the dims is the tensor's size (tensor.size builds an array first).
-    if dtype not in INTEGER_DTYPES or math.prod(dims) > MAX_VALUE_ELEMENTS:
-        return None
-    return tuple(int(x) for x in tensor.numpy().reshape(-1).tolist())
-
-
 _INT64_CODE = int(INT64)
 _TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
 
@@ -652,11 +648,8 @@ def infer_constant(ctx: NodeContext, node: ir.Node) -> None:
             ctx.set_output(0, dims, INT64)
             ctx.set_output_value(0, elements)
             return
-        # Read once: a serialized tensor builds its shape and dtype on each access.
-        dims = tuple(int(d) for d in tensor.shape)
-        dtype = tensor.dtype
-        ctx.set_output(0, dims, dtype)
-        ctx.set_output_value(0, _tensor_elements(tensor, dims, dtype))
+        ctx.set_output(0, tensor_dims(tensor), tensor.dtype)
+        ctx.set_output_value(0, int_elements(tensor))
     elif name == "value_int":
         ctx.set_output(0, [], INT64)
         ctx.set_output_value(0, [ctx.attr_int(name)])
@@ -699,11 +692,7 @@ def infer_constant_of_shape(ctx: NodeContext, node: ir.Node) -> None:
             # every run that gets past it the element is the dim: no proof of t >= 0 needed.
             dims.append(None if t.is_unknown else t)
     ctx.set_output(0, dims, dtype)
-    fill = (
-        _tensor_elements(tensor, tuple(int(d) for d in tensor.shape), tensor.dtype)
-        if tensor is not None
-        else (0,)
-    )
+    fill = int_elements(tensor) if tensor is not None else (0,)
     if fill is not None and len(fill) == 1 and is_static(dims):
         count = math.prod(dims)  # type: ignore[arg-type]
         if count <= MAX_VALUE_ELEMENTS and dtype in INTEGER_DTYPES:

@@ -41,7 +41,7 @@ from onnx_symdims import expr
 from onnx_symdims.ops import _registry, control_flow
 from onnx_symdims.ops._fallback import OnnxFallback
 from onnx_symdims.passes._gc import without_gc
-from onnx_symdims.passes._model_dims import ModelSnapshot, node_subgraphs
+from onnx_symdims.passes._model_dims import ModelSnapshot, in_topological_order, node_subgraphs
 from onnx_symdims.shapes import (
     Diagnostic,
     IRDimWriter,
@@ -189,7 +189,7 @@ def topological_order(
     """
     if nodes is None:
         nodes = list(graph)
-    if presorted or _is_sorted(nodes):
+    if presorted or in_topological_order(nodes):
         return nodes
     position = {node: i for i, node in enumerate(nodes)}
     pending: dict[ir.Node, int] = {}
@@ -225,20 +225,6 @@ _SCALAR_ATTRIBUTES = frozenset(
 _LIST_ATTRIBUTES = frozenset(
     {ir.AttributeType.INTS, ir.AttributeType.FLOATS, ir.AttributeType.STRINGS}
 )
-
-
-def _is_sorted(nodes: list[ir.Node]) -> bool:
-    """True when every input of a node is produced by an earlier node (or outside)."""
-    done: set[ir.Node] = set()
-    members = set(nodes)
-    for node in nodes:
-        for value in node.inputs:
-            if value is not None:
-                producer = value.producer()
-                if producer is not None and producer not in done and producer in members:
-                    return False
-        done.add(node)
-    return True
 
 
 def _stamp(ctx: ShapesContext) -> int:
@@ -427,35 +413,14 @@ class InferenceEngine:
             if hook is not None:
                 self._fallback_after_bug(node_ctx)
         if key is not None and stamp == _stamp(ctx):
-            self._memo[key] = tuple(self._memo_entry(value) for value in node.outputs)
+            self._memo[key] = tuple(ctx.facts_of(value) for value in node.outputs)
         for value in node.outputs:
             self._commit(node, value)
 
-    def _memo_entry(self, value: ir.Value) -> tuple:
-        """What :meth:`_replay` needs for one output: its facts and their IR spelling."""
-        facts = self.ctx.facts_of(value)
-        shape, _, dtype = facts
-        ir_shape = self._writer.shape(shape) if isinstance(shape, tuple) else None
-        return facts, ir_shape, dtype if isinstance(dtype, ir.DataType) else None
-
     def _replay(self, node: ir.Node, entry: tuple) -> None:
         """Sets the outputs of ``node`` from a memoized hook result and commits them."""
-        ctx = self.ctx
-        plain = not ctx.has_non_tensor_types()
-        for value, (facts, ir_shape, dtype) in zip(node.outputs, entry):
-            ctx.restore_facts(value, facts)
-            if (
-                plain
-                and ir_shape is not None
-                and dtype is not None
-                and value.shape is None
-                and value.type is None
-            ):
-                # What _commit does for an undeclared value, without re-deriving it.
-                value.shape = ir_shape
-                value.type = ir.TensorType(dtype)
-                self.modified = True
-                continue
+        for value, facts in zip(node.outputs, entry):
+            self.ctx.restore_facts(value, facts)
             self._commit(node, value)
 
     def _count_miss(self, op_type: str) -> None:

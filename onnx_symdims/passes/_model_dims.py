@@ -6,6 +6,7 @@ __all__ = [
     "ModelSnapshot",
     "dim_symbols",
     "dim_texts",
+    "in_topological_order",
     "model_values",
     "node_subgraphs",
 ]
@@ -58,6 +59,20 @@ def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
     return found
 
 
+def in_topological_order(nodes: list[ir.Node]) -> bool:
+    """True when every input of a node is produced by an earlier node (or outside)."""
+    done: set[ir.Node] = set()
+    members = set(nodes)
+    for node in nodes:
+        for value in node.inputs:
+            if value is not None:
+                producer = value.producer()
+                if producer is not None and producer not in done and producer in members:
+                    return False
+        done.add(node)
+    return True
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelSnapshot:
     """The nodes and values of a model, collected in one walk.
@@ -91,23 +106,8 @@ class ModelSnapshot:
         main_nodes = list(main)
         main_values: list[ir.Value] = [*main.inputs, *main.outputs]
         nested: list[ir.Graph | ir.Function] = []
-        done: set[ir.Node] = set()
-        in_order = True
-        # One loop over the main graph: its values, its subgraphs, whether it is sorted.
         for node in main_nodes:
             main_values.extend(node.outputs)
-            if in_order:
-                for value in node.inputs:
-                    if value is not None:
-                        producer = value.producer()
-                        if (
-                            producer is not None
-                            and producer not in done
-                            and producer.graph is main
-                        ):
-                            in_order = False
-                            break
-                done.add(node)
             attributes = node.attributes.data
             if attributes:
                 for attr in attributes.values():
@@ -135,7 +135,7 @@ class ModelSnapshot:
             list(seen),
             frozenset((*main.inputs, *main.outputs)),
             main_values,
-            in_order,
+            in_topological_order(main_nodes),
         )
 
 

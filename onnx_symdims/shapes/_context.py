@@ -23,6 +23,7 @@ __all__ = [
     "MISSING",
     "ShapesContext",
     "constant_tensor",
+    "int_elements",
     "is_anonymous_dim_text",
     "note_untracked_read",
     "read_int64_proto",
@@ -154,6 +155,23 @@ def read_int64_proto(
         if len(elements) != count:
             return None
     return dims, elements
+
+
+def int_elements(tensor: ir.TensorProtocol) -> tuple[int, ...] | None:
+    """The elements of a small integer tensor, flattened; ``None`` for any other tensor.
+
+    Never reads more than :data:`MAX_VALUE_ELEMENTS` elements (weights stay unread).
+    """
+    read = read_int64_proto(tensor)
+    if read is not None:
+        return read[1]
+    # The product of the dims is the size (tensor.size builds an array first).
+    if (
+        tensor.dtype not in INTEGER_DTYPES
+        or math.prod(tensor_dims(tensor)) > MAX_VALUE_ELEMENTS
+    ):
+        return None
+    return tuple(int(x) for x in tensor.numpy().reshape(-1).tolist())
 
 
 def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
@@ -454,18 +472,27 @@ class ShapesContext:
         ``ir.Shape`` (empty dims become fresh symbols) and cached.
         """
         shape = self._shapes.get(value, MISSING)  # type: ignore[arg-type]
-        if shape is not MISSING:
+        if shape is not MISSING:  # the hot path: a value already in the table
             return shape  # type: ignore[return-value]
+        return self._read_into(self._shapes, value, self.read_declared_shape)
+
+    def _read_into(
+        self,
+        table: dict[ir.Value, Shape | None],
+        value: ir.Value | str,
+        read: Callable[[ir.Value], Shape | None],
+    ) -> Shape | None:
+        """``table``'s entry for ``value`` (a value or a name).
+
+        An absent entry is read from the IR with ``read`` and cached.
+        """
         resolved = self._resolve(value)
         if resolved is None:
             return None
-        if resolved is not value:
-            shape = self._shapes.get(resolved, MISSING)
-            if shape is not MISSING:
-                return shape  # type: ignore[return-value]
-        shape = self.read_declared_shape(resolved)
-        self._shapes[resolved] = shape
-        return shape
+        found = table.get(resolved, MISSING)
+        if found is MISSING:
+            found = table[resolved] = read(resolved)
+        return found  # type: ignore[return-value]
 
     def read_declared_shape(self, value: ir.Value) -> Shape | None:
         """Converts what ``value`` carries in the IR (constant or declared shape) to dims.
@@ -553,18 +580,9 @@ class ShapesContext:
         negative: elements are integers, not dims.
         """
         elements = self._values.get(value, MISSING)  # type: ignore[arg-type]
-        if elements is not MISSING:
+        if elements is not MISSING:  # the hot path: a value already in the table
             return elements  # type: ignore[return-value]
-        resolved = self._resolve(value)
-        if resolved is None:
-            return None
-        if resolved is not value:
-            elements = self._values.get(resolved, MISSING)
-            if elements is not MISSING:
-                return elements  # type: ignore[return-value]
-        elements = self._read_constant_elements(resolved)
-        self._values[resolved] = elements
-        return elements
+        return self._read_into(self._values, value, self._read_constant_elements)
 
     def set_value(self, value: ir.Value, elements: Sequence[Dim] | None) -> None:
         """Stores the symbolic elements of ``value`` (``None``: not known)."""
@@ -579,20 +597,11 @@ class ShapesContext:
         tensor = constant_tensor(value)
         if tensor is None:
             return None
-        read = read_int64_proto(tensor)
-        if read is not None:
-            return read[1]
-        if tensor.dtype not in INTEGER_DTYPES:
-            return None
         try:
-            # The product of the dims is the size (tensor.size builds an array first).
-            if math.prod(tensor_dims(tensor)) > MAX_VALUE_ELEMENTS:
-                return None
-            array = tensor.numpy()
+            return int_elements(tensor)
         except Exception as e:  # e.g. external data file missing: value stays unknown
             logger.debug("cannot read constant %r: %s", value.name, e)
             return None
-        return tuple(int(x) for x in array.reshape(-1).tolist())
 
     def forget(self, value: ir.Value) -> None:
         """Drops everything stored about ``value`` (it will be re-read from the IR)."""
