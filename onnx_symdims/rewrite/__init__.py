@@ -1,0 +1,30 @@
+"""Shape-driven rewrites and the ``optimize`` pipeline (uses onnxscript).
+
+Rules ask :class:`ShapeFacts` (shapes the graph proves from its inputs and ops) for a
+proof before they rewrite. Use them through :func:`optimize`, as one pass
+(:class:`OptimizePass`), or inside your own onnxscript pipeline::
+
+    from onnx_symdims.rewrite import ShapeFacts, shape_rules
+    facts = ShapeFacts.analyze(model)
+    onnxscript.rewriter.rewrite(model, pattern_rewrite_rules=shape_rules(facts))
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CollapseReshapeChainsPass",
+    "OptimizePass",
+    "OptimizeResult",
+    "ProvenValuesPass",
+    "ShapeFacts",
+    "analyze",
+    "count_nodes",
+    "optimize",
+    "shape_rules",
+]
+
+from onnx_symdims.rewrite._facts import ShapeFacts, analyze
+from onnx_symdims.rewrite._layout import CollapseReshapeChainsPass
+from onnx_symdims.rewrite._pipeline import OptimizePass, OptimizeResult, count_nodes, optimize
+from onnx_symdims.rewrite._rules import shape_rules
+from onnx_symdims.rewrite._values import ProvenValuesPass

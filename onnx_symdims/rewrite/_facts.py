@@ -1,0 +1,177 @@
+"""What the rewrite rules may rely on: shapes and values the graph itself proves.
+
+A rule asks :class:`ShapeFacts`, never the dim text of the IR. The facts come from one
+run of :class:`~onnx_symdims.passes.SymbolicShapeInferencePass` over the model with
+every declared shape of a computed value set aside (:func:`analyze`): what is left
+follows from the graph inputs' declared shapes, the initializers and the ops alone.
+A stale ``value_info`` or a graph output declared with a wrong dim can therefore never
+justify a rewrite, and neither can the anchor equalities that declared outputs imply
+(they hold only for inputs the author intended, not for every input onnxruntime
+accepts).
+
+Values created after the analysis (by a rule, or by onnxscript's passes between two
+rounds) have no facts except when they are constants; a rule asking about them
+declines. The pipeline analyzes again at the start of each round.
+
+Example::
+
+    >>> import onnx_ir as ir
+    >>> from onnx_symdims.rewrite import ShapeFacts
+    >>> model = ir.from_onnx_text('''
+    ...     <ir_version: 10, opset_import: ["" : 18]>
+    ...     g (float[N, 4] x) => (float[N, 4] y) {
+    ...         s = Shape(x)
+    ...         y = Expand(x, s)
+    ...     }
+    ... ''')
+    >>> facts = ShapeFacts.analyze(model)
+    >>> y = model.graph.outputs[0]
+    >>> facts.same_shape(facts.shape(y), facts.shape(model.graph.inputs[0]))
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = ["ShapeFacts", "analyze"]
+
+import logging
+from collections.abc import Sequence
+
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.passes import SymbolicShapeInferencePass
+from onnx_symdims.shapes import ShapesContext
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+Shape = tuple[Dim, ...]
+
+
+def _computed_values(graph: ir.Graph | ir.Function):
+    """Every value a node of ``graph`` (or of a subgraph in it) computes."""
+    for node in ir.traversal.RecursiveGraphIterator(graph):
+        yield from node.outputs
+
+
+class ShapeFacts:
+    """Proven shapes, dtypes and small integer values of a model's values.
+
+    Args:
+        context: The context of an inference run whose shapes are facts (see
+            :func:`analyze`).
+    """
+
+    def __init__(self, context: ShapesContext) -> None:
+        self.context = context
+        self.scope = context.scope
+
+    @classmethod
+    def analyze(cls, model: ir.Model) -> ShapeFacts:
+        """Infers the facts of ``model`` (see :func:`analyze`)."""
+        return analyze(model)
+
+    # ------------------------------------------------------------------------------
+    # Reading facts
+    # ------------------------------------------------------------------------------
+    def shape(self, value: ir.Value | None) -> Shape | None:
+        """The proven dims of ``value``, or ``None`` when its rank is not proven."""
+        if value is None:
+            return None
+        ctx = self.context
+        if ctx.has_shape(value):
+            return ctx.peek_shape(value)
+        tensor = _constant(value)
+        if tensor is not None:
+            return tuple(tensor.shape.numpy())
+        if value.is_graph_input():
+            return ctx.shape_of(value)
+        return None
+
+    def dtype(self, value: ir.Value | None) -> ir.DataType | None:
+        """The element type of ``value`` (inferred, or its declared one)."""
+        if value is None:
+            return None
+        dtype = self.context.peek_dtype(value)
+        if dtype is None:
+            dtype = value.dtype
+        return dtype
+
+    def elements(self, value: ir.Value | None) -> Shape | None:
+        """The proven elements of a small integer ``value`` (row-major), or ``None``.
+
+        Elements may be unknown ``DimExpr`` (partially known values).
+        """
+        if value is None:
+            return None
+        ctx = self.context
+        if ctx.has_shape(value) or _constant(value) is not None:
+            return ctx.value_of(value)
+        return None
+
+    def int_elements(self, value: ir.Value | None) -> tuple[int, ...] | None:
+        """The elements of ``value`` when every one is a proven integer."""
+        elements = self.elements(value)
+        if elements is None or not all(isinstance(e, int) for e in elements):
+            return None
+        return elements  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------------------
+    # Proofs
+    # ------------------------------------------------------------------------------
+    def same_dim(self, a: Dim, b: Dim) -> bool:
+        """True when ``a == b`` holds in every successful run."""
+        if isinstance(a, int) and isinstance(b, int):
+            return a == b
+        if (isinstance(a, expr.DimExpr) and a.is_unknown) or (
+            isinstance(b, expr.DimExpr) and b.is_unknown
+        ):
+            return False
+        return a is b or self.scope.prove_eq(a, b)
+
+    def same_shape(self, a: Sequence[Dim] | None, b: Sequence[Dim] | None) -> bool:
+        """True when shapes ``a`` and ``b`` are proven equal (same rank, equal dims)."""
+        if a is None or b is None or len(a) != len(b):
+            return False
+        return all(self.same_dim(x, y) for x, y in zip(a, b))
+
+    def at_least(self, d: Dim, bound: int) -> bool:
+        """True when ``d >= bound`` holds in every successful run."""
+        if isinstance(d, int):
+            return d >= bound
+        if d.is_unknown:
+            return False
+        return self.scope.prove_ge(d, bound)
+
+
+def _constant(value: ir.Value) -> ir.TensorProtocol | None:
+    """The tensor of a constant value (never of an overridable graph input)."""
+    if value.is_graph_input():
+        return None
+    return value.const_value
+
+
+def analyze(model: ir.Model) -> ShapeFacts:
+    """Infers shapes of ``model`` from its inputs, initializers and ops alone.
+
+    Every declared shape of a computed value (``value_info``, graph outputs, subgraph
+    values) is set aside for the run, so only proven facts remain; the shapes written
+    into the IR are the inferred ones. The caller restores what it wants declared (see
+    :class:`~onnx_symdims.rewrite.OptimizePass`).
+
+    Args:
+        model: The model, whose computed values' IR shapes are replaced by the
+            inferred ones.
+
+    Returns:
+        The facts of the run.
+    """
+    for value in _computed_values(model.graph):
+        value.shape = None
+    for function in model.functions.values():
+        for value in _computed_values(function):
+            value.shape = None
+    context = ShapesContext()
+    SymbolicShapeInferencePass(context=context)(model)
+    return ShapeFacts(context)

@@ -1,0 +1,243 @@
+"""The ``optimize`` pipeline: our shape-driven rules inside onnxscript's optimizer loop.
+
+Each round analyzes the model (:func:`~onnx_symdims.rewrite.analyze`: shapes from the
+inputs and ops alone), runs our rewrites with those facts, then onnxscript's constant
+folder (without its per-node ONNX shape inference: our shapes are on the model, and
+that inference is most of onnxscript's time on large models), its default rewrite
+rules, common-subexpression elimination and unused-node removal. Rounds repeat until
+nothing changes. The tail is onnxscript's own (constants lifted to initializers,
+duplicates merged, names fixed), then shapes are inferred once more with the declared
+graph outputs restored, and the anchor pass names dims after the model's author.
+"""
+
+from __future__ import annotations
+
+__all__ = ["OptimizePass", "OptimizeResult", "optimize"]
+
+import dataclasses
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import onnx_ir as ir
+import onnx_ir.passes.common as common_passes
+
+from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
+from onnx_symdims.rewrite._facts import analyze
+from onnx_symdims.rewrite._layout import CollapseReshapeChainsPass
+from onnx_symdims.rewrite._rules import shape_rules
+from onnx_symdims.rewrite._values import ProvenValuesPass
+
+logger = logging.getLogger(__name__)
+
+FUSIONS = (None, "ort", "onnx")
+
+
+def count_nodes(graph: ir.Graph) -> Counter:
+    """Main-graph nodes by op type (``domain::op`` outside the default domain)."""
+    counts: Counter = Counter()
+    for node in graph:
+        counts[f"{node.domain}::{node.op_type}" if node.domain else node.op_type] += 1
+    return counts
+
+
+@dataclasses.dataclass
+class OptimizeResult(ir.passes.PassResult):
+    """What :class:`OptimizePass` did.
+
+    Attributes:
+        before: Main-graph nodes by op type before optimizing.
+        after: The same after.
+        fired: How often each of our rewrites fired, by rule name.
+        declined: Why our rules declined, by ``"rule: reason"``.
+        rounds: Rounds of the fixed-point loop run.
+        seconds: Wall time of the pass.
+        diagnostics: Diagnostics of the final shape inference.
+    """
+
+    before: Counter = dataclasses.field(default_factory=Counter)
+    after: Counter = dataclasses.field(default_factory=Counter)
+    fired: Counter = dataclasses.field(default_factory=Counter)
+    declined: Counter = dataclasses.field(default_factory=Counter)
+    rounds: int = 0
+    seconds: float = 0.0
+    diagnostics: list = dataclasses.field(default_factory=list)
+
+
+class OptimizePass(ir.passes.InPlacePass):
+    """Optimizes a model with proven shapes, in place (see the module docstring).
+
+    Args:
+        max_rounds: Most rounds of the fixed-point loop.
+        fusions: ``None``, ``"ort"`` (onnxscript's onnxruntime fusions) or ``"onnx"``
+            (its ONNX-op fusions); run after the loop, with our shapes on the model.
+        anchors: Name dims after the model's declared ones at the end.
+        inline: Inline model-local functions first (as onnxscript's optimizer does).
+        max_constant_elements: Largest ``ConstantOfShape`` output turned into a constant.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_rounds: int = 4,
+        fusions: str | None = None,
+        anchors: bool = True,
+        inline: bool = True,
+        max_constant_elements: int = 1024,
+    ) -> None:
+        super().__init__()
+        if fusions not in FUSIONS:
+            raise ValueError(f"fusions must be one of {FUSIONS}, got {fusions!r}")
+        self.max_rounds = max_rounds
+        self.fusions = fusions
+        self.anchors = anchors
+        self.inline = inline
+        self.max_constant_elements = max_constant_elements
+
+    def call(self, model: ir.Model) -> OptimizeResult:
+        from onnxscript import optimizer, rewriter
+
+        start = time.perf_counter()
+        result = OptimizeResult(model, modified=False, before=count_nodes(model.graph))
+        declared = {v.name: v.shape for v in model.graph.outputs}
+        if self.inline:
+            common_passes.InlinePass()(model)
+        for _ in range(self.max_rounds):
+            result.rounds += 1
+            signature = _signature(model)
+            facts = analyze(model)
+            fired_before = sum(result.fired.values())
+            values = ProvenValuesPass(facts, max_constant_elements=self.max_constant_elements)
+            values(model)
+            _merge_counts(result, values.fired, values.declined, "ProvenValues")
+            chains = CollapseReshapeChainsPass(facts)
+            chains(model)
+            _merge_counts(result, chains.fired, chains.declined, "CollapseReshapeChains")
+            rules = shape_rules(facts)
+            rules.apply_to_model(model)
+            for rule in rules.rule_objects:  # type: ignore[attr-defined]
+                if rule.fired:
+                    result.fired[rule.name] += rule.fired
+                for reason, n in rule.declined.items():
+                    result.declined[f"{rule.name}: {reason}"] += n
+            common_passes.RemoveUnusedNodesPass()(model)
+            optimizer.fold_constants_ir(model, onnx_shape_inference=False)
+            rewriter.rewrite(model, pattern_rewrite_rules=_onnxscript_rules())
+            common_passes.CommonSubexpressionEliminationPass()(model)
+            common_passes.RemoveUnusedNodesPass()(model)
+            if sum(result.fired.values()) == fired_before and _signature(model) == signature:
+                break
+        for tail in (
+            common_passes.RemoveUnusedNodesPass(),
+            common_passes.RemoveUnusedFunctionsPass(),
+            common_passes.RemoveUnusedOpsetsPass(),
+            common_passes.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
+            common_passes.LiftSubgraphInitializersToMainGraphPass(),
+            common_passes.DeduplicateInitializersPass(),
+            common_passes.CommonSubexpressionEliminationPass(),
+            common_passes.OutputFixPass(),
+            common_passes.NameFixPass(),
+        ):
+            tail(model)
+        if self.fusions is not None:
+            _fuse(model, self.fusions, result)
+        for value in model.graph.outputs:
+            if value.name in declared:
+                value.shape = declared[value.name]
+        inferred = SymbolicShapeInferencePass()(model)
+        result.diagnostics = list(inferred.diagnostics)
+        if self.anchors:
+            AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(model)
+        result.after = count_nodes(model.graph)
+        result.modified = result.after != result.before or bool(result.fired)
+        result.seconds = time.perf_counter() - start
+        return result
+
+
+def _onnxscript_rules():
+    """The default rewrite rules of onnxscript, without ``MaterializeReshapeShape``.
+
+    That rule writes ``-1`` for the one symbolic dim next to any int dims, with
+    ``allowzero=1``: when an int dim is 0, onnxruntime cannot infer the ``-1`` and the
+    rewritten model fails where the original ran. Our ``MaterializeReshapeTarget``
+    covers the sound cases.
+    """
+    from onnxscript import rewriter
+
+    rules = getattr(rewriter, "_DEFAULT_REWRITE_RULES", None)
+    if rules is None:  # a later onnxscript: its defaults, as its public API gives them
+        return None
+    return [r for r in rules if getattr(r, "name", "") != "MaterializeReshapeShape"]
+
+
+def _signature(model: ir.Model) -> tuple:
+    """Cheap change detector: node count and op histogram of the main graph."""
+    counts = count_nodes(model.graph)
+    return (sum(counts.values()), tuple(sorted(counts.items())))
+
+
+def _merge_counts(result: OptimizeResult, fired: Mapping, declined: Mapping, rule: str):
+    for name, n in fired.items():
+        result.fired[f"{rule}.{name}"] += n
+    for reason, n in declined.items():
+        result.declined[f"{rule}: {reason}"] += n
+
+
+def _fuse(model: ir.Model, fusions: str, result: OptimizeResult) -> None:
+    """Runs onnxscript's fusions; refuses them when a graph output's proven shape changes."""
+    from onnx_symdims.rewrite._guard import guarded_fusions
+
+    guarded_fusions(model, fusions, result)
+
+
+def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
+    """Optimizes ``model`` with proven shapes, then onnxscript's optimizer passes.
+
+    Args:
+        model: An ``ir.Model`` (optimized in place and returned), an ``onnx.ModelProto``
+            (a new optimized ``ModelProto`` is returned) or a path (loaded, optimized and
+            returned as an ``ir.Model``).
+        fusions: ``None``, ``"ort"`` or ``"onnx"``: onnxscript's fusion passes, run with
+            our shapes present and guarded (a fusion that changes a proven output shape
+            is undone).
+        **options: Options of :class:`OptimizePass` (``max_rounds``, ``anchors``,
+            ``inline``, ``max_constant_elements``).
+
+    Returns:
+        The optimized model, of the kind described above.
+
+    Example::
+
+        >>> import onnx_ir as ir
+        >>> import onnx_symdims
+        >>> model = ir.from_onnx_text('''
+        ...     <ir_version: 10, opset_import: ["" : 18]>
+        ...     g (float[N, 4] x) => (float[N, 4] y) {
+        ...         s = Shape(x)
+        ...         e = Expand(x, s)
+        ...         y = Relu(e)
+        ...     }
+        ... ''')
+        >>> [n.op_type for n in onnx_symdims.optimize(model).graph]
+        ['Relu']
+    """
+    pass_ = OptimizePass(fusions=fusions, **options)
+    if isinstance(model, ir.Model):
+        pass_(model)
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        loaded = ir.load(model)
+        pass_(loaded)
+        return loaded
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        ir_model = ir.serde.deserialize_model(model)
+        pass_(ir_model)
+        return ir.serde.serialize_model(ir_model)
+    raise TypeError(
+        f"expected an ir.Model, onnx.ModelProto or path, got {type(model).__name__}"
+    )

@@ -1,0 +1,334 @@
+"""Shape-driven rewrite rules, as onnxscript rewrite rules.
+
+Every rule's ``check`` asks :class:`~onnx_symdims.rewrite.ShapeFacts` for a proof and
+records why it declined (``rule.declined``, and onnxscript's ``MatchResult.fail``).
+The rules are bound to the facts of one model; :func:`shape_rules` builds the set::
+
+    facts = ShapeFacts.analyze(model)
+    onnxscript.rewriter.rewrite(model, pattern_rewrite_rules=shape_rules(facts))
+
+Values created by a rewrite have no facts; a rule asking about them declines, and the
+pipeline analyzes again before its next round.
+
+Float convention: like onnxruntime's ``NoopElimination``, ``x + 0`` and ``x - 0`` are
+``x`` also for floats, where ``-0.0 + 0.0`` is ``+0.0``: outputs stay equal under IEEE
+comparison (``-0.0 == 0.0``), signs of zeros may differ. ``x * 1`` and ``x / 1`` are
+exact for every value.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CastToOwnType",
+    "ExpandToOwnShape",
+    "MaterializeReshapeTarget",
+    "NeutralElement",
+    "PadByZeros",
+    "ReshapeToOwnShape",
+    "SliceCoveringAxes",
+    "SqueezeToOwnShape",
+    "TileToOwnShape",
+    "WhereOnProvenCondition",
+    "constant_reshape_target",
+    "shape_rules",
+]
+
+import logging
+from collections import Counter
+
+import numpy as np
+import onnx_ir as ir
+from onnxscript.rewriter import pattern
+from onnxscript.rewriter._basics import MatchResult
+
+from onnx_symdims import expr
+from onnx_symdims.rewrite._facts import ShapeFacts
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+
+
+class _FactsRule(pattern.RewriteRuleClassBase):
+    """A rule whose checks ask ``facts``; counts what fired and why it declined."""
+
+    def __init__(self, facts: ShapeFacts) -> None:
+        super().__init__(type(self).__name__)
+        self.facts = facts
+        self.fired = 0
+        self.declined: Counter = Counter()
+
+    def _fail(self, reason: str) -> MatchResult:
+        self.declined[reason] += 1
+        return MatchResult().fail(reason)
+
+    def _same_shape_as_input(self, x: ir.Value, y: ir.Value) -> MatchResult:
+        facts = self.facts
+        if facts.dtype(x) != facts.dtype(y) or facts.dtype(x) is None:
+            return self._fail("input and output dtypes are not proven equal")
+        if not facts.same_shape(facts.shape(x), facts.shape(y)):
+            return self._fail("output shape is not proven equal to the input shape")
+        return MatchResult()
+
+    def rewrite(self, op, x, y=None, **_):
+        self.fired += 1
+        return op.Identity(x)
+
+
+class ExpandToOwnShape(_FactsRule):
+    """Replaces ``Expand(x, s)`` by ``x`` when the output shape is proven equal to ``x``'s."""
+
+    def pattern(self, op, x, s):
+        return op.Expand(x, s, _outputs=["y"])
+
+    def check(self, context, x, s, y, **_):
+        return self._same_shape_as_input(x, y)
+
+
+class TileToOwnShape(_FactsRule):
+    """Replaces ``Tile(x, r)`` by ``x`` when the output shape is proven equal to ``x``'s."""
+
+    def pattern(self, op, x, r):
+        return op.Tile(x, r, _outputs=["y"])
+
+    def check(self, context, x, r, y, **_):
+        return self._same_shape_as_input(x, y)
+
+
+class ReshapeToOwnShape(_FactsRule):
+    """Replaces ``Reshape(x, s)`` by ``x`` when the output shape is proven equal to ``x``'s.
+
+    A reshape keeps the row-major order of the elements, so equal shapes mean an equal
+    tensor.
+    """
+
+    def pattern(self, op, x, s):
+        return op.Reshape(x, s, _allow_other_attributes=True, _outputs=["y"])
+
+    def check(self, context, x, s, y, **_):
+        return self._same_shape_as_input(x, y)
+
+
+class SqueezeToOwnShape(_FactsRule):
+    """Replaces ``Squeeze``/``Unsqueeze``/``Flatten`` of ``x`` by ``x`` on proven equal shapes."""
+
+    def __init__(self, facts: ShapeFacts, op_type: str) -> None:
+        super().__init__(facts)
+        self.name = f"{op_type}ToOwnShape"
+        self._op_type = op_type
+
+    def pattern(self, op, x):
+        return getattr(op, self._op_type)(
+            x, _allow_other_inputs=True, _allow_other_attributes=True, _outputs=["y"]
+        )
+
+    def check(self, context, x, y, **_):
+        return self._same_shape_as_input(x, y)
+
+
+class SliceCoveringAxes(_FactsRule):
+    """Replaces ``Slice(x, ...)`` by ``x`` when every step is 1 and the shape is unchanged.
+
+    With step 1 a slice keeps a contiguous run of each axis; keeping as many elements
+    as the axis has means keeping all of them, in order.
+    """
+
+    def pattern(self, op, x):
+        return op.Slice(x, _allow_other_inputs=True, _outputs=["y"])
+
+    def check(self, context, x, y, **_):
+        node = y.producer()
+        steps = node.inputs[4] if len(node.inputs) > 4 else None
+        if steps is not None:
+            elements = self.facts.int_elements(steps)
+            if elements is None or any(e != 1 for e in elements):
+                return self._fail("steps are not proven to be all 1")
+        return self._same_shape_as_input(x, y)
+
+
+class PadByZeros(_FactsRule):
+    """Replaces ``Pad(x, pads)`` by ``x`` when every pad is proven 0."""
+
+    def pattern(self, op, x, pads):
+        return op.Pad(
+            x, pads, _allow_other_inputs=True, _allow_other_attributes=True, _outputs=["y"]
+        )
+
+    def check(self, context, x, pads, y, **_):
+        elements = self.facts.int_elements(pads)
+        if elements is None or any(e != 0 for e in elements):
+            return self._fail("pads are not proven to be all 0")
+        return self._same_shape_as_input(x, y)
+
+
+class CastToOwnType(_FactsRule):
+    """Replaces ``Cast(x, to=t)`` by ``x`` when ``x``'s dtype is proven to be ``t``."""
+
+    def pattern(self, op, x):
+        return op.Cast(x, _allow_other_attributes=True, _outputs=["y"])
+
+    def check(self, context, x, y, **_):
+        to = y.producer().attributes.get("to")
+        dtype = self.facts.dtype(x)
+        if to is None or dtype is None or to.as_int() != dtype.value:
+            return self._fail("the input dtype is not proven equal to 'to'")
+        return MatchResult()
+
+
+class WhereOnProvenCondition(_FactsRule):
+    """Replaces ``Where(c, a, b)`` by ``a`` (``b``) when ``c`` is proven all true (false).
+
+    The output shape must be proven equal to the chosen operand's.
+    """
+
+    def pattern(self, op, c, a, b):
+        return op.Where(c, a, b, _outputs=["y"])
+
+    def check(self, context, c, a, b, y, **_):
+        elements = self.facts.int_elements(c)
+        if elements is None or not elements:
+            return self._fail("the condition is not proven constant")
+        if all(elements):
+            self._chosen = a
+        elif not any(elements):
+            self._chosen = b
+        else:
+            return self._fail("the condition is proven but mixed")
+        return self._same_shape_as_input(self._chosen, y)
+
+    def rewrite(self, op, c, a, b, y=None, **_):
+        self.fired += 1
+        return op.Identity(self._chosen)
+
+
+class NeutralElement(_FactsRule):
+    """Replaces ``x * 1``, ``x / 1``, ``x + 0``, ``x - 0`` (``1 * x``, ``0 + x``) by ``x``.
+
+    The output shape must be proven equal to ``x``'s (the constant broadcasts away).
+    """
+
+    _NEUTRAL = {"Mul": 1, "Div": 1, "Add": 0, "Sub": 0}
+
+    def __init__(self, facts: ShapeFacts, op_type: str, constant_first: bool = False) -> None:
+        super().__init__(facts)
+        self._op_type = op_type
+        self._constant_first = constant_first
+        self.name = f"{op_type}By{'One' if self._NEUTRAL[op_type] else 'Zero'}" + (
+            "Commuted" if constant_first else ""
+        )
+
+    def pattern(self, op, x, c):
+        build = getattr(op, self._op_type)
+        return build(c, x, _outputs=["y"]) if self._constant_first else build(x, c, _outputs=["y"])
+
+    def check(self, context, x, c, y, **_):
+        neutral = self._NEUTRAL[self._op_type]
+        if not _all_equal_to(self.facts, c, neutral):
+            return self._fail(f"the other operand is not proven to be all {neutral}")
+        return self._same_shape_as_input(x, y)
+
+
+def _all_equal_to(facts: ShapeFacts, value: ir.Value, target: int) -> bool:
+    tensor = None if value.is_graph_input() else value.const_value
+    if tensor is not None:
+        if tensor.size > 1 << 16:
+            return False  # weights-sized: not a neutral element worth reading
+        array = tensor.numpy()
+        return bool(np.all(array == target))
+    elements = facts.int_elements(value)
+    return elements is not None and all(e == target for e in elements)
+
+
+def constant_reshape_target(
+    facts: ShapeFacts, source: tuple[Dim, ...], result: tuple[Dim, ...]
+) -> tuple[list[int] | None, str]:
+    """A constant ``Reshape`` target (``allowzero=0``) turning ``source`` into ``result``.
+
+    Output dim ``j`` becomes its int, ``0`` (copy) where it is proven equal to input dim
+    ``j``, or ``-1`` — at most once, and only when the other output dims are proven
+    ``>= 1`` (onnxruntime, like the spec, cannot infer a ``-1`` next to a zero-size
+    dim, which the original computed target handled).
+
+    Returns:
+        The target (or ``None``) and the reason when there is none.
+    """
+    target: list[int] = []
+    minus_one = None
+    for j, d in enumerate(result):
+        if isinstance(d, int):
+            if d == 0:
+                return None, "an output dim is 0 (0 would copy an input dim)"
+            target.append(d)
+        elif j < len(source) and facts.same_dim(d, source[j]):
+            target.append(0)
+        elif minus_one is None:
+            minus_one = j
+            target.append(-1)
+        else:
+            return None, "more than one output dim is neither an int nor a copied dim"
+    if minus_one is not None:
+        for j, d in enumerate(result):
+            if j != minus_one and not facts.at_least(d, 1):
+                return None, "a -1 next to a dim not proven >= 1"
+    return target, ""
+
+
+class MaterializeReshapeTarget(_FactsRule):
+    """Replaces a computed ``Reshape`` target by a constant (``0`` copies, at most one ``-1``)."""
+
+    def pattern(self, op, x, s):
+        return op.Reshape(x, s, _allow_other_attributes=True, _outputs=["y"])
+
+    def check(self, context, x, s, y, **_):
+        if s.const_value is not None:
+            return self._fail("the target is already a constant")
+        allowzero = y.producer().attributes.get("allowzero")
+        if allowzero is not None and allowzero.as_int() != 0:
+            return self._fail("allowzero=1")
+        source, result = self.facts.shape(x), self.facts.shape(y)
+        if source is None or result is None:
+            return self._fail("input or output rank not proven")
+        target, reason = constant_reshape_target(self.facts, source, result)
+        if target is None:
+            return self._fail(reason)
+        self._target = target
+        return MatchResult()
+
+    def rewrite(self, op, x, s, y=None, **_):
+        self.fired += 1
+        target = op.Constant(value=ir.tensor(np.array(self._target, np.int64)))
+        return op.Reshape(x, target)
+
+
+def shape_rules(facts: ShapeFacts) -> pattern.RewriteRuleSet:
+    """The shape-driven rules bound to ``facts``, as one onnxscript ``RewriteRuleSet``.
+
+    The rule objects are reachable as ``ruleset.rule_objects`` (fired and declined counts).
+    """
+    objects: list[_FactsRule] = [
+        ExpandToOwnShape(facts),
+        TileToOwnShape(facts),
+        ReshapeToOwnShape(facts),
+        *(SqueezeToOwnShape(facts, op) for op in ("Squeeze", "Unsqueeze", "Flatten")),
+        SliceCoveringAxes(facts),
+        PadByZeros(facts),
+        CastToOwnType(facts),
+        WhereOnProvenCondition(facts),
+        *(NeutralElement(facts, op) for op in ("Mul", "Div", "Add", "Sub")),
+        *(NeutralElement(facts, op, constant_first=True) for op in ("Mul", "Add")),
+        MaterializeReshapeTarget(facts),
+    ]
+    ruleset = pattern.RewriteRuleSet([_as_rule(o) for o in objects])
+    ruleset.rule_objects = objects  # type: ignore[attr-defined]
+    return ruleset
+
+
+def _as_rule(obj: _FactsRule) -> pattern.RewriteRule:
+    return pattern.RewriteRule(
+        obj.pattern,
+        obj.rewrite,
+        obj.check,
+        name=obj.name,
+        remove_nodes=obj.remove_nodes,
+        as_function=obj.as_function,
+    )

@@ -1,0 +1,286 @@
+"""Replaces computed integer values the shapes prove by constants or by short chains.
+
+Two rewrites share one walk of the main graph, last node first (so the value a
+``Reshape`` or ``Expand`` finally consumes is rebuilt before the pieces it was
+computed from, which then die):
+
+* **publish proven values** — an integer or boolean tensor whose every element is a
+  proven integer becomes a ``Constant`` (so onnxscript's folder and every later pass
+  see it), as does a ``ConstantOfShape`` whose shape is proven;
+* **rebuild shape chains** — a value whose elements are integers and bare dims of graph
+  inputs, computed through ``Shape → Gather → Unsqueeze → Concat → ...``, becomes
+  ``Concat(Shape(input, start, end), constant, ...)`` when that removes more nodes than
+  it adds.
+
+Proof relied on: :class:`~onnx_symdims.rewrite.ShapeFacts` elements hold in every
+successful run, so the replacement computes the same tensor (same dtype, same shape,
+same elements) in every run where the original succeeds.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ProvenValuesPass"]
+
+import dataclasses
+import logging
+from collections import Counter
+
+import numpy as np
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.rewrite._facts import ShapeFacts
+
+logger = logging.getLogger(__name__)
+
+_INTEGER_DTYPES = frozenset(
+    {
+        ir.DataType.INT64,
+        ir.DataType.INT32,
+        ir.DataType.INT16,
+        ir.DataType.INT8,
+        ir.DataType.UINT64,
+        ir.DataType.UINT32,
+        ir.DataType.UINT16,
+        ir.DataType.UINT8,
+        ir.DataType.BOOL,
+    }
+)
+#: Nodes explored per candidate when counting what a rewrite would remove.
+_MAX_CONE = 256
+
+
+@dataclasses.dataclass
+class ProvenValuesPass(ir.passes.InPlacePass):
+    """Publishes proven integer values as constants and rebuilds shape chains.
+
+    Args:
+        facts: The proven facts of the model (see :func:`~onnx_symdims.rewrite.analyze`).
+        max_constant_elements: Largest ``ConstantOfShape`` output made a constant.
+        rebuild_chains: Also rebuild values made of graph-input dims.
+
+    Attributes:
+        fired: How often each rewrite fired in the last run (``"publish"``,
+            ``"constant_of_shape"``, ``"rebuild_chain"``).
+        declined: Why candidates were declined, counted by reason.
+    """
+
+    facts: ShapeFacts
+    max_constant_elements: int = 1024
+    rebuild_chains: bool = True
+    fired: Counter = dataclasses.field(default_factory=Counter)
+    declined: Counter = dataclasses.field(default_factory=Counter)
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        self.fired = Counter()
+        self.declined = Counter()
+        graph = model.graph
+        opset = model.opset_imports.get("", 0)
+        self._input_dims = _input_dim_positions(graph, self.facts)
+        self._shape_nodes: dict[tuple[ir.Value, int, int], ir.Value] = {}
+        self._graph = graph
+        self._opset = opset
+        nodes = list(graph)
+        # New Shape nodes and constants go before the first node: they read only graph
+        # inputs, so they dominate every use.
+        self._head = nodes[0] if nodes else None
+        outputs = frozenset(graph.outputs)
+        for node in reversed(nodes):
+            if node.graph is None:  # removed with a value rebuilt after it
+                continue
+            if node.op_type == "Constant" and node.domain == "":
+                continue
+            for value in node.outputs:
+                if node.graph is None or value in outputs or not value.uses():
+                    continue
+                self._visit(node, value)
+        return ir.passes.PassResult(model, modified=bool(self.fired))
+
+    # --------------------------------------------------------------------------------
+    def _visit(self, node: ir.Node, value: ir.Value) -> None:
+        facts = self.facts
+        dtype = facts.dtype(value)
+        shape = facts.shape(value)
+        if shape is None or not all(isinstance(d, int) for d in shape):
+            return
+        if node.op_type == "ConstantOfShape" and node.domain == "":
+            self._constant_of_shape(node, value, shape, dtype)
+            return
+        if dtype not in _INTEGER_DTYPES:
+            return
+        elements = facts.elements(value)
+        if elements is None or len(elements) != _numel(shape):
+            return
+        if all(isinstance(e, int) for e in elements):
+            array = _array(elements, shape, dtype)
+            if array is None:
+                self.declined["publish: an element does not fit the dtype"] += 1
+                return
+            self._replace(node, value, _constant(array, value), "publish")
+            return
+        if self.rebuild_chains:
+            self._rebuild(node, value, shape, dtype, elements)
+
+    def _constant_of_shape(
+        self, node: ir.Node, value: ir.Value, shape: tuple[int, ...], dtype
+    ) -> None:
+        if _numel(shape) > self.max_constant_elements:
+            self.declined["constant_of_shape: larger than max_constant_elements"] += 1
+            return
+        attr = node.attributes.get("value")
+        if attr is None:
+            fill = np.zeros((), np.float32)
+        elif attr.type == ir.AttributeType.TENSOR:
+            fill = attr.as_tensor().numpy().reshape(())
+        else:
+            self.declined["constant_of_shape: value is not a tensor"] += 1
+            return
+        array = np.full(shape, fill, dtype=fill.dtype)
+        self._replace(node, value, _constant(array, value), "constant_of_shape")
+
+    def _rebuild(self, node, value, shape, dtype, elements) -> None:
+        if dtype != ir.DataType.INT64 or len(shape) > 1 or self._opset < 15:
+            return
+        pieces = self._pieces(elements)
+        if pieces is None:
+            return
+        scalar = len(shape) == 0
+        new_nodes = sum(1 for p in pieces if isinstance(p, tuple) and p not in self._shape_nodes)
+        new_nodes += (1 if len(pieces) > 1 else 0) + (1 if scalar else 0)
+        dead = _dead_cone(node, value)
+        if sum(1 for n in dead if n.op_type != "Constant") <= new_nodes:
+            self.declined["rebuild_chain: removes no more nodes than it adds"] += 1
+            return
+        parts = [self._piece_value(p) for p in pieces]
+        if len(parts) == 1:
+            result = parts[0]
+        else:
+            concat = ir.node("Concat", parts, attributes={"axis": 0})
+            self._graph.insert_before(node, concat)
+            result = concat.outputs[0]
+        if scalar:
+            squeeze = ir.node("Squeeze", [result])
+            self._graph.insert_before(node, squeeze)
+            result = squeeze.outputs[0]
+        result.name = _fresh_name(value)
+        result.dtype = ir.DataType.INT64
+        result.shape = ir.Shape(list(shape))
+        value.replace_all_uses_with(result)
+        self._graph.remove(dead, safe=True)
+        self.fired["rebuild_chain"] += 1
+
+    def _pieces(self, elements) -> list | None:
+        """Runs of ints (a list) and of consecutive dims of one input (a tuple)."""
+        pieces: list = []
+        for e in elements:
+            if isinstance(e, int):
+                if pieces and isinstance(pieces[-1], list):
+                    pieces[-1].append(e)
+                else:
+                    pieces.append([e])
+                continue
+            position = self._input_dims.get(e)
+            if position is None:
+                return None
+            source, axis = position
+            last = pieces[-1] if pieces else None
+            if isinstance(last, tuple) and last[0] is source and last[2] == axis:
+                pieces[-1] = (source, last[1], axis + 1)
+            else:
+                pieces.append((source, axis, axis + 1))
+        return pieces
+
+    def _piece_value(self, piece) -> ir.Value:
+        if isinstance(piece, list):
+            const = _constant(np.array(piece, np.int64), None)
+            self._graph.insert_before(self._head, const)
+            return const.outputs[0]
+        cached = self._shape_nodes.get(piece)
+        if cached is not None:
+            return cached
+        source, start, end = piece
+        shape_node = ir.node("Shape", [source], attributes={"start": start, "end": end})
+        self._graph.insert_before(self._head, shape_node)
+        out = shape_node.outputs[0]
+        out.name = f"{source.name}_dims_{start}_{end}"
+        out.dtype = ir.DataType.INT64
+        out.shape = ir.Shape([end - start])
+        self._shape_nodes[piece] = out
+        return out
+
+    def _replace(self, node: ir.Node, value: ir.Value, const: ir.Node, what: str) -> None:
+        self._graph.insert_before(node, const)
+        dead = _dead_cone(node, value)
+        value.replace_all_uses_with(const.outputs[0])
+        self._graph.remove(dead, safe=True)
+        self.fired[what] += 1
+
+
+def _input_dim_positions(graph: ir.Graph, facts: ShapeFacts) -> dict:
+    """``symbol -> (graph input, axis)`` for every bare symbolic dim of a graph input."""
+    positions: dict = {}
+    for value in graph.inputs:
+        if value.const_value is not None:
+            continue  # an initializer backing an input: overridable, but not a dims source
+        shape = facts.shape(value)
+        for axis, d in enumerate(shape or ()):
+            if isinstance(d, expr.DimExpr) and d.is_symbol and d not in positions:
+                positions[d] = (value, axis)
+    return positions
+
+
+def _dead_cone(node: ir.Node, value: ir.Value) -> set[ir.Node]:
+    """The nodes (``node`` and its producers) that die when ``value`` loses every use."""
+    remaining: dict[ir.Value, int] = {value: 0}
+    dead: set[ir.Node] = set()
+    stack = [node]
+    while stack and len(dead) < _MAX_CONE:
+        current = stack.pop()
+        if current in dead:
+            continue
+        if any(
+            remaining.get(out, len(out.uses())) > 0 or out.is_graph_output()
+            for out in current.outputs
+        ):
+            continue
+        dead.add(current)
+        for inp in current.inputs:
+            if inp is None or inp.producer() is None:
+                continue
+            remaining[inp] = remaining.get(inp, len(inp.uses())) - 1
+            if remaining[inp] == 0:
+                stack.append(inp.producer())
+    return dead
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _array(elements, shape, dtype: ir.DataType) -> np.ndarray | None:
+    np_dtype = dtype.numpy()
+    if dtype == ir.DataType.BOOL:
+        if not all(e in (0, 1) for e in elements):
+            return None
+    else:
+        info = np.iinfo(np_dtype)
+        if not all(info.min <= e <= info.max for e in elements):
+            return None
+    return np.array(elements, dtype=np_dtype).reshape(shape)
+
+
+def _fresh_name(value: ir.Value | None) -> str | None:
+    return f"{value.name}_proven" if value is not None and value.name else None
+
+
+def _constant(array: np.ndarray, value: ir.Value | None) -> ir.Node:
+    const = ir.node("Constant", [], attributes={"value": ir.tensor(array)})
+    out = const.outputs[0]
+    out.name = _fresh_name(value)
+    out.dtype = ir.DataType.from_numpy(array.dtype)
+    out.shape = ir.Shape(list(array.shape))
+    out.const_value = ir.tensor(array)
+    return const
