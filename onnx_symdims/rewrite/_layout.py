@@ -14,7 +14,7 @@ Proof relied on: the proven shapes of ``r`` and ``y``
 
 from __future__ import annotations
 
-__all__ = ["CollapseReshapeChainsPass"]
+__all__ = ["CollapseReshapeChainsPass", "FlattenConcatsPass"]
 
 import dataclasses
 import logging
@@ -98,3 +98,71 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
         new.shape = y.shape
         y.replace_all_uses_with(new)
         self.fired["chain_to_reshape"] += 1
+
+
+@dataclasses.dataclass
+class FlattenConcatsPass(ir.passes.InPlacePass):
+    """Replaces ``Concat(a, Concat(b, c), d)`` by ``Concat(a, b, c, d)`` on one axis.
+
+    Concatenation along one axis is associative. The inner ``Concat`` must have no
+    other use (else nothing is saved) and the same axis once negative axes are read
+    against the proven rank.
+
+    Attributes:
+        fired: ``{"flatten_concat": n}``.
+    """
+
+    facts: ShapeFacts
+    fired: Counter = dataclasses.field(default_factory=Counter)
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        self.fired = Counter()
+        graph = model.graph
+        for node in list(graph):
+            if node.graph is None or node.op_type != "Concat" or node.domain != "":
+                continue
+            axis = self._axis(node)
+            if axis is None:
+                continue
+            flat: list[ir.Value | None] = []
+            merged = []
+            for value in node.inputs:
+                inner = value.producer() if value is not None else None
+                if (
+                    inner is not None
+                    and inner.op_type == "Concat"
+                    and inner.domain == ""
+                    and inner.graph is graph
+                    and len(value.uses()) == 1
+                    and not value.is_graph_output()
+                    and self._axis(inner) == axis
+                ):
+                    flat.extend(inner.inputs)
+                    merged.append(inner)
+                else:
+                    flat.append(value)
+            if not merged:
+                continue
+            concat = ir.node("Concat", flat, attributes={"axis": axis})
+            graph.insert_before(node, concat)
+            out = node.outputs[0]
+            concat.outputs[0].dtype = out.dtype
+            concat.outputs[0].shape = out.shape
+            if out.is_graph_output():
+                graph.remove(concat, safe=True)
+                continue
+            out.replace_all_uses_with(concat.outputs[0])
+            concat.outputs[0].name = out.name
+            out.name = None
+            self.fired["flatten_concat"] += len(merged)
+        return ir.passes.PassResult(model, modified=bool(self.fired))
+
+    def _axis(self, node: ir.Node) -> int | None:
+        attr = node.attributes.get("axis")
+        if attr is None:
+            return None
+        axis = attr.as_int()
+        if axis >= 0:
+            return axis
+        shape = self.facts.shape(node.outputs[0])
+        return None if shape is None else axis + len(shape)

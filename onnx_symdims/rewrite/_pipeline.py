@@ -27,8 +27,8 @@ import onnx_ir.passes.common as common_passes
 
 from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
 from onnx_symdims.rewrite._facts import analyze
-from onnx_symdims.rewrite._layout import CollapseReshapeChainsPass
-from onnx_symdims.rewrite._rules import shape_rules
+from onnx_symdims.rewrite._layout import CollapseReshapeChainsPass, FlattenConcatsPass
+from onnx_symdims.rewrite._rules import ShapeRulesPass
 from onnx_symdims.rewrite._values import ProvenValuesPass
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class OptimizePass(ir.passes.InPlacePass):
     def __init__(
         self,
         *,
-        max_rounds: int = 4,
+        max_rounds: int = 6,
         fusions: str | None = None,
         anchors: bool = True,
         inline: bool = True,
@@ -98,38 +98,26 @@ class OptimizePass(ir.passes.InPlacePass):
         self.max_constant_elements = max_constant_elements
 
     def call(self, model: ir.Model) -> OptimizeResult:
-        from onnxscript import optimizer, rewriter
-
         start = time.perf_counter()
         result = OptimizeResult(model, modified=False, before=count_nodes(model.graph))
         declared = {v.name: v.shape for v in model.graph.outputs}
         if self.inline:
             common_passes.InlinePass()(model)
-        for _ in range(self.max_rounds):
-            result.rounds += 1
-            signature = _signature(model)
-            facts = analyze(model)
-            fired_before = sum(result.fired.values())
-            values = ProvenValuesPass(facts, max_constant_elements=self.max_constant_elements)
-            values(model)
-            _merge_counts(result, values.fired, values.declined, "ProvenValues")
-            chains = CollapseReshapeChainsPass(facts)
-            chains(model)
-            _merge_counts(result, chains.fired, chains.declined, "CollapseReshapeChains")
-            rules = shape_rules(facts)
-            rules.apply_to_model(model)
-            for rule in rules.rule_objects:  # type: ignore[attr-defined]
-                if rule.fired:
-                    result.fired[rule.name] += rule.fired
-                for reason, n in rule.declined.items():
-                    result.declined[f"{rule.name}: {reason}"] += n
-            common_passes.RemoveUnusedNodesPass()(model)
-            optimizer.fold_constants_ir(model, onnx_shape_inference=False)
-            rewriter.rewrite(model, pattern_rewrite_rules=_onnxscript_rules())
-            common_passes.CommonSubexpressionEliminationPass()(model)
-            common_passes.RemoveUnusedNodesPass()(model)
-            if sum(result.fired.values()) == fired_before and _signature(model) == signature:
+        # Our rounds until nothing changes, then onnxscript's pattern rules (their matcher
+        # tries every rule on every node: the costly part), then ours again if they
+        # changed something.
+        onnxscript_pending = True
+        while result.rounds < self.max_rounds:
+            if self._our_round(model, result):
+                onnxscript_pending = True
+                continue
+            if not onnxscript_pending:
                 break
+            onnxscript_pending = False
+            if not _onnxscript_round(model):
+                break
+        if onnxscript_pending:
+            _onnxscript_round(model)
         for tail in (
             common_passes.RemoveUnusedNodesPass(),
             common_passes.RemoveUnusedFunctionsPass(),
@@ -157,6 +145,37 @@ class OptimizePass(ir.passes.InPlacePass):
         return result
 
 
+    def _our_round(self, model: ir.Model, result: OptimizeResult) -> bool:
+        """One round of our rewrites and onnxscript's folder; True when anything changed."""
+        from onnxscript import optimizer
+
+        result.rounds += 1
+        signature = _signature(model)
+        fired_before = sum(result.fired.values())
+        facts = analyze(model)
+        values = ProvenValuesPass(facts, max_constant_elements=self.max_constant_elements)
+        values(model)
+        _merge_counts(result, values.fired, values.declined, "ProvenValues")
+        chains = CollapseReshapeChainsPass(facts)
+        chains(model)
+        _merge_counts(result, chains.fired, chains.declined, "CollapseReshapeChains")
+        concats = FlattenConcatsPass(facts)
+        concats(model)
+        _merge_counts(result, concats.fired, {}, "FlattenConcats")
+        rules = ShapeRulesPass(facts)
+        rules(model)
+        for rule in rules.rules:
+            if rule.fired:
+                result.fired[rule.name] += rule.fired
+            for reason, n in rule.declined.items():
+                result.declined[f"{rule.name}: {reason}"] += n
+        common_passes.RemoveUnusedNodesPass()(model)
+        optimizer.fold_constants_ir(model, onnx_shape_inference=False)
+        common_passes.CommonSubexpressionEliminationPass()(model)
+        common_passes.RemoveUnusedNodesPass()(model)
+        return sum(result.fired.values()) != fired_before or _signature(model) != signature
+
+
 def _onnxscript_rules():
     """The default rewrite rules of onnxscript, without ``MaterializeReshapeShape``.
 
@@ -171,6 +190,15 @@ def _onnxscript_rules():
     if rules is None:  # a later onnxscript: its defaults, as its public API gives them
         return None
     return [r for r in rules if getattr(r, "name", "") != "MaterializeReshapeShape"]
+
+
+def _onnxscript_round(model: ir.Model) -> bool:
+    """Applies the default pattern rules of onnxscript once; True when they changed the model."""
+    from onnxscript import rewriter
+
+    signature = _signature(model)
+    rewriter.rewrite(model, pattern_rewrite_rules=_onnxscript_rules())
+    return _signature(model) != signature
 
 
 def _signature(model: ir.Model) -> tuple:

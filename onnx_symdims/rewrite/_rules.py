@@ -28,8 +28,10 @@ __all__ = [
     "SliceCoveringAxes",
     "SqueezeToOwnShape",
     "TileToOwnShape",
+    "ShapeRulesPass",
     "WhereOnProvenCondition",
     "constant_reshape_target",
+    "rule_objects",
     "shape_rules",
 ]
 
@@ -50,7 +52,20 @@ Dim = expr.Dim
 
 
 class _FactsRule(pattern.RewriteRuleClassBase):
-    """A rule whose checks ask ``facts``; counts what fired and why it declined."""
+    """A rule whose checks ask ``facts``; counts what fired and why it declined.
+
+    A rule runs two ways: as an onnxscript rule (``pattern``/``check``/``rewrite``, see
+    :func:`shape_rules`) and in :class:`ShapeRulesPass`, which dispatches each node to
+    the rules of its op type, binds the node's inputs by position (``inputs``) and its
+    first output as ``y``, asks the same ``check`` and applies :meth:`apply`.
+    """
+
+    #: The op types the rule looks at (default domain).
+    op_types: tuple[str, ...] = ()
+    #: Names the node's inputs are bound to, by position (missing inputs bind ``None``).
+    inputs: tuple[str, ...] = ("x",)
+    #: How many leading inputs the pattern requires.
+    required: int = 1
 
     def __init__(self, facts: ShapeFacts) -> None:
         super().__init__(type(self).__name__)
@@ -70,13 +85,42 @@ class _FactsRule(pattern.RewriteRuleClassBase):
             return self._fail("output shape is not proven equal to the input shape")
         return MatchResult()
 
-    def rewrite(self, op, x, y=None, **_):
+    def bind(self, node: ir.Node) -> dict[str, ir.Value | None] | None:
+        """The pattern variables for ``node``, or ``None`` when its arity does not fit."""
+        given = node.inputs
+        if len(given) < self.required or any(v is None for v in given[: self.required]):
+            return None
+        bindings = {
+            name: (given[i] if i < len(given) else None) for i, name in enumerate(self.inputs)
+        }
+        bindings["y"] = node.outputs[0]
+        return bindings
+
+    def forward(self, **bindings) -> ir.Value:
+        """The value that replaces ``y`` (rules that only forward an input)."""
+        return bindings["x"]
+
+    def rewrite(self, op, **bindings):
         self.fired += 1
-        return op.Identity(x)
+        return op.Identity(self.forward(**bindings))
+
+    def apply(self, graph: ir.Graph, node: ir.Node, bindings: dict) -> bool:
+        """Applies the rewrite in place of onnxscript's replacement; True when done."""
+        y = bindings["y"]
+        if y.is_graph_output():
+            self.declined["the output is a graph output"] += 1
+            return False
+        y.replace_all_uses_with(self.forward(**bindings))
+        self.fired += 1
+        return True
 
 
 class ExpandToOwnShape(_FactsRule):
     """Replaces ``Expand(x, s)`` by ``x`` when the output shape is proven equal to ``x``'s."""
+
+    op_types = ("Expand",)
+    inputs = ("x", "s")
+    required = 2
 
     def pattern(self, op, x, s):
         return op.Expand(x, s, _outputs=["y"])
@@ -87,6 +131,10 @@ class ExpandToOwnShape(_FactsRule):
 
 class TileToOwnShape(_FactsRule):
     """Replaces ``Tile(x, r)`` by ``x`` when the output shape is proven equal to ``x``'s."""
+
+    op_types = ("Tile",)
+    inputs = ("x", "r")
+    required = 2
 
     def pattern(self, op, x, r):
         return op.Tile(x, r, _outputs=["y"])
@@ -102,6 +150,10 @@ class ReshapeToOwnShape(_FactsRule):
     tensor.
     """
 
+    op_types = ("Reshape",)
+    inputs = ("x", "s")
+    required = 2
+
     def pattern(self, op, x, s):
         return op.Reshape(x, s, _allow_other_attributes=True, _outputs=["y"])
 
@@ -116,6 +168,7 @@ class SqueezeToOwnShape(_FactsRule):
         super().__init__(facts)
         self.name = f"{op_type}ToOwnShape"
         self._op_type = op_type
+        self.op_types = (op_type,)
 
     def pattern(self, op, x):
         return getattr(op, self._op_type)(
@@ -133,6 +186,8 @@ class SliceCoveringAxes(_FactsRule):
     as the axis has means keeping all of them, in order.
     """
 
+    op_types = ("Slice",)
+
     def pattern(self, op, x):
         return op.Slice(x, _allow_other_inputs=True, _outputs=["y"])
 
@@ -149,6 +204,10 @@ class SliceCoveringAxes(_FactsRule):
 class PadByZeros(_FactsRule):
     """Replaces ``Pad(x, pads)`` by ``x`` when every pad is proven 0."""
 
+    op_types = ("Pad",)
+    inputs = ("x", "pads")
+    required = 2
+
     def pattern(self, op, x, pads):
         return op.Pad(
             x, pads, _allow_other_inputs=True, _allow_other_attributes=True, _outputs=["y"]
@@ -163,6 +222,8 @@ class PadByZeros(_FactsRule):
 
 class CastToOwnType(_FactsRule):
     """Replaces ``Cast(x, to=t)`` by ``x`` when ``x``'s dtype is proven to be ``t``."""
+
+    op_types = ("Cast",)
 
     def pattern(self, op, x):
         return op.Cast(x, _allow_other_attributes=True, _outputs=["y"])
@@ -181,6 +242,10 @@ class WhereOnProvenCondition(_FactsRule):
     The output shape must be proven equal to the chosen operand's.
     """
 
+    op_types = ("Where",)
+    inputs = ("c", "a", "b")
+    required = 3
+
     def pattern(self, op, c, a, b):
         return op.Where(c, a, b, _outputs=["y"])
 
@@ -196,9 +261,8 @@ class WhereOnProvenCondition(_FactsRule):
             return self._fail("the condition is proven but mixed")
         return self._same_shape_as_input(self._chosen, y)
 
-    def rewrite(self, op, c, a, b, y=None, **_):
-        self.fired += 1
-        return op.Identity(self._chosen)
+    def forward(self, **bindings) -> ir.Value:
+        return self._chosen
 
 
 class NeutralElement(_FactsRule):
@@ -213,6 +277,9 @@ class NeutralElement(_FactsRule):
         super().__init__(facts)
         self._op_type = op_type
         self._constant_first = constant_first
+        self.op_types = (op_type,)
+        self.inputs = ("c", "x") if constant_first else ("x", "c")
+        self.required = 2
         self.name = f"{op_type}By{'One' if self._NEUTRAL[op_type] else 'Zero'}" + (
             "Commuted" if constant_first else ""
         )
@@ -276,18 +343,21 @@ def constant_reshape_target(
 class MaterializeReshapeTarget(_FactsRule):
     """Replaces a computed ``Reshape`` target by a constant (``0`` copies, at most one ``-1``)."""
 
+    op_types = ("Reshape",)
+    inputs = ("x", "s")
+    required = 2
+
     def pattern(self, op, x, s):
         return op.Reshape(x, s, _allow_other_attributes=True, _outputs=["y"])
 
     def check(self, context, x, s, y, **_):
         if s.const_value is not None:
             return self._fail("the target is already a constant")
-        allowzero = y.producer().attributes.get("allowzero")
-        if allowzero is not None and allowzero.as_int() != 0:
-            return self._fail("allowzero=1")
         source, result = self.facts.shape(x), self.facts.shape(y)
         if source is None or result is None:
             return self._fail("input or output rank not proven")
+        # The new target is read with allowzero=0 (0 copies) whatever the original said:
+        # it is computed from the proven shapes, not from the original target.
         target, reason = constant_reshape_target(self.facts, source, result)
         if target is None:
             return self._fail(reason)
@@ -297,15 +367,22 @@ class MaterializeReshapeTarget(_FactsRule):
     def rewrite(self, op, x, s, y=None, **_):
         self.fired += 1
         target = op.Constant(value=ir.tensor(np.array(self._target, np.int64)))
-        return op.Reshape(x, target)
+        return op.Reshape(x, target, allowzero=0)
+
+    def apply(self, graph: ir.Graph, node: ir.Node, bindings: dict) -> bool:
+        const = ir.node(
+            "Constant", [], attributes={"value": ir.tensor(np.array(self._target, np.int64))}
+        )
+        graph.insert_before(node, const)
+        node.replace_input_with(1, const.outputs[0])
+        node.attributes.pop("allowzero", None)  # the default, 0: the target copies with 0
+        self.fired += 1
+        return True
 
 
-def shape_rules(facts: ShapeFacts) -> pattern.RewriteRuleSet:
-    """The shape-driven rules bound to ``facts``, as one onnxscript ``RewriteRuleSet``.
-
-    The rule objects are reachable as ``ruleset.rule_objects`` (fired and declined counts).
-    """
-    objects: list[_FactsRule] = [
+def rule_objects(facts: ShapeFacts) -> list[_FactsRule]:
+    """One object per shape-driven rule, bound to ``facts``, in the order they are tried."""
+    return [
         ExpandToOwnShape(facts),
         TileToOwnShape(facts),
         ReshapeToOwnShape(facts),
@@ -318,6 +395,14 @@ def shape_rules(facts: ShapeFacts) -> pattern.RewriteRuleSet:
         *(NeutralElement(facts, op, constant_first=True) for op in ("Mul", "Add")),
         MaterializeReshapeTarget(facts),
     ]
+
+
+def shape_rules(facts: ShapeFacts) -> pattern.RewriteRuleSet:
+    """The shape-driven rules bound to ``facts``, as one onnxscript ``RewriteRuleSet``.
+
+    The rule objects are reachable as ``ruleset.rule_objects`` (fired and declined counts).
+    """
+    objects = rule_objects(facts)
     ruleset = pattern.RewriteRuleSet([_as_rule(o) for o in objects])
     ruleset.rule_objects = objects  # type: ignore[attr-defined]
     return ruleset
@@ -332,3 +417,42 @@ def _as_rule(obj: _FactsRule) -> pattern.RewriteRule:
         remove_nodes=obj.remove_nodes,
         as_function=obj.as_function,
     )
+
+
+class ShapeRulesPass(ir.passes.InPlacePass):
+    """Applies the shape-driven rules node by node, dispatched by op type.
+
+    The same rules as :func:`shape_rules`, without onnxscript's pattern matcher: each
+    node is offered only to the rules of its op type, which keeps the pass linear in
+    the nodes on large models.
+
+    Args:
+        facts: The proven facts of the model.
+
+    Attributes:
+        rules: The rule objects (fired and declined counts).
+    """
+
+    def __init__(self, facts: ShapeFacts) -> None:
+        super().__init__()
+        self.rules = rule_objects(facts)
+        self._by_op: dict[str, list[_FactsRule]] = {}
+        for rule in self.rules:
+            for op_type in rule.op_types:
+                self._by_op.setdefault(op_type, []).append(rule)
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        fired = 0
+        by_op = self._by_op
+        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+            rules = by_op.get(node.op_type)
+            if rules is None or node.domain != "" or node.graph is None:
+                continue
+            for rule in rules:
+                bindings = rule.bind(node)
+                if bindings is None:
+                    continue
+                if rule.check(None, **bindings) and rule.apply(node.graph, node, bindings):
+                    fired += 1
+                    break
+        return ir.passes.PassResult(model, modified=bool(fired))
