@@ -153,15 +153,8 @@ class OptimizePass(ir.passes.InPlacePass):
         signature = _signature(model)
         fired_before = sum(result.fired.values())
         facts = analyze(model)
-        values = ProvenValuesPass(facts, max_constant_elements=self.max_constant_elements)
-        values(model)
-        _merge_counts(result, values.fired, values.declined, "ProvenValues")
-        chains = CollapseReshapeChainsPass(facts)
-        chains(model)
-        _merge_counts(result, chains.fired, chains.declined, "CollapseReshapeChains")
-        concats = FlattenConcatsPass(facts)
-        concats(model)
-        _merge_counts(result, concats.fired, {}, "FlattenConcats")
+        # Rules first: a Reshape given a constant target or an Expand found a no-op
+        # leaves the chain that computed its shape dead, with nothing to rebuild.
         rules = ShapeRulesPass(facts)
         rules(model)
         for rule in rules.rules:
@@ -169,6 +162,16 @@ class OptimizePass(ir.passes.InPlacePass):
                 result.fired[rule.name] += rule.fired
             for reason, n in rule.declined.items():
                 result.declined[f"{rule.name}: {reason}"] += n
+        chains = CollapseReshapeChainsPass(facts)
+        chains(model)
+        _merge_counts(result, chains.fired, chains.declined, "CollapseReshapeChains")
+        concats = FlattenConcatsPass(facts)
+        concats(model)
+        _merge_counts(result, concats.fired, {}, "FlattenConcats")
+        common_passes.RemoveUnusedNodesPass()(model)
+        values = ProvenValuesPass(facts, max_constant_elements=self.max_constant_elements)
+        values(model)
+        _merge_counts(result, values.fired, values.declined, "ProvenValues")
         common_passes.RemoveUnusedNodesPass()(model)
         optimizer.fold_constants_ir(model, onnx_shape_inference=False)
         common_passes.CommonSubexpressionEliminationPass()(model)
