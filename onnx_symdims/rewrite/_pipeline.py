@@ -29,6 +29,7 @@ from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeIn
 from onnx_symdims.rewrite._facts import analyze
 from onnx_symdims.rewrite._layout import CollapseReshapeChainsPass, FlattenConcatsPass
 from onnx_symdims.rewrite._rules import ShapeRulesPass
+from onnx_symdims.rewrite._split import SlicesToSplitPass
 from onnx_symdims.rewrite._values import ProvenValuesPass
 
 logger = logging.getLogger(__name__)
@@ -165,6 +166,9 @@ class OptimizePass(ir.passes.InPlacePass):
         chains = CollapseReshapeChainsPass(facts)
         chains(model)
         _merge_counts(result, chains.fired, chains.declined, "CollapseReshapeChains")
+        splits = SlicesToSplitPass(facts)
+        splits(model)
+        _merge_counts(result, splits.fired, splits.declined, "SlicesToSplit")
         concats = FlattenConcatsPass(facts)
         concats(model)
         _merge_counts(result, concats.fired, {}, "FlattenConcats")
@@ -179,20 +183,44 @@ class OptimizePass(ir.passes.InPlacePass):
         return sum(result.fired.values()) != fired_before or _signature(model) != signature
 
 
-def _onnxscript_rules():
-    """The default rewrite rules of onnxscript, without ``MaterializeReshapeShape``.
+#: onnxscript rules left out, and why (each replaced by a sound rule of ours).
+_EXCLUDED_ONNXSCRIPT_RULES = {
+    # Writes -1 for the one symbolic dim next to any int dims with allowzero=1: when an
+    # int dim is 0, onnxruntime cannot infer the -1 and the model fails where the
+    # original ran. MaterializeReshapeTarget covers the sound cases.
+    "MaterializeReshapeShape",
+    # Split(num_outputs=2) of an odd axis does not split where the slices do, and its
+    # two-node pattern is matched in quadratic time. SlicesToSplitPass replaces it.
+    "SlicesSplit",
+}
 
-    That rule writes ``-1`` for the one symbolic dim next to any int dims, with
-    ``allowzero=1``: when an int dim is 0, onnxruntime cannot infer the ``-1`` and the
-    rewritten model fails where the original ran. Our ``MaterializeReshapeTarget``
-    covers the sound cases.
+
+def _onnxscript_rules(model: ir.Model | None = None):
+    """The default pattern rules of onnxscript, minus the excluded ones.
+
+    With ``model``, also minus the rules whose pattern needs an op the model does not
+    have (they cannot match; onnxscript's matcher would still try them on every node).
     """
     from onnxscript import rewriter
 
     rules = getattr(rewriter, "_DEFAULT_REWRITE_RULES", None)
     if rules is None:  # a later onnxscript: its defaults, as its public API gives them
         return None
-    return [r for r in rules if getattr(r, "name", "") != "MaterializeReshapeShape"]
+    kept = [r for r in rules if getattr(r, "name", "") not in _EXCLUDED_ONNXSCRIPT_RULES]
+    if model is None:
+        return kept
+    present = {
+        (node.domain, node.op_type) for node in ir.traversal.RecursiveGraphIterator(model.graph)
+    }
+    return [r for r in kept if _can_match(r, present)]
+
+
+def _can_match(rule, present: set[tuple[str, str]]) -> bool:
+    try:
+        needed = {(domain, op) for domain, op, _ in (n.op_identifier() for n in rule._target_pattern)}
+    except Exception:  # the pattern's internals changed: keep the rule
+        return True
+    return needed <= present
 
 
 def _onnxscript_round(model: ir.Model) -> bool:
@@ -200,7 +228,10 @@ def _onnxscript_round(model: ir.Model) -> bool:
     from onnxscript import rewriter
 
     signature = _signature(model)
-    rewriter.rewrite(model, pattern_rewrite_rules=_onnxscript_rules())
+    rules = _onnxscript_rules(model)
+    if rules == []:
+        return False
+    rewriter.rewrite(model, pattern_rewrite_rules=rules)
     return _signature(model) != signature
 
 
