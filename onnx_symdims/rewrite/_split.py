@@ -2,10 +2,10 @@
 
 ``x[..., :32]`` and ``x[..., 32:]`` (rotary embeddings' ``rotate_half``) are two ``Slice``
 nodes; when the slices of ``x`` along one axis cover it exactly, without overlap, they are
-one ``Split(x, sizes)``. This is onnxscript's ``SlicesSplit`` done soundly and in linear
-time: that rule assumes ``Split(num_outputs=2)`` halves an odd axis the way the slices do
-(it does not: ``Split`` of 5 gives 3 and 2) and its two-node pattern is matched in time
-quadratic in the graph.
+one ``Split(x, sizes)``. This generalizes onnxscript's ``SlicesSplit`` (two halves of the
+last axis, written with explicit sizes so an odd axis splits where the slices do) and runs
+in linear time, where that rule's two-node pattern is matched in time quadratic in the
+graph.
 
 Proof relied on: the proven starts, ends and axes of the slices, every step proven 1, and
 the proven int size of the axis (:class:`~onnx_symdims.rewrite.ShapeFacts`), from which the
