@@ -88,8 +88,6 @@ def guarded_fusions(model: ir.Model, fusions: str, result) -> None:
 
 def _restore(model: ir.Model, proto) -> None:
     restored = ir.serde.deserialize_model(proto)
-    model.graph = restored.graph
+    model.graph = restored.graph  # the graph carries the model's opset imports
     model.functions.clear()
     model.functions.update(restored.functions)
-    model.opset_imports.clear()
-    model.opset_imports.update(restored.opset_imports)
