@@ -11,7 +11,10 @@ Shapes follow the onnxruntime schemas and kernels (checked against onnxruntime r
   capacity with ``sliding_window_cache``.
 
 ``Gelu``, ``FastGelu``, ``BiasGelu``, ``QuickGelu`` and ``BiasAdd`` are elementwise and
-live in :mod:`onnx_symdims.ops.elementwise`.
+live in :mod:`onnx_symdims.ops.elementwise`; the other fused convolutions, Gemm and
+dropouts in :mod:`onnx_symdims.ops.contrib_fused`, the quantized ops in
+:mod:`onnx_symdims.ops.contrib_quant`, the NCHWc layout ops in
+:mod:`onnx_symdims.ops.nchwc`.
 """
 
 from __future__ import annotations
@@ -256,11 +259,24 @@ def infer_simplified_layer_normalization(ctx: NodeContext, node: ir.Node) -> Non
 
 @register(MS, "EmbedLayerNormalization", since=1)
 def infer_embed_layer_normalization(ctx: NodeContext, node: ir.Node) -> None:
-    """Output/embedding_sum ``(B, S, hidden)`` from input_ids and word_embedding; mask_index ``(B,)``."""
+    """Output/embedding_sum ``(B, S, hidden)``; mask_index ``(B,)`` INT32.
+
+    ``hidden`` is shared by the embeddings, gamma and beta. The CPU kernel writes
+    ``mask_index`` with every ``mask_index_type`` and without a mask (all-ones then);
+    ``position_ids`` (input 8) only select rows.
+    """
     for i in (0, 2, 3, 5, 6):
         ctx.require_input(i)
     batch, seq = _dims(require_rank(ctx, 0, (2,), "input_ids"), 2)
-    _, hidden = _dims(require_rank(ctx, 2, (2,), "word_embedding"), 2)
+    if ctx.has_input(1):
+        seg_batch, seg_seq = _dims(require_rank(ctx, 1, (2,), "segment_ids"), 2)
+        batch = merge_dims(ctx, "batch size", batch, seg_batch)
+        seq = merge_dims(ctx, "sequence length", seq, seg_seq)
+    hiddens = [_dims(require_rank(ctx, i, (2,), "embedding"), 2)[1] for i in (2, 3)]
+    if ctx.has_input(4):
+        hiddens.append(_dims(require_rank(ctx, 4, (2,), "segment_embedding"), 2)[1])
+    hiddens += [_dims(require_rank(ctx, i, (1,), "gamma/beta"), 1)[0] for i in (5, 6)]
+    hidden = merge_dims(ctx, "hidden size", *hiddens)
     dtype = ctx.input_dtype(2)
     ctx.set_output(0, (batch, seq, hidden), dtype)
     ctx.set_output(1, (batch,), ir.DataType.INT32)
@@ -371,5 +387,6 @@ def infer_matmul_nbits(ctx: NodeContext, node: ir.Node) -> None:
             ctx.fail("A must have rank >= 1")
         if isinstance(shape[-1], int) and shape[-1] != k:
             ctx.fail(f"A's last dim {shape[-1]} differs from K={k}")
+        ctx.ctx.add_constraint(shape[-1], k)  # the kernel checks it: every run has it
         shape = (*shape[:-1], n)
     ctx.set_output(0, shape, ctx.input_dtype(0))
