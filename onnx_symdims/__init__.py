@@ -5,6 +5,10 @@ Example::
     import onnx_symdims
 
     model = onnx_symdims.infer_symbolic_shapes("model.onnx")  # an ir.Model
+
+The names below are imported on first use, so ``import onnx_symdims`` (and the
+``onnx-symdims --help`` / ``simplify`` commands) stay fast: onnx-ir and onnx take over a
+second to import.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 __all__ = [
     "AnchorConstraintPropagationPass",
     "Diagnostic",
+    "ModelLoadError",
+    "ModelSaveError",
     "ShapeInferenceError",
     "ShapesContext",
     "SymbolicShapeInferencePass",
@@ -19,85 +25,44 @@ __all__ = [
     "infer_symbolic_shapes",
 ]
 
+import importlib
 import logging
-import os
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
-import onnx_ir as ir
-
-from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
-from onnx_symdims.passes._gc import without_gc
-from onnx_symdims.shapes import Diagnostic, ShapeInferenceError, ShapesContext
+#: The package version; pyproject.toml reads it from here (the one place it is set).
+__version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    import onnx
-
-__version__ = "0.1.0"
+    from onnx_symdims._api import infer_symbolic_shapes
+    from onnx_symdims._modelio import ModelLoadError, ModelSaveError
+    from onnx_symdims.passes import (
+        AnchorConstraintPropagationPass,
+        SymbolicShapeInferencePass,
+    )
+    from onnx_symdims.shapes import Diagnostic, ShapeInferenceError, ShapesContext
 
 logger = logging.getLogger(__name__)
 
-
-def _infer(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None:
-    with without_gc():  # not between the passes either (see without_gc)
-        _run_passes(model, anchors, options)
-
-
-def _run_passes(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None:
-    inferred = SymbolicShapeInferencePass(**options)(model)
-    if anchors:
-        strict = bool(options.get("strict")) or options.get("policy") == "strict"
-        AnchorConstraintPropagationPass(
-            inferred.context, strict=strict, snapshot=inferred.snapshot
-        )(model)
+_LAZY = {
+    "AnchorConstraintPropagationPass": "onnx_symdims.passes",
+    "SymbolicShapeInferencePass": "onnx_symdims.passes",
+    "Diagnostic": "onnx_symdims.shapes",
+    "ShapeInferenceError": "onnx_symdims.shapes",
+    "ShapesContext": "onnx_symdims.shapes",
+    "ModelLoadError": "onnx_symdims._modelio",
+    "ModelSaveError": "onnx_symdims._modelio",
+    "infer_symbolic_shapes": "onnx_symdims._api",
+}
 
 
-@overload
-def infer_symbolic_shapes(
-    model: ir.Model, *, anchors: bool = ..., **options: Any
-) -> ir.Model: ...
-@overload
-def infer_symbolic_shapes(
-    model: onnx.ModelProto, *, anchors: bool = ..., **options: Any
-) -> onnx.ModelProto: ...
-@overload
-def infer_symbolic_shapes(
-    model: str | os.PathLike, *, anchors: bool = ..., **options: Any
-) -> ir.Model: ...
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'onnx_symdims' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
 
 
-def infer_symbolic_shapes(model, *, anchors: bool = True, **options):
-    """Infers symbolic shapes for every value of ``model``.
-
-    Args:
-        model: An ``ir.Model`` (updated in place and returned), an ``onnx.ModelProto``
-            (a new, inferred ``ModelProto`` is returned; the argument is not changed) or a
-            path (loaded without reading external weights; the ``ir.Model`` is returned).
-        anchors: After inference, run :class:`AnchorConstraintPropagationPass`, which
-            renames engine-made symbols to the names the model declares (``total_seq``
-            for ``past_seq+seq``) where the recorded equalities prove them equal.
-        **options: Keyword options of :class:`SymbolicShapeInferencePass`: ``policy``,
-            ``strict``, ``context``, ``progress``, ``nonempty_inputs``,
-            ``symbol_ranges``, ``value_info_anchors``.
-
-    Returns:
-        The inferred model, of the kind described above.
-
-    Raises:
-        ShapeInferenceError: in strict mode, on the first error diagnostic.
-    """
-    if isinstance(model, ir.Model):
-        _infer(model, anchors, options)
-        return model
-    if isinstance(model, (str, os.PathLike)):
-        loaded = ir.load(model)
-        _infer(loaded, anchors, options)
-        return loaded
-    import onnx
-
-    if isinstance(model, onnx.ModelProto):
-        ir_model = ir.serde.deserialize_model(model)
-        _infer(ir_model, anchors, options)
-        return ir.serde.serialize_model(ir_model)
-    raise TypeError(
-        f"expected an ir.Model, onnx.ModelProto or path, got {type(model).__name__}"
-    )
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,372 +1,504 @@
 """Command line: ``onnx-symdims infer`` and ``onnx-symdims simplify``.
 
-``onnx-symdims infer [MODEL] [-o OUT] [--json REPORT] [--strict] [--policy P]
-[--assume-nonempty] [--verify [N]] [--verify-bind NAME=EXPR]`` infers shapes, prints a
-summary, optionally writes the model and a JSON report, and with ``--verify`` checks
-every inferred dim against onnxruntime (exit code 1 on a mismatch; ``--verify-bind``
-relates input symbols the random runs must respect, e.g. ``total=past+seq``). Without ``MODEL`` it runs on the bundled example, a tiny
+``onnx-symdims infer [MODEL] [-o OUT | -i] [--json REPORT] [--verify] ...`` infers
+shapes, prints a summary (inputs and outputs with their shapes, dim counts, fresh
+symbols, constraints, diagnostics by op), optionally writes the model and a JSON report
+(schema in :mod:`onnx_symdims._cli_report`), and with ``--verify`` checks every inferred
+dim against onnxruntime. Without ``MODEL`` it runs on the bundled example, a tiny
 exported decoder with a KV cache.
 
 ``onnx-symdims simplify EXPR`` prints the canonical form of a dim expression.
+
+Every failure is one line on stderr (``error: FILE: cause``) and a non-zero exit code;
+a traceback only with ``--debug`` or ``ONNX_SYMDIMS_DEBUG=1``. Exit codes: 0 success,
+1 the model failed (cannot load or save, strict error, verify mismatch or nothing
+verified), 2 bad usage, 3 internal error.
+
+The heavy imports (onnx-ir, onnx, numpy) happen inside the commands, so ``--help`` and
+``simplify`` answer at once. The helpers a command needs (:class:`Run` for loading,
+saving, timings and progress; :func:`add_output_args`, :func:`add_verify_args`,
+:func:`verify_options`) are shared, so another model command is a parser and a body.
 """
 
 from __future__ import annotations
 
-__all__ = ["main", "summarize"]
+__all__ = [
+    "CliError",
+    "Run",
+    "add_output_args",
+    "add_verify_args",
+    "main",
+    "verify_options",
+    "wants_verify",
+]
 
 import argparse
-import collections
 import contextlib
-import importlib.resources
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import onnx_ir as ir
+from onnx_symdims import __version__
 
-from onnx_symdims import expr
-from onnx_symdims.passes import (
-    POLICIES,
-    AnchorConstraintPropagationPass,
-    SymbolicShapeInferencePass,
-)
-from onnx_symdims.shapes import ShapeInferenceError, ShapesContext
+if TYPE_CHECKING:
+    import onnx_ir as ir
+
+    from onnx_symdims import expr
+    from onnx_symdims._modelio import SaveResult
 
 logger = logging.getLogger(__name__)
 
-#: Models with more nodes than this show a progress indicator on stderr.
+#: Models with more nodes than this (or model files larger than BIG_FILE bytes) show
+#: progress on stderr.
 PROGRESS_THRESHOLD = 2000
+BIG_FILE = 50 * 2**20
 EXAMPLE_MODEL = "tiny_decoder.onnx"
+DEBUG_ENV = "ONNX_SYMDIMS_DEBUG"
+#: When :func:`main` started: printed times cover imports, load, inference, save, verify.
+_started_at: float | None = None
 
 
-def _all_values(model: ir.Model) -> Iterator[ir.Value]:
-    graphs = [model.graph, *model.graph.subgraphs()]
-    for graph in graphs:
-        for node in graph:
-            yield from (v for v in node.outputs if v.name)
+class CliError(Exception):
+    """A failure reported as one line ``error: <message>`` with exit ``code``."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
 
 
-def summarize(model: ir.Model, ctx: ShapesContext, seconds: float) -> dict[str, Any]:
-    """The summary of an inference run as a JSON-compatible dict.
+# ----------------------------------------------------------------------------------------
+# Shared helpers of model commands
+# ----------------------------------------------------------------------------------------
+class Run:
+    """One command run: timings, quiet output, progress, and model I/O with one-line errors.
 
-    Dims are counted over every node output of every graph: ``int``, ``symbolic``
-    (only names the model declares), ``fresh`` (containing a symbol the engine minted:
-    a data-dependent or otherwise unknown size); values without a shape count as
-    ``unknown_rank``.
+    Args:
+        quiet: Print nothing but errors and mismatches.
     """
-    counts = collections.Counter()
-    generated = ctx.generated_symbols
-    fresh_used: set[str] = set()
-    for value in _all_values(model):
-        counts["values"] += 1
-        shape = value.shape
-        if shape is None:
-            counts["unknown_rank"] += 1
-            continue
-        for d in shape.dims:
-            if isinstance(d, int):
-                counts["int"] += 1
-            elif not d.value:
-                counts["fresh"] += 1
-            else:
-                parsed = expr.parse_dim(d.value)
-                symbols = parsed.symbols() if isinstance(parsed, expr.DimExpr) else frozenset()
-                if symbols & generated:
-                    counts["fresh"] += 1
-                    fresh_used |= symbols & generated
-                else:
-                    counts["symbolic"] += 1
-    by_op: dict[str, dict[str, Any]] = {}
-    for diagnostic in ctx.diagnostics:
-        op = (
-            f"{diagnostic.domain}::{diagnostic.op_type}"
-            if diagnostic.domain
-            else diagnostic.op_type
-        )
-        entry = by_op.setdefault(op or "<graph>", {"count": 0, "severity": {}, "examples": []})
-        entry["count"] += 1
-        entry["severity"][diagnostic.severity] = (
-            entry["severity"].get(diagnostic.severity, 0) + 1
-        )
-        if len(entry["examples"]) < 3:
-            entry["examples"].append(str(diagnostic))
-    return {
-        "model": model.graph.name or "",
-        "nodes": sum(1 for _ in model.graph),
-        "seconds": round(seconds, 4),
-        "values": counts["values"],
-        "dims": {
-            "int": counts["int"],
-            "symbolic": counts["symbolic"],
-            "fresh": counts["fresh"],
-        },
-        "unknown_rank_values": counts["unknown_rank"],
-        "fresh_symbols": sorted(fresh_used),
-        "fresh_symbols_minted": len(generated),
-        "constraints": [list(pair) for pair in ctx.constraints()],
-        "bounds": [list(pair) for pair in ctx.less_equal_constraints()],
-        "diagnostics": by_op,
-    }
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.start = _started_at if _started_at is not None else time.perf_counter()
+        self.quiet = quiet
+        self.timings: dict[str, float] = {}
+        self.big = False
+
+    def say(self, text: str) -> None:
+        """Prints ``text`` on stdout unless quiet."""
+        if not self.quiet:
+            print(text, flush=True)
+
+    @contextlib.contextmanager
+    def stage(self, name: str, label: str | None = None) -> Iterator[None]:
+        """Times a stage into ``timings[name]``; on big models says so on stderr."""
+        shown = self.big and not self.quiet and label is not None
+        if shown:
+            sys.stderr.write(f"{label}...")
+            sys.stderr.flush()
+        begin = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds = time.perf_counter() - begin
+            self.timings[name] = round(self.timings.get(name, 0.0) + seconds, 4)
+            if shown:
+                sys.stderr.write(f" {seconds:.2f}s\n")
+                sys.stderr.flush()
+
+    def total(self) -> float:
+        """Seconds since the run started; also stored as ``timings["total"]``."""
+        self.timings["total"] = round(time.perf_counter() - self.start, 4)
+        return self.timings["total"]
+
+    def load(self, path: str) -> ir.Model:
+        """Loads ``path``; a :class:`CliError` naming the file and the cause on failure."""
+        from onnx_symdims._modelio import ModelLoadError, load_model
+
+        with contextlib.suppress(OSError):
+            self.big = os.path.getsize(path) > BIG_FILE
+        try:
+            with self.stage("load", f"loading {path}"):
+                model = load_model(path)
+        except ModelLoadError as e:
+            raise CliError(str(e)) from e
+        self.big = self.big or sum(1 for _ in model.graph) > PROGRESS_THRESHOLD
+        return model
+
+    def save(
+        self, model: ir.Model, path: str, external_data: str | None = None
+    ) -> SaveResult:
+        """Saves ``model`` (external weights next to it when needed) and says what it wrote."""
+        from onnx_symdims._modelio import ModelSaveError, save_model
+
+        try:
+            with self.stage("save", f"saving {path}"):
+                result = save_model(model, path, external_data=external_data)
+        except ModelSaveError as e:
+            raise CliError(str(e)) from e
+        self.say(f"wrote {result.path}" + (f" ({result.note})" if result.note else ""))
+        return result
+
+    def write_json(self, report: dict[str, Any], path: str) -> None:
+        """Writes the JSON report (timings completed first)."""
+        report.setdefault("written", {})["json"] = path
+        report["timings"] = {**self.timings, "total": self.total()}
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(report, f, indent=2)
+        except OSError as e:
+            raise CliError(f"{path}: cannot write the report: {e.strerror or e}") from e
+        self.say(f"wrote {path}")
 
 
-def _examples(names: Sequence[str], limit: int = 6) -> str:
-    if not names:
-        return ""
-    more = ", ..." if len(names) > limit else ""
-    return f" ({', '.join(names[:limit])}{more})"
+def check_output_paths(*paths: str | None) -> None:
+    """Fails before any work when an output cannot be created."""
+    from onnx_symdims._modelio import ModelSaveError, check_writable
+
+    for path in paths:
+        if path:
+            try:
+                check_writable(path)
+            except ModelSaveError as e:
+                raise CliError(str(e)) from e
 
 
-def _print_summary(summary: dict[str, Any]) -> None:
-    dims = summary["dims"]
-    lines = [
-        f"nodes: {summary['nodes']}   values: {summary['values']}   time: {summary['seconds']:.3f}s",
-        (
-            f"dims: {dims['int']} int, {dims['symbolic']} symbolic, {dims['fresh']} fresh"
-            f" (unknown)   values with unknown rank: {summary['unknown_rank_values']}"
-        ),
-        f"fresh symbols: {len(summary['fresh_symbols'])} used{_examples(summary['fresh_symbols'])}",
-        f"constraints: {len(summary['constraints'])}   bounds: {len(summary['bounds'])}",
-    ]
-    lines.extend(f"  {a} == {b}" for a, b in summary["constraints"][:10])
-    lines.extend(f"  {a} <= {b}" for a, b in summary["bounds"][:10])
-    diagnostics = summary["diagnostics"]
-    total = sum(entry["count"] for entry in diagnostics.values())
-    lines.append(f"diagnostics: {total}")
-    for op, entry in sorted(diagnostics.items(), key=lambda item: -item[1]["count"]):
-        severities = ", ".join(f"{n} {s}" for s, n in sorted(entry["severity"].items()))
-        lines.append(f"  {op}: {severities}")
-        lines.extend(f"    {example}" for example in entry["examples"][:2])
-    print("\n".join(lines))
-
-
-@contextlib.contextmanager
-def _example_model() -> Iterator[str]:
-    resource = importlib.resources.files("onnx_symdims") / "data" / EXAMPLE_MODEL
-    with importlib.resources.as_file(resource) as path:
-        if not path.exists():
-            raise FileNotFoundError(f"the bundled example {EXAMPLE_MODEL} is not installed")
-        yield str(path)
-
-
-def _progress(done: int, total: int) -> None:
-    sys.stderr.write(f"\rinferring shapes: {done}/{total} nodes")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
-
-
-def _run_infer(args: argparse.Namespace, path: str) -> int:
-    model = ir.load(path)
-    node_count = sum(1 for _ in model.graph)
-    progress = _progress if node_count > PROGRESS_THRESHOLD and sys.stderr.isatty() else None
-    ctx = ShapesContext()
-    inference = SymbolicShapeInferencePass(
-        args.policy,
-        strict=args.strict,
-        context=ctx,
-        progress=progress,
-        nonempty_inputs=args.assume_nonempty,
+def add_output_args(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """``-o/--output``, ``-i/--in-place``, ``--save-as-external-data``, ``--json``."""
+    where = parser.add_mutually_exclusive_group(required=required)
+    where.add_argument("-o", "--output", metavar="OUT", help="write the resulting model here")
+    where.add_argument(
+        "-i", "--in-place", action="store_true", help="overwrite MODEL with the result"
     )
-    start = time.perf_counter()
+    parser.add_argument(
+        "--save-as-external-data",
+        metavar="FILE",
+        help="write the weights to FILE next to the output (a name, not a path); by "
+        "default external weights stay where they are, or are written to OUT.data when "
+        "the output goes to another directory",
+    )
+    parser.add_argument("--json", metavar="REPORT", help="write a JSON report here")
+
+
+def add_verify_args(parser: argparse.ArgumentParser, what: str = "every inferred dim") -> None:
+    """``--verify``, ``--verify-runs``, ``--verify-sizes``, ``--verify-bind``."""
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help=f"check {what} against onnxruntime runs (needs onnxruntime: "
+        "pip install 'onnx-symdims[verify]'); also --verify=N",
+    )
+    parser.add_argument(
+        "--verify-runs",
+        type=_positive_int,
+        default=3,
+        metavar="N",
+        help="random size draws for --verify (default 3; edge sizes are added)",
+    )
+    parser.add_argument(
+        "--verify-sizes",
+        action="append",
+        default=[],
+        metavar="NAME=V,...",
+        help="also run with these input sizes, e.g. batch=1,seq_len=1,past_seq_len=0 "
+        "(repeatable; implies --verify)",
+    )
+    parser.add_argument(
+        "--verify-bind",
+        action="append",
+        default=[],
+        metavar="NAME=EXPR",
+        help="relate input sizes for --verify, e.g. total_seq_len=past_seq_len+seq_len "
+        "(repeatable; implies --verify; usually found without it)",
+    )
+
+
+def _positive_int(text: str) -> int:
     try:
-        inference(model)
-    except ShapeInferenceError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    anchor_lines: list[str] = []
-    if not args.no_anchors:
-        try:
-            propagation = AnchorConstraintPropagationPass(ctx, strict=args.strict)(model)
-        except ShapeInferenceError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        anchor_lines = propagation.summary_lines()
-    summary = summarize(model, ctx, time.perf_counter() - start)
-    summary["model"] = path
-    summary["anchor_propagation"] = anchor_lines
-    _print_summary(summary)
-    for line in anchor_lines:
-        print(line)
-    if args.output:
-        ir.save(model, args.output)
-        print(f"wrote {args.output}")
-    status = 0
-    if args.verify:
-        try:
-            relations = [_relation(text) for text in args.verify_bind]
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        status = _run_verify(model, args.verify, summary, [*relations, *ctx.constraint_dims()])
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(summary, f, indent=2)
-        print(f"wrote {args.json}")
-    return status
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a count >= 0, got {text!r}")
+    return value
 
 
-def _relation(text: str) -> tuple[expr.Dim, expr.Dim]:
-    """``NAME=EXPR`` (e.g. ``total_seq=past_seq+seq``) as an equality of dims."""
-    name, sep, definition = text.partition("=")
-    if not sep or not name.strip():
-        raise ValueError(f"--verify-bind expects NAME=EXPR, got {text!r}")
-    try:
-        return expr.sym(name.strip()), expr.parse_expr(definition)
-    except (expr.ExprError, ArithmeticError, OverflowError) as e:
-        raise ValueError(f"--verify-bind {text!r}: {e}") from e
+def _name_list(names: Sequence[str] | set[str]) -> str:
+    names = sorted(names)
+    return ", ".join(names[:8]) + (", ..." if len(names) > 8 else "") if names else "none"
 
 
-def _run_verify(
-    model: ir.Model,
-    runs: int,
-    summary: dict[str, Any],
-    equalities: list[tuple[expr.Dim, expr.Dim]],
-) -> int:
-    try:
-        from onnx_symdims.verify import verify_model
-
-        report = verify_model(model, runs=runs, equalities=equalities)
-        if not report.runs:
-            hints = _broadcast_hints(model)
-            if hints:
-                print(
-                    "verify: no run succeeded; retrying with the input sizes that the "
-                    "broadcast terms suggest: "
-                    + ", ".join(f"{expr.to_onnx(a)}={expr.to_onnx(b)}" for a, b in hints)
+def parse_sizes(texts: Sequence[str]) -> list[dict[str, int]]:
+    """``--verify-sizes`` values: ``"a=1,b=2"`` each, as assignments."""
+    out = []
+    for text in texts:
+        sizes: dict[str, int] = {}
+        for item in filter(None, (s.strip() for s in text.split(","))):
+            name, sep, value = item.partition("=")
+            if not sep or not name.strip() or not value.strip().isdigit():
+                raise CliError(
+                    f"--verify-sizes expects NAME=SIZE,... with sizes >= 0, got {text!r}", 2
                 )
-                report = verify_model(model, runs=runs, equalities=[*equalities, *hints])
-    except ImportError:
-        print("error: --verify needs onnxruntime (pip install onnxruntime)", file=sys.stderr)
-        return 2
-    summary["verify"] = {
-        "runs": report.runs,
-        "checked_dims": report.checked_dims,
-        "unchecked_dims": report.unchecked_dims,
-        "mismatches": [str(m) for m in report.mismatches],
-        "errors": report.errors,
-    }
-    print(
-        f"verify: {report.runs} onnxruntime runs, {report.checked_dims} dims checked, "
-        f"{report.unchecked_dims} not evaluable, {len(report.mismatches)} mismatches"
-    )
-    for error in report.errors[:5]:
-        print(f"  run failed: {error[:300]}")
-    for mismatch in report.mismatches[:50]:
-        print(f"  MISMATCH {mismatch}")
-    if report.mismatches:
-        return 1
-    if not report.runs:
-        print(
-            "verify: no onnxruntime run succeeded, nothing was checked; if input sizes are "
-            "related, say how with --verify-bind NAME=EXPR (e.g. total=past+seq)"
-        )
-        return 1
-    return 0
+            sizes[name.strip()] = int(value)
+        if not sizes:
+            raise CliError(f"--verify-sizes expects NAME=SIZE,..., got {text!r}", 2)
+        out.append(sizes)
+    return out
 
 
-def _broadcast_hints(model: ir.Model) -> list[tuple[expr.Dim, expr.Dim]]:
-    """Pairs ``(s, e)`` from ``broadcast(s, e)`` terms, ``s`` a graph-input symbol.
+def parse_relations(texts: Sequence[str]) -> list[tuple[expr.Dim, expr.Dim]]:
+    """``--verify-bind`` values ``NAME=EXPR`` as equalities of dims."""
+    from onnx_symdims import expr
 
-    A run generally needs the two sides equal (one of them being 1 is the exception), so
-    they are good candidates for related input sizes. Only used to draw verify inputs.
-    """
-    inputs: set[str] = set()
-    for value in model.graph.inputs:
+    out = []
+    for text in texts:
+        name, sep, definition = text.partition("=")
+        if not sep or not name.strip() or not definition.strip():
+            raise CliError(f"--verify-bind expects NAME=EXPR, got {text!r}", 2)
+        try:
+            out.append((expr.sym(name.strip()), expr.parse_expr(definition)))
+        except (expr.ExprError, ArithmeticError) as e:
+            raise CliError(f"--verify-bind {text!r}: {e}", 2) from e
+    return out
+
+
+def parse_ranges(texts: Sequence[str]) -> dict[str, tuple[int | None, int | None]]:
+    """``--symbol-range NAME=LO:HI`` values (either end may be empty)."""
+    out: dict[str, tuple[int | None, int | None]] = {}
+    for text in texts:
+        name, sep, bounds = text.partition("=")
+        lo, colon, hi = bounds.partition(":")
+        try:
+            lower = int(lo) if lo.strip() else None
+            upper = int(hi) if hi.strip() else None
+        except ValueError:
+            lower = upper = -1
+        if (
+            not sep
+            or not colon
+            or not name.strip()
+            or (lower is not None and lower < 0)
+            or (upper is not None and (upper < 0 or (lower is not None and upper < lower)))
+        ):
+            raise CliError(
+                f"--symbol-range expects NAME=LO:HI with 0 <= LO <= HI (either may be "
+                f"empty), got {text!r}",
+                2,
+            )
+        out[name.strip()] = (lower, upper)
+    return out
+
+
+def model_symbols(model: ir.Model, inputs_only: bool = False) -> set[str]:
+    """Symbols of the declared dims (graph inputs, or inputs, outputs and value_info)."""
+    from onnx_symdims import expr
+
+    graph = model.graph
+    values = list(graph.inputs)
+    if not inputs_only:
+        values += [*graph.outputs, *(v for n in graph for v in n.outputs)]
+    names: set[str] = set()
+    for value in values:
         for d in value.shape.dims if value.shape is not None else ():
             if not isinstance(d, int) and d.value:
                 parsed = expr.parse_dim(d.value)
-                if isinstance(parsed, expr.DimExpr) and parsed.is_symbol:
-                    inputs.add(parsed.name)  # type: ignore[arg-type]
-    hints: dict[str, expr.Dim] = {}
-    for node in model.graph:
-        for value in node.outputs:
-            for d in value.shape.dims if value.shape is not None else ():
-                if isinstance(d, int) or not d.value or "broadcast(" not in d.value:
-                    continue
-                parsed = expr.parse_dim(d.value)
-                for mono, _ in parsed.terms if isinstance(parsed, expr.DimExpr) else ():
-                    for atom in mono:
-                        if atom.kind != "b" or len(atom.args) != 2:
-                            continue
-                        a, b = atom.args
-                        for s, other in ((a, b), (b, a)):
-                            name = s.name if isinstance(s, expr.DimExpr) else None
-                            if name in inputs and name not in hints:
-                                hints[name] = other
-    return [(expr.sym(name), other) for name, other in hints.items()]
+                if isinstance(parsed, expr.DimExpr) and not parsed.is_unknown:
+                    names |= parsed.symbols()
+    return names
 
 
+def wants_verify(args: argparse.Namespace) -> bool:
+    """``--verify``, or a ``--verify-sizes`` / ``--verify-bind`` (which imply it)."""
+    return bool(args.verify or args.verify_sizes or args.verify_bind)
+
+
+def verify_options(args: argparse.Namespace, model: ir.Model) -> dict[str, Any]:
+    """The checked ``--verify-*`` values, as keywords of ``verify_model``/``compare_models``.
+
+    Call before writing anything: a bad value is a :class:`CliError` (exit 2).
+    """
+    sizes = parse_sizes(args.verify_sizes)
+    relations = parse_relations(args.verify_bind)
+    inputs = model_symbols(model, inputs_only=True)
+    for assignment in sizes:
+        unknown = sorted(set(assignment) - inputs)
+        if unknown:
+            raise CliError(
+                f"--verify-sizes: {', '.join(unknown)} is not a symbol of the graph inputs "
+                f"(they use: {_name_list(inputs)})",
+                2,
+            )
+    for name, _ in relations:
+        if name.name not in inputs:  # type: ignore[union-attr]
+            raise CliError(
+                f"--verify-bind: {name.name} is not a symbol of the graph inputs "  # type: ignore[union-attr]
+                f"(they use: {_name_list(inputs)})",
+                2,
+            )
+    return {"runs": args.verify_runs, "sizes": sizes, "equalities": relations}
+
+
+# ----------------------------------------------------------------------------------------
+# Commands
+# ----------------------------------------------------------------------------------------
 def _cmd_infer(args: argparse.Namespace) -> int:
-    if args.model:
-        return _run_infer(args, args.model)
-    try:
-        with _example_model() as path:
-            print(f"no MODEL given: using the bundled example {EXAMPLE_MODEL}")
-            return _run_infer(args, path)
-    except FileNotFoundError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    from onnx_symdims import _cli_infer
+
+    return _cli_infer.run_infer(args)
 
 
 def _cmd_simplify(args: argparse.Namespace) -> int:
+    from onnx_symdims import expr
+
     try:
         print(expr.to_onnx(expr.parse_expr(args.expr)))
-    except (expr.ExprError, ArithmeticError, OverflowError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    except (expr.ExprError, ArithmeticError) as e:
+        raise CliError(str(e), 2) from e
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors, like every other failure."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="onnx-symdims", description="Sound symbolic shape inference for ONNX models."
+    parser = _Parser(
+        prog="onnx-symdims",
+        description="Sound symbolic shape inference for ONNX models.",
+        epilog="exit codes: 0 success, 1 the model failed (load, save, strict, verify), "
+        f"2 bad usage, 3 internal error. {DEBUG_ENV}=1 or --debug shows tracebacks.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    infer = sub.add_parser("infer", help="infer the shapes of a model and summarize them")
+    parser.add_argument("--version", action="version", version=f"onnx-symdims {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
+    infer = sub.add_parser(
+        "infer",
+        help="infer the shapes of a model and summarize them",
+        description="Infer a symbolic shape for every value of MODEL and print a summary. "
+        "Nothing is written without -o/-i/--json.",
+        epilog="example: onnx-symdims infer model.onnx -o out.onnx --json report.json "
+        "--verify",
+    )
     infer.add_argument("model", nargs="?", help="the .onnx file (default: a bundled example)")
-    infer.add_argument("-o", "--output", help="write the inferred model here")
-    infer.add_argument("--json", metavar="REPORT", help="write the summary as JSON here")
+    add_output_args(infer)
+    _add_debug(infer)
+    infer.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    infer.add_argument(
+        "--policy",
+        choices=("refine", "strict", "override", "skip"),
+        default="refine",
+        help="declared vs inferred shapes of intermediate values: refine (default) keeps "
+        "declared dims and adds inferred ones; strict fails on a conflict; override "
+        "writes inferred shapes over declared ones; skip leaves shaped values alone",
+    )
+    infer.add_argument(
+        "--strict", action="store_true", help="fail (exit 1) on the first error diagnostic"
+    )
+    infer.add_argument(
+        "--symbol-range",
+        action="append",
+        default=[],
+        metavar="NAME=LO:HI",
+        help="a known range of a symbol, e.g. seq_len=1: or batch=1:64 (repeatable); "
+        "written dims then hold for sizes in the range",
+    )
+    infer.add_argument(
+        "--assume-nonempty",
+        action="store_true",
+        help="assume every graph-input dim is >= 1, past_seq_len included (simpler dims; "
+        "not valid for an empty KV cache: prefer --symbol-range seq_len=1:)",
+    )
+    infer.add_argument(
+        "--value-info-anchors",
+        action="store_true",
+        help="also use the model's declared value_info shapes as anchors for renames",
+    )
     infer.add_argument(
         "--no-anchors",
         action="store_true",
         help="skip the anchor-constraint propagation pass (keep engine-made symbol names)",
     )
-    infer.add_argument("--strict", action="store_true", help="fail on the first error")
-    infer.add_argument(
-        "--policy", choices=POLICIES, default="refine", help="declared vs inferred"
-    )
-    infer.add_argument(
-        "--assume-nonempty",
-        action="store_true",
-        help="assume every graph-input dim is >= 1 (more exact dims; not valid for empty inputs)",
-    )
-    infer.add_argument(
-        "--verify",
-        nargs="?",
-        type=int,
-        const=3,
-        default=0,
-        metavar="N",
-        help="check every dim against N onnxruntime runs (default 3)",
-    )
-    infer.add_argument(
-        "--verify-bind",
-        action="append",
-        default=[],
-        metavar="NAME=EXPR",
-        help="relate input symbols for --verify, e.g. total_seq=past_seq+seq (repeatable)",
-    )
+    add_verify_args(infer)
     infer.set_defaults(func=_cmd_infer)
-    simplify = sub.add_parser("simplify", help="print the canonical form of a dim expression")
-    simplify.add_argument("expr", help="e.g. '(a + b) - a'")
+    simplify = sub.add_parser(
+        "simplify",
+        help="print the canonical form of a dim expression",
+        description="Print the canonical form of a dim expression, e.g. '(a-3)//2+1'.",
+    )
+    simplify.add_argument("expr", help="e.g. '(a + b) - a' or '-a + 2*a'")
+    _add_debug(simplify)
     simplify.set_defaults(func=_cmd_simplify)
     return parser
 
 
+def _add_debug(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: a subcommand's default must not undo ``onnx-symdims --debug CMD``.
+    parser.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
+    )
+
+
+def _normalize(argv: list[str]) -> list[str]:
+    """Argument spellings argparse cannot express.
+
+    ``--verify N`` / ``--verify=N`` set the run count (an all-digit N that is not a file),
+    so ``--verify model.onnx`` leaves the model alone; ``simplify -a`` is an expression,
+    not an option.
+    """
+    if argv[:1] == ["simplify"] and len(argv) > 1 and argv[1] not in ("-h", "--help", "--"):
+        return ["simplify", "--", *argv[1:]]
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token.startswith("--verify="):
+            out += ["--verify", "--verify-runs", token.partition("=")[2]]
+        elif (
+            token == "--verify"
+            and i + 1 < len(argv)
+            and argv[i + 1].isdigit()
+            and not os.path.exists(argv[i + 1])
+        ):
+            out += ["--verify", "--verify-runs", argv[i + 1]]
+            i += 1
+        else:
+            out.append(token)
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``onnx-symdims`` command."""
+    global _started_at
+    _started_at = time.perf_counter()
+    argv = _normalize(list(sys.argv[1:] if argv is None else argv))
     args = _parser().parse_args(argv)
-    return args.func(args)
+    debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    try:
+        return args.func(args)
+    except CliError as e:
+        if debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return e.code
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # the promise: one line, never a traceback, unless asked
+        if debug:
+            raise
+        from onnx_symdims._modelio import one_line
+
+        print(
+            f"error: internal error: {type(e).__name__}: {one_line(str(e), 300)} "
+            f"(rerun with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return 3

@@ -1,9 +1,8 @@
 """Checking inferred shapes against onnxruntime: the user's proof that no dim is wrong.
 
-:func:`verify_model` runs the model with onnxruntime under a few random assignments
-of its input symbols (values in ``2..8``; never 1, which would hide broadcasting
-mistakes), with every intermediate value of the main graph exposed as an output, and
-compares every written dim with the real one:
+:func:`verify_model` runs the model with onnxruntime under a few assignments of its
+input symbols, with every intermediate value of the main graph exposed as an output,
+and compares every written dim with the real one:
 
 * an ``int`` dim must equal the actual size;
 * a symbolic dim is evaluated under the binding. Symbols that do not appear on the
@@ -11,17 +10,34 @@ compares every written dim with the real one:
   occurrence, so the same symbol must have the same size everywhere in one run;
 * a rank that differs from the actual rank is a mismatch.
 
+Sizes are random in ``2..8`` (never 1, which would hide broadcasting mistakes; larger
+after rejected runs) and respect the relations the model implies (see
+:class:`~onnx_symdims._verify_sizes.SizePlan`): proven equalities, the user's, and when
+no run succeeds, relations guessed from the written dims. ``edges=True`` adds the sizes
+users deploy: batch 1, ``seq_len = 1`` (decode), ``past_seq_len = 0`` (prefill).
+
 It works on any model with shapes written in it (ours or another tool's), as long as
 the ``dim_param`` texts are expressions ``parse_dim`` reads.
+
+:func:`compare_models` (from :mod:`onnx_symdims._verify_compare`) runs an original
+and a rewritten model on the same inputs and reports any output difference.
 """
 
 from __future__ import annotations
 
-__all__ = ["Mismatch", "VerifyReport", "verify_model"]
+__all__ = [
+    "CompareReport",
+    "EdgeRun",
+    "Mismatch",
+    "OutputDifference",
+    "VerifyError",
+    "VerifyReport",
+    "compare_models",
+    "verify_model",
+]
 
 import dataclasses
 import logging
-import os
 import random
 from collections.abc import Mapping, Sequence
 
@@ -29,6 +45,9 @@ import numpy as np
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims._verify_compare import CompareReport, OutputDifference, compare_models
+from onnx_symdims._verify_ort import VerifyError, feeds_for, make_session, run
+from onnx_symdims._verify_sizes import SizePlan, candidate_relations, parse_shape
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +55,9 @@ Dim = expr.Dim
 
 #: Symbols are bound to sizes in this range (inclusive).
 LOW, HIGH = 2, 8
+#: Size ranges tried in turn when onnxruntime rejects a run (convolution stacks
+#: need larger images than 8).
+SIZE_RANGES = ((LOW, HIGH), (8, 32), (32, 64))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,17 +85,34 @@ class Mismatch:
         return f"{where}: inferred {self.inferred}, actual {self.actual} ({self.message}) under {dict(self.binding)}"
 
 
+@dataclasses.dataclass(frozen=True)
+class EdgeRun:
+    """One edge-size run (``past_seq_len=0``, ``all sizes 1``, ...).
+
+    Attributes:
+        label: Which edge.
+        binding: The sizes.
+        error: onnxruntime's refusal, or ``""`` when it ran (and its dims were checked).
+    """
+
+    label: str
+    binding: Mapping[str, int]
+    error: str = ""
+
+
 @dataclasses.dataclass
 class VerifyReport:
     """What :func:`verify_model` found.
 
     Attributes:
-        runs: Number of onnxruntime runs that succeeded.
+        runs: Number of onnxruntime runs that succeeded (edge runs included).
         checked_dims: Number of (value, axis, run) dims compared.
         unchecked_dims: Dims that could not be evaluated (a symbol never bound).
         mismatches: Every disagreement.
         errors: Runs that failed (e.g. onnxruntime rejected the random inputs).
         bindings: The input-symbol assignment of each attempted run.
+        relations: Guessed relations between input symbols the sizes followed.
+        edges: The edge-size runs (with ``edges=True``).
     """
 
     runs: int = 0
@@ -82,6 +121,8 @@ class VerifyReport:
     mismatches: list[Mismatch] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)
     bindings: list[dict[str, int]] = dataclasses.field(default_factory=list)
+    relations: list[str] = dataclasses.field(default_factory=list)
+    edges: list[EdgeRun] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -89,136 +130,7 @@ class VerifyReport:
         return self.runs > 0 and not self.mismatches
 
 
-def _parse_shape(shape: ir.Shape | None) -> list[Dim | None] | None:
-    if shape is None:
-        return None
-    dims: list[Dim | None] = []
-    for d in shape.dims:
-        if isinstance(d, int):
-            dims.append(d if d >= 0 else None)
-        elif not d.value:
-            dims.append(None)
-        else:
-            dims.append(expr.parse_dim(d.value))
-    return dims
-
-
-def _draw_binding(
-    rng: random.Random,
-    inputs: Sequence[list[Dim | None] | None],
-    size_range: tuple[int, int],
-    equalities: Sequence[tuple[Dim, Dim]],
-) -> dict[str, int] | None:
-    """Random sizes for every symbol of the input dims, or None if none fits.
-
-    An equality ``s == e`` between a bare input symbol and an expression of other input
-    symbols (e.g. ``total_seq == past_seq + seq``) sets ``s`` from ``e``.
-    """
-    names = sorted(
-        {
-            s
-            for dims in inputs
-            if dims
-            for d in dims
-            if isinstance(d, expr.DimExpr)
-            for s in d.symbols()
-        }
-    )
-    derived = _derived_symbols(set(names), equalities)
-    low, high = size_range
-    for _ in range(50):
-        binding = {name: rng.randint(low, high) for name in names if name not in derived}
-        try:
-            for name, definition in derived.items():
-                binding[name] = expr.evaluate(definition, binding)
-            sizes = [
-                expr.evaluate(d, binding)
-                for dims in inputs
-                if dims
-                for d in dims
-                if d is not None
-            ]
-        except (ArithmeticError, ValueError, KeyError):
-            continue
-        if all(s >= 0 for s in sizes):
-            return binding
-    return None
-
-
-def _derived_symbols(names: set[str], equalities: Sequence[tuple[Dim, Dim]]) -> dict[str, Dim]:
-    """``{symbol: definition}`` from equalities between input symbols (no cycles)."""
-    derived: dict[str, Dim] = {}
-    for a, b in equalities:
-        for target, definition in ((a, b), (b, a)):
-            if not (isinstance(target, expr.DimExpr) and target.is_symbol):
-                continue
-            name = target.name
-            uses = (
-                definition.symbols() if isinstance(definition, expr.DimExpr) else frozenset()
-            )
-            if (
-                name in names
-                and name not in derived
-                and uses
-                and uses <= names
-                and name not in uses
-                and not uses & derived.keys()
-                and not any(
-                    name in d.symbols()
-                    for d in derived.values()
-                    if isinstance(d, expr.DimExpr)
-                )
-            ):
-                derived[name] = definition  # type: ignore[assignment]
-                break
-    return derived
-
-
-def _input_array(
-    rng: np.random.Generator, value: ir.Value, dims: list[int], dtype: ir.DataType
-) -> np.ndarray:
-    np_dtype = dtype.numpy()
-    name = (value.name or "").lower()
-    if dtype == ir.DataType.BOOL or "mask" in name:
-        return np.ones(dims, dtype=np_dtype)
-    if dtype.is_floating_point():
-        return rng.standard_normal(dims).astype(np_dtype)
-    return np.zeros(dims, dtype=np_dtype)  # valid ids / indices for any vocabulary
-
-
-def _session(model: ir.Model, checked: Sequence[ir.Value]):
-    import onnxruntime as ort
-
-    proto = ir.serde.serialize_model(model)
-    graph = proto.graph
-    # Run without our annotations: onnxruntime must not see (or trust) inferred shapes.
-    del graph.value_info[:]
-    existing = {o.name for o in graph.output}
-    for value in checked:
-        if value.name in existing:
-            continue
-        output = graph.output.add()
-        output.name = value.name
-        output.type.tensor_type.elem_type = int(value.dtype)  # type: ignore[arg-type]
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
-    base_dir = _external_data_dir(model)
-    if base_dir:
-        options.add_session_config_entry(
-            "session.model_external_initializers_file_folder_path", base_dir
-        )
-    return ort.InferenceSession(
-        proto.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-
-
-def _external_data_dir(model: ir.Model) -> str | None:
-    for value in model.graph.initializers.values():
-        tensor = value.const_value
-        if isinstance(tensor, ir.ExternalTensor):
-            return os.path.abspath(tensor.base_dir or ".")
-    return None
+_parse_shape = parse_shape
 
 
 class _RunChecker:
@@ -331,9 +243,52 @@ def _solve_linear(
     return numerator // coefficient
 
 
-#: Size ranges tried in turn when onnxruntime rejects a run (convolution stacks
-#: need larger images than 8).
-SIZE_RANGES = ((LOW, HIGH), (8, 32), (32, 64))
+class _Runner:
+    """One session of the model; runs it under a binding and checks the dims."""
+
+    def __init__(self, model: ir.Model, report: VerifyReport, seed: int) -> None:
+        graph = model.graph
+        self.graph = graph
+        self.report = report
+        self.input_dims = [parse_shape(v.shape) for v in graph.inputs]
+        self.checked = [
+            value
+            for node in graph
+            for value in node.outputs
+            if value.name
+            and value.shape is not None
+            and value.dtype not in (None, ir.DataType.UNDEFINED)
+        ]
+        self.session = make_session(model, self.checked)
+        self.output_names = [o.name for o in self.session.get_outputs()]
+        self.data_rng = np.random.default_rng(seed)
+
+    def attempt(self, binding: dict[str, int], *, record: bool = True) -> str:
+        """Runs under ``binding`` and checks every dim; returns ``""`` or the error."""
+        report = self.report
+        try:
+            feeds = feeds_for(self.graph, self.input_dims, binding, self.data_rng)
+            results = run(self.session, self.output_names, feeds)
+        except Exception as e:  # onnxruntime rejects inputs it cannot run with
+            error = f"onnxruntime failed under {binding}: {e}"
+            if record:
+                report.errors.append(error)
+            return error
+        report.runs += 1
+        actual = {name: np.shape(r) for name, r in zip(self.output_names, results)}
+        observed = [
+            (value.name, parse_shape(value.shape), actual[value.name])
+            for value in [*self.checked, *self.graph.outputs]
+            if value.name in actual and value.shape is not None
+        ]
+        checker = _RunChecker(report, binding)
+        checker.bind_free_symbols(observed)  # type: ignore[arg-type]
+        seen: set[str] = set()
+        for name, dims, shape in observed:
+            if name not in seen:
+                seen.add(name)
+                checker.check(name, dims, shape)  # type: ignore[arg-type]
+        return ""
 
 
 def verify_model(
@@ -343,102 +298,93 @@ def verify_model(
     seed: int = 0,
     bindings: Sequence[Mapping[str, int]] | None = None,
     equalities: Sequence[tuple[Dim, Dim]] = (),
+    symbol_ranges: Mapping[str, tuple[int | None, int | None]] | None = None,
+    edges: bool = False,
+    guess_relations: bool = True,
 ) -> VerifyReport:
     """Runs ``model`` with onnxruntime and compares every written dim with the real one.
 
     Args:
         model: A model with inferred shapes (not modified).
-        runs: Number of successful runs wanted, each under a random assignment of the
-            input symbols (sizes 2..8; after a rejected run, larger ranges are tried).
+        runs: Number of successful random runs wanted (sizes 2..8; after a rejected
+            run, larger ranges are tried); 0 runs only ``bindings``.
         seed: Seed of the random assignments and input data.
-        bindings: Explicit assignments of the input symbols to run instead.
+        bindings: Explicit assignments, run after the random ones; symbols they leave
+            out are drawn (following the relations found by then).
         equalities: Known equalities between input symbols (e.g. from
             ``ShapesContext.constraint_dims()``), used to draw consistent assignments.
+        symbol_ranges: ``{symbol: (lower, upper)}`` the written dims assume (as given to
+            inference); sizes outside are never drawn.
+        edges: Also run the edge sizes (all ones; each symbol 0; each symbol 1). An
+            edge onnxruntime refuses is recorded in ``edges``, not as an error.
+        guess_relations: When no random run succeeds, try relations between input
+            symbols guessed from the written dims (see ``candidate_relations``).
 
     Returns:
         The :class:`VerifyReport`.
 
     Raises:
         ImportError: onnxruntime is not installed.
+        VerifyError: onnxruntime refuses to create a session for the model.
     """
     report = VerifyReport()
-    graph = model.graph
-    input_dims = [_parse_shape(v.shape) for v in graph.inputs]
-    checked = [
-        value
-        for node in graph
-        for value in node.outputs
-        if value.name
-        and value.shape is not None
-        and value.dtype not in (None, ir.DataType.UNDEFINED)
-    ]
-    session = _session(model, checked)
-    output_names = [o.name for o in session.get_outputs()]
+    runner = _Runner(model, report, seed)
+    plan = SizePlan.of(model.graph, equalities, symbol_ranges)
     rng = random.Random(seed)
-    data_rng = np.random.default_rng(seed)
-    explicit = list(bindings) if bindings is not None else None
-    attempts = len(explicit) if explicit is not None else runs * 3
+    wanted = runs
     failures = 0
-    for attempt in range(attempts):
-        if report.runs >= runs and explicit is None:
+    size_range = SIZE_RANGES[0]
+    guessed = not guess_relations
+    for _ in range(runs * 3):
+        if report.runs >= wanted:
             break
-        if explicit is not None:
-            binding: dict[str, int] | None = dict(explicit[attempt])
-        else:
-            size_range = SIZE_RANGES[min(failures, len(SIZE_RANGES) - 1)]
-            binding = _draw_binding(rng, input_dims, size_range, equalities)
+        size_range = SIZE_RANGES[min(failures, len(SIZE_RANGES) - 1)]
+        binding = plan.draw(rng, size_range)
         if binding is None:
             report.errors.append("no assignment of the input symbols gives valid input dims")
             break
         report.bindings.append(binding)
-        if _run_once(
-            report, session, output_names, graph, input_dims, checked, binding, rng, data_rng
-        ):
+        if not runner.attempt(binding):
             continue
         failures += 1
+        if not guessed and report.runs == 0:
+            guessed = True
+            found = _guess(model, plan, runner, rng, size_range)
+            if found is not None:
+                plan, failures = found, 0  # the sizes were fine, the relation was missing
+                report.relations = list(plan.relations)
+    for explicit in bindings or ():
+        binding = plan.draw(rng, size_range, dict(explicit))
+        if binding is None:
+            report.errors.append(f"the sizes {dict(explicit)} give a negative input dim")
+            continue
+        report.bindings.append(binding)
+        runner.attempt(binding)
+    if edges and report.runs:
+        for label, binding in plan.edges(rng, size_range):
+            report.bindings.append(binding)
+            error = runner.attempt(binding, record=False)
+            report.edges.append(EdgeRun(label, binding, error))
     return report
 
 
-def _run_once(
-    report: VerifyReport,
-    session,
-    output_names: list[str],
-    graph: ir.Graph,
-    input_dims: list[list[Dim | None] | None],
-    checked: list[ir.Value],
-    binding: dict[str, int],
+def _guess(
+    model: ir.Model,
+    plan: SizePlan,
+    runner: _Runner,
     rng: random.Random,
-    data_rng: np.random.Generator,
-) -> bool:
-    """One onnxruntime run under ``binding``; returns whether it ran."""
-    feeds = {}
-    for value, dims in zip(graph.inputs, input_dims):
-        if value.name in graph.initializers:
-            continue  # an initializer backs it: onnxruntime uses the default
-        sizes = [
-            expr.evaluate(d, binding) if d is not None else rng.randint(LOW, HIGH)
-            for d in (dims or [])
-        ]
-        feeds[value.name] = _input_array(
-            data_rng, value, sizes, value.dtype or ir.DataType.FLOAT
-        )
-    try:
-        results = session.run(output_names, feeds)
-    except Exception as e:  # onnxruntime rejects inputs it cannot run with
-        report.errors.append(f"onnxruntime failed under {binding}: {e}")
-        return False
-    report.runs += 1
-    actual = {name: np.shape(r) for name, r in zip(output_names, results)}
-    observed = [
-        (value.name, _parse_shape(value.shape), actual[value.name])
-        for value in [*checked, *graph.outputs]
-        if value.name in actual and value.shape is not None
-    ]
-    checker = _RunChecker(report, binding)
-    checker.bind_free_symbols(observed)  # type: ignore[arg-type]
-    seen: set[str] = set()
-    for name, dims, shape in observed:
-        if name not in seen:
-            seen.add(name)
-            checker.check(name, dims, shape)  # type: ignore[arg-type]
-    return True
+    size_range: tuple[int, int],
+) -> SizePlan | None:
+    """The first plan with one guessed relation under which a run succeeds."""
+    for name, definition, why in candidate_relations([model], plan):
+        candidate = plan.with_relation(name, definition, why)
+        if candidate is None:
+            continue
+        binding = candidate.draw(rng, size_range)
+        if binding is None:
+            continue
+        if not runner.attempt(binding, record=False):
+            runner.report.bindings.append(binding)
+            logger.info("verify: sizes follow %s", candidate.relations[-1])
+            return candidate
+    return None

@@ -1,0 +1,89 @@
+"""The one-call API, :func:`infer_symbolic_shapes` (re-exported by the package)."""
+
+from __future__ import annotations
+
+__all__ = ["infer_symbolic_shapes"]
+
+import logging
+import os
+from typing import TYPE_CHECKING, Any, overload
+
+import onnx_ir as ir
+
+from onnx_symdims._modelio import deserialize_proto, load_model
+from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
+from onnx_symdims.passes._gc import without_gc
+
+if TYPE_CHECKING:
+    import onnx
+
+logger = logging.getLogger(__name__)
+
+
+def _infer(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None:
+    with without_gc():  # not between the passes either (see without_gc)
+        _run_passes(model, anchors, options)
+
+
+def _run_passes(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None:
+    inferred = SymbolicShapeInferencePass(**options)(model)
+    if anchors:
+        strict = bool(options.get("strict")) or options.get("policy") == "strict"
+        AnchorConstraintPropagationPass(
+            inferred.context, strict=strict, snapshot=inferred.snapshot
+        )(model)
+
+
+@overload
+def infer_symbolic_shapes(
+    model: ir.Model, *, anchors: bool = ..., **options: Any
+) -> ir.Model: ...
+@overload
+def infer_symbolic_shapes(
+    model: onnx.ModelProto, *, anchors: bool = ..., **options: Any
+) -> onnx.ModelProto: ...
+@overload
+def infer_symbolic_shapes(
+    model: str | os.PathLike, *, anchors: bool = ..., **options: Any
+) -> ir.Model: ...
+
+
+def infer_symbolic_shapes(model, *, anchors: bool = True, **options):
+    """Infers symbolic shapes for every value of ``model``.
+
+    Args:
+        model: An ``ir.Model`` (updated in place and returned), an ``onnx.ModelProto``
+            (a new, inferred ``ModelProto`` is returned; the argument is not changed) or a
+            path (loaded without reading external weights; the ``ir.Model`` is returned).
+        anchors: After inference, run :class:`AnchorConstraintPropagationPass`, which
+            renames engine-made symbols to the names the model declares (``total_seq``
+            for ``past_seq+seq``) where the recorded equalities prove them equal.
+        **options: Keyword options of :class:`SymbolicShapeInferencePass`: ``policy``,
+            ``strict``, ``context``, ``progress``, ``nonempty_inputs``,
+            ``symbol_ranges``, ``value_info_anchors``.
+
+    Returns:
+        The inferred model, of the kind described above.
+
+    Raises:
+        ModelLoadError: ``model`` is a path that is not a loadable ONNX file, or a
+            ``ModelProto`` onnx-ir cannot read (e.g. two nodes with the same output
+            name); the message names the real cause.
+        ShapeInferenceError: in strict mode, on the first error diagnostic.
+    """
+    if isinstance(model, ir.Model):
+        _infer(model, anchors, options)
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        loaded = load_model(model)
+        _infer(loaded, anchors, options)
+        return loaded
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        ir_model = deserialize_proto(model)
+        _infer(ir_model, anchors, options)
+        return ir.serde.serialize_model(ir_model)
+    raise TypeError(
+        f"expected an ir.Model, onnx.ModelProto or path, got {type(model).__name__}"
+    )

@@ -1,0 +1,266 @@
+"""Loading and saving models with errors a person can read.
+
+:func:`load_model` and :func:`save_model` wrap ``onnx_ir.load`` / ``onnx_ir.save``. Every
+failure is a :class:`ModelLoadError` or :class:`ModelSaveError` whose message is one line
+naming the file and the real cause: a missing file, a directory, an empty, text, JSON or
+image file, a truncated protobuf, or the innermost reason onnx-ir gives (a duplicate
+output name instead of ``SerdeError: Error calling _deserialize_graph with: g``).
+
+:func:`save_model` also keeps external weights loadable: when the output goes to another
+directory than the weights, they are written next to the output (onnx-ir would keep the
+old relative ``location``, which then points nowhere).
+"""
+
+from __future__ import annotations
+
+__all__ = ["ModelFileError", "ModelLoadError", "ModelSaveError", "SaveResult", "load_model",
+           "save_model"]
+
+import dataclasses
+import logging
+import os
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import onnx_ir as ir
+
+logger = logging.getLogger(__name__)
+
+#: Longest cause text kept in a message (onnx-ir causes can embed whole graphs).
+_MAX_CAUSE = 400
+
+
+class ModelFileError(Exception):
+    """A model file could not be read or written.
+
+    Attributes:
+        path: The file.
+        cause: What went wrong, one line.
+    """
+
+    def __init__(self, path: str | os.PathLike, cause: str) -> None:
+        self.path = os.fspath(path)
+        self.cause = cause
+        super().__init__(f"{self.path}: {cause}")
+
+
+class ModelLoadError(ModelFileError, ValueError):
+    """The file is not a model onnx-ir can load (missing, empty, not ONNX, invalid)."""
+
+
+class ModelSaveError(ModelFileError):
+    """The model could not be serialized or written."""
+
+
+def one_line(text: str, limit: int = _MAX_CAUSE) -> str:
+    """``text`` with runs of whitespace collapsed, cut to ``limit`` characters."""
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def root_cause(error: BaseException) -> str:
+    """The innermost cause of ``error`` as ``Type: message`` on one line.
+
+    onnx-ir wraps the reason in ``SerdeError`` layers naming its own functions; the
+    innermost exception holds the reason a user can act on.
+    """
+    seen = {id(error)}
+    while (inner := error.__cause__ or error.__context__) is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        error = inner
+    message = str(error) or type(error).__name__
+    kind = type(error).__name__
+    return one_line(message if kind in ("ValueError", "SerdeError") else f"{kind}: {message}")
+
+
+def _sniff(path: str) -> str | None:
+    """What a non-ONNX file looks like, from its first bytes (``None``: no idea)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError:
+        return None
+    if head.startswith(b"\x89PNG"):
+        return "a PNG image"
+    if head[:3] == b"\xff\xd8\xff":
+        return "a JPEG image"
+    if head.startswith(b"PK\x03\x04"):
+        return "a zip archive"
+    stripped = head.lstrip()
+    if stripped[:1] in (b"{", b"["):
+        return "a JSON or text file"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if text and all(c.isprintable() or c in "\r\n\t" for c in text):
+        return "a text file"
+    return None
+
+
+def _os_cause(error: OSError) -> str:
+    if isinstance(error, FileNotFoundError):
+        return "no such file"
+    if isinstance(error, IsADirectoryError):
+        return "is a directory, not a model file"
+    if isinstance(error, PermissionError):
+        return "permission denied"
+    return one_line(error.strerror or str(error))
+
+
+def load_model(path: str | os.PathLike) -> ir.Model:
+    """Loads a model with ``onnx_ir.load`` (external weights stay on disk).
+
+    Raises:
+        ModelLoadError: one line naming the file and the cause.
+    """
+    import onnx_ir as ir
+
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ModelLoadError(path, "is a directory, not a model file")
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise ModelLoadError(path, _os_cause(e)) from e
+    if size == 0:
+        raise ModelLoadError(path, "empty file (0 bytes), not an ONNX model")
+    try:
+        model = ir.load(path)
+    except OSError as e:
+        raise ModelLoadError(path, _os_cause(e)) from e
+    except Exception as e:  # protobuf DecodeError, onnx-ir SerdeError, ...
+        looks = _sniff(path)
+        if looks is not None:
+            raise ModelLoadError(path, f"not an ONNX model (it looks like {looks})") from e
+        if type(e).__name__ == "DecodeError":
+            raise ModelLoadError(
+                path, "not an ONNX model, or a truncated one (protobuf parse failed)"
+            ) from e
+        raise ModelLoadError(path, f"invalid model: {root_cause(e)}") from e
+    graph = model.graph
+    if not model.ir_version and not (len(graph) or graph.inputs or graph.outputs):
+        # Many byte strings parse as *some* ModelProto; a model sets ir_version and a graph.
+        looks = _sniff(path)
+        what = f"it looks like {looks}" if looks else "no ir_version and an empty graph"
+        raise ModelLoadError(path, f"not an ONNX model ({what})")
+    if not model.ir_version:
+        logger.warning("%s: the model does not set ir_version", path)
+    return model
+
+
+def deserialize_proto(proto) -> ir.Model:
+    """``onnx_ir.serde.deserialize_model`` with the real cause in a :class:`ModelLoadError`."""
+    import onnx_ir as ir
+
+    try:
+        return ir.serde.deserialize_model(proto)
+    except Exception as e:
+        raise ModelLoadError("<ModelProto>", f"invalid model: {root_cause(e)}") from e
+
+
+@dataclasses.dataclass(frozen=True)
+class SaveResult:
+    """What :func:`save_model` wrote.
+
+    Attributes:
+        path: The model file.
+        external_data: The external data file written, or ``None``.
+        note: A sentence for the user about the weights, or ``""``.
+    """
+
+    path: str
+    external_data: str | None = None
+    note: str = ""
+
+
+def _external_tensors(model: ir.Model) -> Iterator[ir.ExternalTensor]:
+    import onnx_ir as ir
+
+    for graph in (model.graph, *model.graph.subgraphs()):
+        for value in graph.initializers.values():
+            if isinstance(value.const_value, ir.ExternalTensor):
+                yield value.const_value
+
+
+def _data_path(tensor: ir.ExternalTensor) -> str:
+    return os.path.realpath(os.path.join(tensor.base_dir or ".", tensor.location))
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Raises :class:`ModelSaveError` unless ``path`` can be created (checked up front)."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ModelSaveError(path, "is a directory")
+    if not os.path.isdir(directory):
+        raise ModelSaveError(path, f"directory {directory} does not exist")
+    if not os.access(directory, os.W_OK):
+        raise ModelSaveError(path, f"directory {directory} is not writable")
+
+
+def save_model(
+    model: ir.Model, path: str | os.PathLike, *, external_data: str | None = None
+) -> SaveResult:
+    """Saves ``model``, keeping external weights loadable from the new place.
+
+    The model file is written to a temporary name and renamed, so a failed save never
+    leaves half a file (and ``-i`` never destroys the original).
+
+    Args:
+        model: The model.
+        path: The output file.
+        external_data: Write every initializer larger than 256 bytes to this file
+            (relative to the output's directory). Without it, weights that are external
+            stay where they are when the output is in their directory, and are written to
+            ``<output name>.data`` next to the output otherwise.
+
+    Raises:
+        ModelSaveError: one line naming the file and the cause.
+    """
+    import onnx_ir as ir
+
+    path = os.fspath(path)
+    check_writable(path)
+    out_dir = os.path.dirname(os.path.abspath(path))
+    if external_data is not None and (
+        os.path.isabs(external_data) or os.path.normpath(external_data).startswith("..")
+    ):
+        raise ModelSaveError(path, f"external data {external_data!r} must be a plain file name")
+    external = list(_external_tensors(model))
+    note = ""
+    if external_data is None and external:
+        stays = all(
+            _data_path(t) == os.path.realpath(os.path.join(out_dir, t.location))
+            for t in external
+        )
+        if not stays:
+            external_data = os.path.basename(path) + ".data"
+            note = (
+                f"the weights were external: wrote them to {external_data} next to the output"
+            )
+    if external_data is not None:
+        target = os.path.realpath(os.path.join(out_dir, external_data))
+        if any(_data_path(t) == target for t in external):
+            # Rewriting the file the tensors are read from would corrupt them; the
+            # references already point at it.
+            note = f"the weights stay in {external_data}"
+            external_data = None
+        elif not note:
+            note = f"wrote the weights to {external_data}"
+    stem, suffix = os.path.splitext(os.path.basename(path))
+    tmp = os.path.join(out_dir, f".{stem}.tmp-{os.getpid()}{suffix or '.onnx'}")
+    try:
+        ir.save(model, tmp, format="protobuf", external_data=external_data)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ModelSaveError(path, _os_cause(e)) from e
+    except Exception as e:  # SerdeError: e.g. an attribute of type UNDEFINED
+        raise ModelSaveError(path, f"cannot serialize the model: {root_cause(e)}") from e
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    written = os.path.join(out_dir, external_data) if external_data is not None else None
+    return SaveResult(path, written, note)

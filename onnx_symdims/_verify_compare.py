@@ -1,0 +1,237 @@
+"""Running an original and a rewritten model on the same inputs: do the outputs agree?
+
+:func:`compare_models` is the check behind a rewrite (``optimize --verify`` and the
+tests of rewrite rules): both models get the same drawn input sizes and the same input
+data, and every graph output of the original must come out of the rewritten model with
+the same dtype, the same shape and the same values (exact for integers and booleans, a
+tight tolerance for floats).
+"""
+
+from __future__ import annotations
+
+__all__ = ["CompareReport", "OutputDifference", "compare_models"]
+
+import dataclasses
+import logging
+import random
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims._verify_ort import feeds_for, make_session, run
+from onnx_symdims._verify_sizes import SizePlan, candidate_relations, parse_shape
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+_SIZE_RANGES = ((2, 8), (8, 32), (32, 64))
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputDifference:
+    """One output on which the rewritten model departs from the original.
+
+    Attributes:
+        output: The graph output's name.
+        kind: ``"missing"`` (no such output), ``"failed"`` (the rewritten model did
+            not run where the original did), ``"dtype"``, ``"shape"`` or ``"values"``.
+        detail: Explanation (shapes, dtypes, worst element).
+        binding: The input sizes of the run.
+        max_abs: Largest absolute difference (``"values"`` on floats), else ``None``.
+    """
+
+    output: str
+    kind: str
+    detail: str
+    binding: Mapping[str, int]
+    max_abs: float | None = None
+
+    def __str__(self) -> str:
+        return f"{self.output}: {self.kind}: {self.detail} under {dict(self.binding)}"
+
+
+@dataclasses.dataclass
+class CompareReport:
+    """What :func:`compare_models` found.
+
+    Attributes:
+        runs: Runs in which both models ran and their outputs were compared.
+        compared_outputs: Number of (output, run) pairs compared.
+        differences: Every difference found.
+        errors: Runs the original model did not run (those sizes are not valid inputs).
+        bindings: The input sizes of each compared run.
+        relations: Guessed relations between input symbols the sizes followed.
+    """
+
+    runs: int = 0
+    compared_outputs: int = 0
+    differences: list[OutputDifference] = dataclasses.field(default_factory=list)
+    errors: list[str] = dataclasses.field(default_factory=list)
+    bindings: list[dict[str, int]] = dataclasses.field(default_factory=list)
+    relations: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when at least one run was compared and no output differed."""
+        return self.runs > 0 and not self.differences
+
+
+def _compare_arrays(
+    name: str, a: np.ndarray, b: np.ndarray, binding: Mapping[str, int], rtol: float, atol: float
+) -> OutputDifference | None:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype:
+        return OutputDifference(name, "dtype", f"{a.dtype} became {b.dtype}", binding)
+    if a.shape != b.shape:
+        return OutputDifference(
+            name, "shape", f"{list(a.shape)} became {list(b.shape)}", binding
+        )
+    if a.dtype.kind not in "fc":  # ints, bools, strings: exact
+        if np.array_equal(a, b):
+            return None
+        where = tuple(int(i) for i in np.argwhere(a != b)[0])
+        return OutputDifference(
+            name, "values", f"at {list(where)}: {a[where]!r} became {b[where]!r}", binding
+        )
+    nan_a, nan_b = np.isnan(a), np.isnan(b)
+    if not np.array_equal(nan_a, nan_b):
+        return OutputDifference(name, "values", "NaN positions differ", binding)
+    a64, b64 = np.where(nan_a, 0, a).astype(np.float64), np.where(nan_b, 0, b).astype(np.float64)
+    if np.allclose(a64, b64, rtol=rtol, atol=atol):
+        return None
+    diff = np.abs(a64 - b64)
+    where = np.unravel_index(int(np.argmax(diff)), diff.shape)
+    detail = (
+        f"max |difference| {float(diff[where]):.3g} at {[int(i) for i in where]}: "
+        f"{float(a64[where]):.6g} became {float(b64[where]):.6g} (rtol={rtol}, atol={atol})"
+    )
+    return OutputDifference(name, "values", detail, binding, float(diff[where]))
+
+
+def compare_models(
+    original: ir.Model,
+    rewritten: ir.Model,
+    *,
+    runs: int = 3,
+    seed: int = 0,
+    sizes: Sequence[Mapping[str, int]] = (),
+    equalities: Sequence[tuple[Dim, Dim]] = (),
+    symbol_ranges: Mapping[str, tuple[int | None, int | None]] | None = None,
+    edges: bool = True,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+) -> CompareReport:
+    """Runs both models with onnxruntime on the same inputs and compares their outputs.
+
+    The input sizes are drawn from the original's input dims like :func:`verify_model`
+    draws them (proven ``equalities``, ``symbol_ranges``, relations guessed from the
+    dims written in either model when no run succeeds), plus the edge sizes (all ones,
+    each symbol 0 and 1) with ``edges``. Input data is random with ``seed``: floats
+    standard normal, integer inputs in ``0..m-1`` for ``m`` the smallest positive input
+    dim (zeros if that run fails), masks and booleans ones. Sizes the original refuses
+    are skipped (recorded in ``errors``); the rewritten model failing where the
+    original ran is a difference.
+
+    Args:
+        original: The reference model (not modified).
+        rewritten: The model to check (not modified); it must have the original's
+            inputs, or a subset of them, and every one of its outputs.
+        runs: Random size assignments to compare (on top of ``sizes`` and edges).
+        seed: Seed of sizes and data.
+        sizes: Explicit size assignments (missing symbols are drawn).
+        equalities: Known equalities between input symbols.
+        symbol_ranges: ``{symbol: (lower, upper)}`` sizes must stay in.
+        edges: Also compare at the edge sizes.
+        rtol: Relative tolerance for floating-point outputs.
+        atol: Absolute tolerance for floating-point outputs.
+
+    Returns:
+        The :class:`CompareReport`.
+
+    Raises:
+        ImportError: onnxruntime is not installed.
+        VerifyError: onnxruntime refuses to create a session for either model.
+    """
+    report = CompareReport()
+    graph = original.graph
+    input_dims = [parse_shape(v.shape) for v in graph.inputs]
+    reference = make_session(original, keep_value_info=True)
+    candidate = make_session(rewritten, keep_value_info=True)
+    names = [o.name for o in reference.get_outputs()]
+    available = {o.name for o in candidate.get_outputs()}
+    wanted = [n for n in names if n in available]
+    candidate_inputs = {i.name for i in candidate.get_inputs()}
+    report.differences.extend(
+        OutputDifference(n, "missing", "the rewritten model has no such output", {})
+        for n in names
+        if n not in available
+    )
+    plan = SizePlan.of(graph, equalities, symbol_ranges)
+    rng = random.Random(seed)
+    data_rng = np.random.default_rng(seed)
+
+    def attempt(binding: dict[str, int], record: bool = True) -> bool:
+        """Compares one run; returns whether the original ran."""
+        expected = feeds = None
+        for random_ints in (True, False):
+            feeds = feeds_for(graph, input_dims, binding, data_rng, random_ints=random_ints)
+            try:
+                expected = run(reference, names, feeds)
+                break
+            except Exception as e:  # sizes or data the original cannot run with
+                if not random_ints and record:
+                    report.errors.append(f"the original failed under {binding}: {e}")
+        if expected is None or feeds is None:
+            return False
+        report.runs += 1
+        report.bindings.append(binding)
+        try:
+            actual = run(
+                candidate, wanted, {k: v for k, v in feeds.items() if k in candidate_inputs}
+            )
+        except Exception as e:  # the rewrite broke a run the original makes
+            report.differences.append(OutputDifference("<run>", "failed", str(e), binding))
+            return True
+        by_name = dict(zip(names, expected))
+        for name, value in zip(wanted, actual):
+            report.compared_outputs += 1
+            difference = _compare_arrays(name, by_name[name], value, binding, rtol, atol)
+            if difference is not None:
+                report.differences.append(difference)
+        return True
+
+    failures = 0
+    size_range = _SIZE_RANGES[0]
+    guessed = False
+    for _ in range(runs * 3):
+        if report.runs >= runs:
+            break
+        size_range = _SIZE_RANGES[min(failures, len(_SIZE_RANGES) - 1)]
+        binding = plan.draw(rng, size_range)
+        if binding is None:
+            report.errors.append("no assignment of the input symbols gives valid input dims")
+            break
+        if attempt(binding):
+            continue
+        failures += 1
+        if not guessed and report.runs == 0:
+            guessed = True
+            for name, definition, why in candidate_relations([original, rewritten], plan):
+                guess = plan.with_relation(name, definition, why)
+                trial = guess.draw(rng, size_range) if guess is not None else None
+                if guess is not None and trial is not None and attempt(trial, record=False):
+                    plan, failures = guess, 0
+                    report.relations = list(plan.relations)
+                    break
+    for explicit in sizes:
+        binding = plan.draw(rng, size_range, dict(explicit))
+        if binding is None:
+            report.errors.append(f"the sizes {dict(explicit)} give a negative input dim")
+        else:
+            attempt(binding)
+    if edges and report.runs:
+        for _, binding in plan.edges(rng, size_range):
+            attempt(binding, record=False)  # an edge the original refuses is no input
+    return report

@@ -1,0 +1,158 @@
+"""onnxruntime sessions for verification: quiet, without telemetry, one-line errors.
+
+onnxruntime writes telemetry files (``~/.cache/Microsoft/DeveloperTools/.onnxruntime``,
+``$TMPDIR/.ses``) unless ``ORT_DISABLE_TELEMETRY`` is set *before it is imported*, and
+logs every failed kernel in red on stderr unless both the session and each run ask for
+a higher severity. Every session made here does both.
+"""
+
+from __future__ import annotations
+
+__all__ = ["VerifyError", "feeds_for", "import_onnxruntime", "make_session", "run"]
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims._modelio import one_line
+
+if TYPE_CHECKING:
+    import onnxruntime
+
+logger = logging.getLogger(__name__)
+
+#: onnxruntime severity 3 = ERROR is still printed for failed kernels; 4 = FATAL only.
+_QUIET = 4
+
+
+class VerifyError(RuntimeError):
+    """onnxruntime cannot run the model at all (e.g. it refuses to create a session)."""
+
+
+def import_onnxruntime():
+    """Imports onnxruntime with telemetry off and its default logger quiet.
+
+    Raises:
+        ImportError: onnxruntime is not installed.
+    """
+    # Only effective before the first import (read once by the native library).
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(_QUIET)
+    return ort
+
+
+def _external_data_dir(model: ir.Model) -> str | None:
+    for graph in (model.graph, *model.graph.subgraphs()):
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            if isinstance(tensor, ir.ExternalTensor):
+                return os.path.abspath(tensor.base_dir or ".")
+    return None
+
+
+def make_session(
+    model: ir.Model, extra_outputs: Sequence[ir.Value] = (), *, keep_value_info: bool = False
+) -> onnxruntime.InferenceSession:
+    """An onnxruntime CPU session of ``model`` (not modified), graph optimizations off.
+
+    Args:
+        model: The model.
+        extra_outputs: Intermediate values to expose as additional outputs.
+        keep_value_info: Keep the model's ``value_info`` (by default it is dropped, so
+            onnxruntime neither sees nor trusts inferred shapes).
+
+    Raises:
+        ImportError: onnxruntime is not installed.
+        VerifyError: onnxruntime refuses the model (one-line message).
+    """
+    ort = import_onnxruntime()
+    proto = ir.serde.serialize_model(model)
+    graph = proto.graph
+    if not keep_value_info:
+        del graph.value_info[:]
+    existing = {o.name for o in graph.output}
+    for value in extra_outputs:
+        if value.name in existing:
+            continue
+        existing.add(value.name)
+        output = graph.output.add()
+        output.name = value.name
+        output.type.tensor_type.elem_type = int(value.dtype)  # type: ignore[arg-type]
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = _QUIET
+    base_dir = _external_data_dir(model)
+    if base_dir:
+        options.add_session_config_entry(
+            "session.model_external_initializers_file_folder_path", base_dir
+        )
+    try:
+        return ort.InferenceSession(
+            proto.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as e:  # onnxruntime's Fail / InvalidGraph / NotImplemented ...
+        raise VerifyError(f"onnxruntime cannot load the model: {one_line(str(e))}") from e
+
+
+def run(session, output_names: Sequence[str], feeds: Mapping[str, np.ndarray]) -> list:
+    """``session.run`` without onnxruntime's error log (the exception says it all)."""
+    ort = import_onnxruntime()
+    options = ort.RunOptions()
+    options.log_severity_level = _QUIET
+    return session.run(list(output_names), dict(feeds), options)
+
+
+def _safe_int_high(sizes: Sequence[Sequence[int]]) -> int:
+    """Exclusive upper end for random ints: the smallest positive input dim (>= 1)."""
+    positive = [s for dims in sizes for s in dims if s > 0]
+    return max(1, min(positive, default=1))
+
+
+def feeds_for(
+    graph: ir.Graph,
+    input_dims: Sequence[Sequence[expr.Dim | None] | None],
+    binding: Mapping[str, int],
+    data_rng: np.random.Generator,
+    *,
+    random_ints: bool = False,
+    unknown_size: int = 2,
+) -> dict[str, np.ndarray]:
+    """Input arrays for one run under ``binding``.
+
+    Floats are standard normal; ``mask``-named and boolean inputs are ones; other
+    integers are zeros (always valid ids and indices), or with ``random_ints`` drawn in
+    ``0..m-1`` for ``m`` the smallest positive input dim, which keeps indices in range
+    in the models we meet while exercising more than zeros. Inputs an initializer backs
+    are left to their default.
+    """
+    shapes: list[tuple[ir.Value, list[int]]] = []
+    for value, dims in zip(graph.inputs, input_dims):
+        if value.name in graph.initializers:
+            continue
+        sizes = [
+            expr.evaluate(d, binding) if d is not None else unknown_size for d in (dims or [])
+        ]
+        shapes.append((value, sizes))
+    high = _safe_int_high([s for _, s in shapes])
+    feeds: dict[str, Any] = {}
+    for value, sizes in shapes:
+        dtype = value.dtype or ir.DataType.FLOAT
+        np_dtype = dtype.numpy()
+        name = (value.name or "").lower()
+        if dtype == ir.DataType.BOOL or "mask" in name:
+            array = np.ones(sizes, dtype=np_dtype)
+        elif dtype.is_floating_point():
+            array = data_rng.standard_normal(sizes).astype(np_dtype)
+        elif random_ints:
+            array = data_rng.integers(0, high, size=sizes).astype(np_dtype)
+        else:
+            array = np.zeros(sizes, dtype=np_dtype)
+        feeds[value.name] = array
+    return feeds
