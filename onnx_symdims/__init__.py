@@ -5,6 +5,7 @@ Example::
     import onnx_symdims
 
     model = onnx_symdims.infer_symbolic_shapes("model.onnx")  # an ir.Model
+    model = onnx_symdims.optimize("model.onnx")               # smaller, same outputs
 
 The names below are imported on first use, so ``import onnx_symdims`` (and the
 ``onnx-symdims --help`` / ``simplify`` commands) stay fast: onnx-ir and onnx take over a
@@ -18,11 +19,14 @@ __all__ = [
     "Diagnostic",
     "ModelLoadError",
     "ModelSaveError",
+    "OptimizePass",
     "ShapeInferenceError",
     "ShapesContext",
     "SymbolicShapeInferencePass",
     "__version__",
+    "data_path",
     "infer_symbolic_shapes",
+    "optimize",
 ]
 
 import importlib
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
         AnchorConstraintPropagationPass,
         SymbolicShapeInferencePass,
     )
+    from onnx_symdims.rewrite import OptimizePass, optimize
     from onnx_symdims.shapes import Diagnostic, ShapeInferenceError, ShapesContext
 
 logger = logging.getLogger(__name__)
@@ -52,7 +57,19 @@ _LAZY = {
     "ModelLoadError": "onnx_symdims._modelio",
     "ModelSaveError": "onnx_symdims._modelio",
     "infer_symbolic_shapes": "onnx_symdims._api",
+    "optimize": "onnx_symdims.rewrite",
+    "OptimizePass": "onnx_symdims.rewrite",
 }
+
+
+def data_path(name: str) -> str:
+    """The path of a model bundled with the package, e.g. ``data_path("tiny_decoder.onnx")``."""
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "data", name)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no bundled model {name!r} in {os.path.dirname(path)}")
+    return path
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""Command line: ``onnx-symdims infer`` and ``onnx-symdims simplify``.
+"""Command line: ``onnx-symdims infer``, ``optimize`` and ``simplify``.
 
 ``onnx-symdims infer [MODEL] [-o OUT | -i] [--json REPORT] [--verify] ...`` infers
 shapes, prints a summary (inputs and outputs with their shapes, dim counts, fresh
@@ -6,6 +6,12 @@ symbols, constraints, diagnostics by op), optionally writes the model and a JSON
 (schema in :mod:`onnx_symdims._cli_report`), and with ``--verify`` checks every inferred
 dim against onnxruntime. Without ``MODEL`` it runs on the bundled example, a tiny
 exported decoder with a KV cache.
+
+``onnx-symdims optimize [MODEL] [-o OUT | -i] [--fusions ort|onnx] [--json R] [--verify]``
+optimizes with proven shapes (:func:`onnx_symdims.optimize`), prints node counts before
+and after by op type, the time and the rules fired, and with ``--verify`` runs the
+original and the optimized model in onnxruntime on the same inputs (sizes that satisfy
+the model's relations, empty caches and seq 1 included) and fails on any difference.
 
 ``onnx-symdims simplify EXPR`` prints the canonical form of a dim expression.
 
@@ -349,6 +355,12 @@ def _cmd_infer(args: argparse.Namespace) -> int:
     return _cli_infer.run_infer(args)
 
 
+def _cmd_optimize(args: argparse.Namespace) -> int:
+    from onnx_symdims import _cli_optimize
+
+    return _cli_optimize.run_optimize(args)
+
+
 def _cmd_simplify(args: argparse.Namespace) -> int:
     from onnx_symdims import expr
 
@@ -427,6 +439,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_verify_args(infer)
     infer.set_defaults(func=_cmd_infer)
+    optimize = sub.add_parser(
+        "optimize",
+        help="optimize a model with proven shapes (and onnxscript's optimizer)",
+        description="Make MODEL smaller with rewrites its shapes prove, inside onnxscript's "
+        "optimizer loop; dims are written in the model's own names. Nothing is written "
+        "without -o/-i/--json.",
+        epilog="example: onnx-symdims optimize model.onnx -o small.onnx --verify",
+    )
+    optimize.add_argument(
+        "model", nargs="?", help="the .onnx file (default: a bundled example)"
+    )
+    add_output_args(optimize)
+    _add_debug(optimize)
+    optimize.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    optimize.add_argument(
+        "--fusions",
+        choices=("ort", "onnx"),
+        default=None,
+        help="also run onnxscript's onnxruntime (ort) or ONNX-op (onnx) fusions, guarded: "
+        "a fusion that changes a proven shape is undone",
+    )
+    optimize.add_argument(
+        "--max-rounds", type=_positive_int, default=6, metavar="N",
+        help="most rounds of the rewrite loop (default 6)",
+    )
+    add_verify_args(optimize, what="that every output is unchanged")
+    optimize.set_defaults(func=_cmd_optimize)
     simplify = sub.add_parser(
         "simplify",
         help="print the canonical form of a dim expression",
