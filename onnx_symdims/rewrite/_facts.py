@@ -32,7 +32,7 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["ShapeFacts", "analyze"]
+__all__ = ["ShapeFacts", "analyze", "constant_tensor"]
 
 import logging
 from collections.abc import Sequence
@@ -82,7 +82,7 @@ class ShapeFacts:
         ctx = self.context
         if ctx.has_shape(value):
             return ctx.peek_shape(value)
-        tensor = _constant(value)
+        tensor = constant_tensor(value)
         if tensor is not None:
             return tuple(tensor.shape.numpy())
         if value.is_graph_input():
@@ -106,7 +106,7 @@ class ShapeFacts:
         if value is None:
             return None
         ctx = self.context
-        if ctx.has_shape(value) or _constant(value) is not None:
+        if ctx.has_shape(value) or constant_tensor(value) is not None:
             return ctx.value_of(value)
         return None
 
@@ -145,11 +145,17 @@ class ShapeFacts:
         return self.scope.prove_ge(d, bound)
 
 
-def _constant(value: ir.Value) -> ir.TensorProtocol | None:
-    """The tensor of a constant value (never of an overridable graph input)."""
+def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
+    """The tensor of an initializer or ``Constant`` node (never of an overridable input).
+
+    An initializer that is also a graph input is only a default: a feed replaces it.
+    """
     if value.is_graph_input():
         return None
-    return value.const_value
+    try:
+        return ir.convenience.get_const_tensor(value)
+    except ValueError:  # a malformed Constant node: not a constant we can read
+        return None
 
 
 def analyze(model: ir.Model) -> ShapeFacts:

@@ -137,7 +137,7 @@ class OptimizePass(ir.passes.InPlacePass):
             if value.name in declared:
                 value.shape = declared[value.name]
         inferred = SymbolicShapeInferencePass()(model)
-        result.diagnostics = list(inferred.diagnostics)
+        result.diagnostics.extend(inferred.diagnostics)
         if self.anchors:
             AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(model)
         result.after = count_nodes(model.graph)
@@ -207,13 +207,32 @@ def _onnxscript_rules(model: ir.Model | None = None):
     rules = getattr(rewriter, "_DEFAULT_REWRITE_RULES", None)
     if rules is None:  # a later onnxscript: its defaults, as its public API gives them
         return None
-    kept = [r for r in rules if getattr(r, "name", "") not in _EXCLUDED_ONNXSCRIPT_RULES]
+    excluded = _excluded_unnamed_rules()
+    kept = [
+        r
+        for r in rules
+        if getattr(r, "name", "") not in _EXCLUDED_ONNXSCRIPT_RULES and id(r) not in excluded
+    ]
     if model is None:
         return kept
     present = {
         (node.domain, node.op_type) for node in ir.traversal.RecursiveGraphIterator(model.graph)
     }
     return [r for r in kept if _can_match(r, present)]
+
+
+def _excluded_unnamed_rules() -> set[int]:
+    """The ``x * 1``, ``x + 0``, ``x - 0``, ``x / 1`` rules of onnxscript (they have no names).
+
+    They read an initializer that is also a graph input as a constant, though a feed
+    replaces it; ``NeutralElement`` does the same soundly.
+    """
+    try:
+        from onnxscript.rewriter.rules.common import _no_op
+    except ImportError:
+        return set()
+    keep = {id(_no_op.dropout_zero_rule), id(_no_op.dropout_inference_rule)}
+    return {id(r) for r in _no_op.rules.rules} - keep
 
 
 def _can_match(rule, present: set[tuple[str, str]]) -> bool:
@@ -298,7 +317,11 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
     import onnx
 
     if isinstance(model, onnx.ModelProto):
-        ir_model = ir.serde.deserialize_model(model)
+        # onnx-ir wraps the proto's tensors without copying them, and naming a lifted
+        # constant writes into its TensorProto: work on a copy so the argument stays.
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+        ir_model = ir.serde.deserialize_model(copy)
         pass_(ir_model)
         return ir.serde.serialize_model(ir_model)
     raise TypeError(

@@ -44,7 +44,7 @@ from onnxscript.rewriter import pattern
 from onnxscript.rewriter._basics import MatchResult
 
 from onnx_symdims import expr
-from onnx_symdims.rewrite._facts import ShapeFacts
+from onnx_symdims.rewrite._facts import ShapeFacts, constant_tensor
 
 logger = logging.getLogger(__name__)
 
@@ -105,12 +105,23 @@ class _FactsRule(pattern.RewriteRuleClassBase):
         return op.Identity(self.forward(**bindings))
 
     def apply(self, graph: ir.Graph, node: ir.Node, bindings: dict) -> bool:
-        """Applies the rewrite in place of onnxscript's replacement; True when done."""
+        """Applies the rewrite in place of onnxscript's replacement; True when done.
+
+        A graph output keeps its name: the forwarded value takes it over, unless that
+        value is itself a graph input or output (it keeps its own name; an ``Identity``
+        would be needed, which saves nothing).
+        """
         y = bindings["y"]
+        x = self.forward(**bindings)
         if y.is_graph_output():
-            self.declined["the output is a graph output"] += 1
-            return False
-        y.replace_all_uses_with(self.forward(**bindings))
+            if x.is_graph_input() or x.is_graph_output() or x.is_initializer():
+                self.declined["the output is a graph output fed by a graph input"] += 1
+                return False
+            name = y.name
+            y.replace_all_uses_with(x, replace_graph_outputs=True)
+            y.name, x.name = None, name
+        else:
+            y.replace_all_uses_with(x)
         self.fired += 1
         return True
 
@@ -162,7 +173,7 @@ class ReshapeToOwnShape(_FactsRule):
 
 
 class SqueezeToOwnShape(_FactsRule):
-    """Replaces ``Squeeze``/``Unsqueeze``/``Flatten`` of ``x`` by ``x`` on proven equal shapes."""
+    """Replaces ``Flatten(x)`` (or another reshape-like op) by ``x`` on proven equal shapes."""
 
     def __init__(self, facts: ShapeFacts, op_type: str) -> None:
         super().__init__(facts)
@@ -296,7 +307,7 @@ class NeutralElement(_FactsRule):
 
 
 def _all_equal_to(facts: ShapeFacts, value: ir.Value, target: int) -> bool:
-    tensor = None if value.is_graph_input() else value.const_value
+    tensor = constant_tensor(value)
     if tensor is not None:
         if tensor.size > 1 << 16:
             return False  # weights-sized: not a neutral element worth reading
@@ -351,7 +362,7 @@ class MaterializeReshapeTarget(_FactsRule):
         return op.Reshape(x, s, _allow_other_attributes=True, _outputs=["y"])
 
     def check(self, context, x, s, y, **_):
-        if s.const_value is not None:
+        if constant_tensor(s) is not None:
             return self._fail("the target is already a constant")
         source, result = self.facts.shape(x), self.facts.shape(y)
         if source is None or result is None:
@@ -386,7 +397,10 @@ def rule_objects(facts: ShapeFacts) -> list[_FactsRule]:
         ExpandToOwnShape(facts),
         TileToOwnShape(facts),
         ReshapeToOwnShape(facts),
-        *(SqueezeToOwnShape(facts, op) for op in ("Squeeze", "Unsqueeze", "Flatten")),
+        # Squeeze and Unsqueeze change the rank whenever their axes are non-empty; with
+        # empty axes onnxruntime squeezes every 1-dim where the spec keeps the shape, so
+        # neither is ever removed here (pairs that cancel are CollapseReshapeChains').
+        SqueezeToOwnShape(facts, "Flatten"),
         SliceCoveringAxes(facts),
         PadByZeros(facts),
         CastToOwnType(facts),

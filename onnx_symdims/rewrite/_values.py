@@ -7,10 +7,10 @@ computed from, which then die):
 * **publish proven values** — an integer or boolean tensor whose every element is a
   proven integer becomes a ``Constant`` (so onnxscript's folder and every later pass
   see it), as does a ``ConstantOfShape`` whose shape is proven;
-* **rebuild shape chains** — a value whose elements are integers and bare dims of graph
-  inputs, computed through ``Shape → Gather → Unsqueeze → Concat → ...``, becomes
-  ``Concat(Shape(input, start, end), constant, ...)`` when that removes more nodes than
-  it adds.
+* **rebuild shape chains** — a value whose elements are integers and dims of the tensors
+  whose shapes the chain reads, computed through ``Shape → Gather → Unsqueeze → Concat →
+  ...``, becomes ``Concat(Shape(tensor, start, end), constant, ...)`` when that removes
+  more nodes than it adds.
 
 Proof relied on: :class:`~onnx_symdims.rewrite.ShapeFacts` elements hold in every
 successful run, so the replacement computes the same tensor (same dtype, same shape,
@@ -76,14 +76,10 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         self.declined = Counter()
         graph = model.graph
         opset = model.opset_imports.get("", 0)
-        self._input_dims = _input_dim_positions(graph, self.facts)
         self._shape_nodes: dict[tuple[ir.Value, int, int], ir.Value] = {}
         self._graph = graph
         self._opset = opset
         nodes = list(graph)
-        # New Shape nodes and constants go before the first node: they read only graph
-        # inputs, so they dominate every use.
-        self._head = nodes[0] if nodes else None
         outputs = frozenset(graph.outputs)
         for node in reversed(nodes):
             if node.graph is None:  # removed with a value rebuilt after it
@@ -141,17 +137,18 @@ class ProvenValuesPass(ir.passes.InPlacePass):
     def _rebuild(self, node, value, shape, dtype, elements) -> None:
         if dtype != ir.DataType.INT64 or len(shape) > 1 or self._opset < 15:
             return
-        pieces = self._pieces(elements)
+        dead = _dead_cone(node, value)
+        pieces = _pieces(elements, self._sources(dead))
         if pieces is None:
+            self.declined["rebuild_chain: an element is not a dim of a tensor the chain reads"] += 1
             return
         scalar = len(shape) == 0
         new_nodes = sum(1 for p in pieces if isinstance(p, tuple) and p not in self._shape_nodes)
         new_nodes += (1 if len(pieces) > 1 else 0) + (1 if scalar else 0)
-        dead = _dead_cone(node, value)
         if sum(1 for n in dead if n.op_type != "Constant") <= new_nodes:
             self.declined["rebuild_chain: removes no more nodes than it adds"] += 1
             return
-        parts = [self._piece_value(p) for p in pieces]
+        parts = [self._piece_value(p, node) for p in pieces]
         if len(parts) == 1:
             result = parts[0]
         else:
@@ -169,40 +166,45 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         self._graph.remove(dead, safe=True)
         self.fired["rebuild_chain"] += 1
 
-    def _pieces(self, elements) -> list | None:
-        """Runs of ints (a list) and of consecutive dims of one input (a tuple)."""
-        pieces: list = []
-        for e in elements:
-            if isinstance(e, int):
-                if pieces and isinstance(pieces[-1], list):
-                    pieces[-1].append(e)
-                else:
-                    pieces.append([e])
-                continue
-            position = self._input_dims.get(e)
-            if position is None:
-                return None
-            source, axis = position
-            last = pieces[-1] if pieces else None
-            if isinstance(last, tuple) and last[0] is source and last[2] == axis:
-                pieces[-1] = (source, last[1], axis + 1)
-            else:
-                pieces.append((source, axis, axis + 1))
-        return pieces
+    def _sources(self, dead: set[ir.Node]) -> dict:
+        """``dim -> (tensor, axis)`` for the tensors whose shape the dying chain reads.
 
-    def _piece_value(self, piece) -> ir.Value:
+        Reading the dim from the tensor the chain read (not from another one declared
+        with the same name) keeps the rewrite exact even for feeds that break the
+        declared names: onnxruntime does not check that inputs sharing a dim name agree.
+        A tensor computed inside the dying chain is no source.
+        """
+        sources: dict = {}
+        for n in dead:
+            if n.op_type != "Shape" or n.domain != "" or not n.inputs:
+                continue
+            tensor = n.inputs[0]
+            if tensor is None or tensor.producer() in dead:
+                continue
+            for axis, d in enumerate(self.facts.shape(tensor) or ()):
+                if isinstance(d, expr.DimExpr) and not d.is_unknown and d not in sources:
+                    sources[d] = (tensor, axis)
+        return sources
+
+    def _piece_value(self, piece, node: ir.Node) -> ir.Value:
         if isinstance(piece, list):
             const = _constant(np.array(piece, np.int64), None)
-            self._graph.insert_before(self._head, const)
+            self._graph.insert_before(node, const)
             return const.outputs[0]
         cached = self._shape_nodes.get(piece)
         if cached is not None:
             return cached
         source, start, end = piece
         shape_node = ir.node("Shape", [source], attributes={"start": start, "end": end})
-        self._graph.insert_before(self._head, shape_node)
+        # Right after the tensor (or first, for a graph input): it dominates every use of
+        # the tensor, so later rebuilds can share it.
+        producer = source.producer()
+        if producer is not None:
+            self._graph.insert_after(producer, shape_node)
+        else:
+            self._graph.insert_before(next(iter(self._graph)), shape_node)
         out = shape_node.outputs[0]
-        out.name = f"{source.name}_dims_{start}_{end}"
+        out.name = f"{source.name}_dims_{start}_{end}" if source.name else None
         out.dtype = ir.DataType.INT64
         out.shape = ir.Shape([end - start])
         self._shape_nodes[piece] = out
@@ -216,17 +218,26 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         self.fired[what] += 1
 
 
-def _input_dim_positions(graph: ir.Graph, facts: ShapeFacts) -> dict:
-    """``symbol -> (graph input, axis)`` for every bare symbolic dim of a graph input."""
-    positions: dict = {}
-    for value in graph.inputs:
-        if value.const_value is not None:
-            continue  # an initializer backing an input: overridable, but not a dims source
-        shape = facts.shape(value)
-        for axis, d in enumerate(shape or ()):
-            if isinstance(d, expr.DimExpr) and d.is_symbol and d not in positions:
-                positions[d] = (value, axis)
-    return positions
+def _pieces(elements, sources: dict) -> list | None:
+    """Runs of ints (a list) and of consecutive dims of one tensor (a tuple)."""
+    pieces: list = []
+    for e in elements:
+        if isinstance(e, int):
+            if pieces and isinstance(pieces[-1], list):
+                pieces[-1].append(e)
+            else:
+                pieces.append([e])
+            continue
+        position = sources.get(e)
+        if position is None:
+            return None
+        source, axis = position
+        last = pieces[-1] if pieces else None
+        if isinstance(last, tuple) and last[0] is source and last[2] == axis:
+            pieces[-1] = (source, last[1], axis + 1)
+        else:
+            pieces.append((source, axis, axis + 1))
+    return pieces
 
 
 def _dead_cone(node: ir.Node, value: ir.Value) -> set[ir.Node]:

@@ -94,6 +94,32 @@ class SubgraphEngine(Protocol):
         ...
 
 
+#: Ranges of the integer dtypes narrower than int64 whose values the engine tracks. The
+#: arithmetic on elements is exact (unbounded); the tensor's elements wrap. An element
+#: outside its dtype's range, or a symbolic one (a dim) in a dtype of 16 bits or fewer,
+#: is unknown: its runtime value is not the computed one. int32 keeps symbolic
+#: elements: a dim of 2**31 or more is not a tensor this engine meets.
+_NARROW_INT_RANGES = {
+    ir.DataType.INT32: (-(2**31), 2**31 - 1, True),
+    ir.DataType.UINT32: (0, 2**32 - 1, True),
+    ir.DataType.INT16: (-(2**15), 2**15 - 1, False),
+    ir.DataType.UINT16: (0, 2**16 - 1, False),
+    ir.DataType.INT8: (-128, 127, False),
+    ir.DataType.UINT8: (0, 255, False),
+}
+
+
+def _within(elements: Sequence[Dim], bounds: tuple[int, int, bool]) -> tuple[Dim, ...]:
+    low, high, symbolic_ok = bounds
+    return tuple(
+        e
+        if (isinstance(e, int) and low <= e <= high)
+        or (not isinstance(e, int) and (symbolic_ok or e.is_unknown))
+        else expr.unknown("value")
+        for e in elements
+    )
+
+
 class NodeContext:
     """A cheap, reusable view of one node for op hooks.
 
@@ -295,7 +321,12 @@ class NodeContext:
             return
         if elements is not None and len(elements) > MAX_VALUE_ELEMENTS:
             elements = None
-        self.ctx.set_value(self._outputs[i], elements)
+        value = self._outputs[i]
+        if elements is not None:
+            bounds = _NARROW_INT_RANGES.get(self.ctx.peek_dtype(value))  # type: ignore[arg-type]
+            if bounds is not None:
+                elements = _within(elements, bounds)
+        self.ctx.set_value(value, elements)
 
     def set_output_type(self, i: int, type_: ir.TypeProtocol) -> None:
         """Sets a non-tensor type (sequence, optional, map) for output ``i``."""
