@@ -704,6 +704,11 @@ def infer_function_call(ctx: NodeContext, node: ir.Node, function: ir.Function) 
     """
     from onnx_ir import _cloner  # the public clone() cannot substitute attributes
 
+    calls = ctx.ctx.active_functions
+    identifier = node.op_identifier()
+    if identifier in calls:
+        chain = " -> ".join(_function_label(f) for f in (*calls, identifier))
+        ctx.fail(f"recursive call of function {_function_label(identifier)} ({chain})")
     if len(node.inputs) > len(function.inputs):
         ctx.fail(
             f"call has {len(node.inputs)} inputs, the function at most {len(function.inputs)}"
@@ -725,6 +730,7 @@ def infer_function_call(ctx: NodeContext, node: ir.Node, function: ir.Function) 
                 consumer.replace_input_with(index, None)
     shapes = [ctx.input_shape(i) for i in range(len(body.inputs))]
     dtypes = [ctx.input_dtype(i) for i in range(len(body.inputs))]
+    calls.append(identifier)
     try:
         outputs = ctx.infer_subgraph(body, shapes, dtypes)
         for i, value in enumerate(body.outputs[: ctx.num_outputs]):
@@ -732,5 +738,11 @@ def infer_function_call(ctx: NodeContext, node: ir.Node, function: ir.Function) 
             ctx.set_output_value(i, ctx.ctx.value_of(value))
             _copy_type(ctx, i, value)
     finally:
+        calls.pop()
         for value in _body_values(body):
             ctx.ctx.forget(value)
+
+
+def _function_label(identifier: tuple[str, str, str]) -> str:
+    domain, name, overload = identifier
+    return f"{domain}::{name}" + (f":{overload}" if overload else "")

@@ -119,7 +119,7 @@ def _prefer_model_shapes(ctx: ShapesContext, node: ir.Node) -> None:
     names the dim; the anchor must relate to the name the model carries.
     """
     for value in node.outputs:
-        declared = declared_dims(value.shape)
+        declared = declared_dims(value.shape, ctx)
         if declared is None:
             continue
         inferred = ctx.peek_shape(value) if ctx.has_shape(value) else None
@@ -150,7 +150,7 @@ def rederive(model: ir.Model, *, strict: bool) -> ShapesContext:
         merge_with_anchor(
             ctx,
             ctx.peek_shape(value),
-            declared_dims(value.shape),
+            declared_dims(value.shape, ctx),
             strict=strict,
             where=f"graph output {value.name!r}",
             node=producer,

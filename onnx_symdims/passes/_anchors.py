@@ -22,7 +22,8 @@ inference, turns them into renames and rewrites the model:
    rewritten, matching sub-expressions modulo canonical form, to a fixed point; the
    context's shapes, values-as-shape and upper bounds too. Dims declared on the main
    graph's inputs and outputs are left as the author wrote them unless they contain a
-   minted symbol (a dim the engine filled in). Equalities between two declared names
+   minted symbol or the engine wrote them (an empty declared dim it filled in, a
+   provably false declared shape it replaced). Equalities between two declared names
    (``N == M``) are reported as ``info`` diagnostics; neither is rewritten.
 
 Without a context the pass re-derives the equalities: the producer of each graph output is
@@ -146,19 +147,24 @@ class _Rewriter:
         return self._rewrite_shape(shape, protected, False)
 
     def _rewrite_shape(
-        self, shape: ir.Shape, protected: bool, frozen: bool
+        self,
+        shape: ir.Shape,
+        protected: bool,
+        frozen: bool,
+        filled: frozenset[int] = frozenset(),
     ) -> ir.Shape | None:
+        """``filled``: axes of a protected shape whose dims the engine wrote."""
         changed = False
         dims: list[int | ir.SymbolicDim] = []
-        for d in shape.dims:
+        for axis, d in enumerate(shape.dims):
             if isinstance(d, int) or not d.value:
                 dims.append(d)
                 continue
-            key = (d.value, protected)
+            key = (d.value, protected and axis not in filled)
             if key in self._texts:
                 new_ir = self._texts[key]
             else:
-                new_ir = self._texts[key] = self._rewrite_text(d.value, protected)
+                new_ir = self._texts[key] = self._rewrite_text(d.value, key[1])
             if new_ir is None:
                 dims.append(d)
             else:
@@ -187,7 +193,7 @@ class _Rewriter:
         return ir_dim
 
 
-def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter) -> bool:
+def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesContext) -> bool:
     modified = False
     anchors = snapshot.anchors
     # The engine writes one shared frozen shape per distinct dims: rewrite each once.
@@ -201,7 +207,11 @@ def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter) -> bool:
             new = hit[1]
         else:
             protected = value in anchors
-            new = rewriter.ir_shape(shape, protected)
+            filled = ctx.filled_axes(value) if protected else frozenset()
+            if filled:  # dims the engine wrote on a declared anchor: its own, rewritten
+                new = rewriter._rewrite_shape(shape, True, shape.frozen, filled)
+            else:
+                new = rewriter.ir_shape(shape, protected)
             if shape.frozen and not protected:
                 by_id[id(shape)] = (shape, new)
         if new is not None:
@@ -227,12 +237,19 @@ def _rewrite_context(ctx: ShapesContext, rewriter: _Rewriter) -> None:
         ctx.add_less_equal_constraint(lhs, rhs)
 
 
-def _shape_symbols(values: Iterable[ir.Value]) -> set[str]:
-    """The symbols in the dims of ``values`` (each distinct shape object read once)."""
+def _shape_symbols(values: Iterable[ir.Value], ctx: ShapesContext) -> set[str]:
+    """The symbols in the dims of ``values`` (each distinct shape object read once).
+
+    An opaque text (``batch size``) counts as the readable symbol the context reads it
+    as, the one its equalities use.
+    """
     shapes = {id(shape): shape for value in values if (shape := value.shape) is not None}
     names: set[str] = set()
     for shape in shapes.values():
         names |= dim_symbols(shape)
+    opaque = ctx.opaque_dim_names
+    if opaque:
+        names = {opaque.get(name, name) for name in names}
     return names
 
 
@@ -296,8 +313,8 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             snapshot = self.snapshot
             if snapshot is None or snapshot.model is not model:
                 snapshot = ModelSnapshot.of(model)
-            input_symbols = _shape_symbols(model.graph.inputs)
-            preferred = _shape_symbols(snapshot.main_values)
+            input_symbols = _shape_symbols(model.graph.inputs, ctx)
+            preferred = _shape_symbols(snapshot.main_values, ctx)
             plan = plan_renames(
                 ctx.constraint_dims(),
                 renamable=renamable,
@@ -308,7 +325,7 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             self._report(ctx, plan, result)
             if plan.mapping:
                 rewriter = _Rewriter(plan.mapping, renamable)
-                result.modified = _rewrite_model(snapshot, rewriter)
+                result.modified = _rewrite_model(snapshot, rewriter, ctx)
                 _rewrite_context(ctx, rewriter)
                 result.renames = plan.text_mapping()
         result.diagnostics = ctx.diagnostics[first_diagnostic:]

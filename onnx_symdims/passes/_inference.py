@@ -40,8 +40,9 @@ import onnx_ir as ir
 from onnx_symdims import expr
 from onnx_symdims.ops import _registry, control_flow
 from onnx_symdims.ops._fallback import OnnxFallback
+from onnx_symdims.passes._deep import nesting_bound, run_deep
 from onnx_symdims.passes._gc import without_gc
-from onnx_symdims.passes._model_dims import ModelSnapshot, in_topological_order, node_subgraphs
+from onnx_symdims.passes._model_dims import ModelSnapshot, node_subgraphs, topological_order
 from onnx_symdims.shapes import (
     Diagnostic,
     IRDimWriter,
@@ -86,12 +87,14 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
 
     Args:
         policy: How inferred shapes meet declared ones: ``"refine"`` (default) keeps
-            declared information and adds what is inferred; ``"strict"`` is ``refine``
-            but a conflict raises :class:`ShapeInferenceError`; ``"override"`` writes
-            the inferred shape over declared intermediate shapes; ``"skip"`` leaves
-            values that already have a shape untouched. Graph outputs always keep
-            their declared dim text.
-        strict: Any ``error`` diagnostic raises :class:`ShapeInferenceError` naming
+            declared information that inference does not contradict and adds what is
+            inferred (a provably false declared shape is replaced, with a warning);
+            ``"override"`` writes the inferred shape over declared intermediate
+            shapes; ``"skip"`` leaves values that already have a shape untouched.
+            ``"strict"`` is ``"refine"`` with ``strict=True``. Graph outputs keep
+            their declared dim text unless it is provably false.
+        strict: Any ``error`` diagnostic, and any conflict between a declared and
+            the inferred shape or type, raises :class:`ShapeInferenceError` naming
             the node.
         context: A :class:`ShapesContext` to use (and fill); a new one by default.
         progress: Called as ``progress(done, total)`` while walking the main graph.
@@ -120,8 +123,9 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         super().__init__()
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
-        self.policy = policy
-        self.strict = strict
+        # One notion of strict: policy="strict" is refine with strict=True.
+        self.policy = "refine" if policy == "strict" else policy
+        self.strict = strict or policy == "strict"
         self.context = context
         self.progress = progress
         self.nonempty_inputs = nonempty_inputs
@@ -129,8 +133,11 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         self.value_info_anchors = value_info_anchors
 
     def call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
+        # Deeply nested valid models (hundreds of nested Ifs or function calls) get the
+        # stack they need; others run here as they are.
+        bound = nesting_bound(model)
         with without_gc():
-            return self._call(model)
+            return run_deep(lambda: self._call(model), bound)
 
     def _call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
         ctx = self.context if self.context is not None else ShapesContext()
@@ -141,11 +148,14 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
             engine = InferenceEngine(
                 model, ctx, self.policy, self.progress, self.value_info_anchors
             )
+            engine.prepare()
             if self.nonempty_inputs:
-                for name in _input_symbols(model.graph):
+                for name in _input_symbols(model.graph, ctx):
                     ctx.scope.set_range(name, lower=1)
             for name, (lower, upper) in self.symbol_ranges.items():
-                ctx.scope.set_range(name, lower=lower, upper=upper)
+                # A range may name an input's opaque text ("batch size"): its symbol.
+                named = ctx.opaque_dim_names.get(name, name)
+                ctx.scope.set_range(named, lower=lower, upper=upper)
             engine.run()
         finally:
             ctx.strict = previous_strict
@@ -154,13 +164,11 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         )
 
 
-def _input_symbols(graph: ir.Graph) -> set[str]:
+def _input_symbols(graph: ir.Graph, ctx: ShapesContext) -> set[str]:
     names: set[str] = set()
     for value in graph.inputs:
         for text in _dim_params(value.shape):
-            parsed = expr.parse_dim(text)
-            if isinstance(parsed, expr.DimExpr):
-                names.update(parsed.symbols())
+            names.update(ctx.text_symbols(text))
     return names
 
 
@@ -170,53 +178,21 @@ def _dim_params(shape: ir.Shape | None) -> list[str]:
     return [d.value for d in shape.dims if not isinstance(d, int) and d.value]
 
 
-def _declares_nothing(d: int | ir.SymbolicDim) -> bool:
-    """An empty or anonymous (``?``) ``dim_param``, or a negative ``dim_value``."""
+def _declares_nothing(d: int | ir.SymbolicDim, ctx: ShapesContext) -> bool:
+    """An empty or anonymous (``?``) ``dim_param``, or a negative ``dim_value``.
+
+    Also text that reads as a negative int (``-1``) or as nothing usable: what
+    :func:`~onnx_symdims.shapes._anchors.declared_dims` reads as declaring nothing.
+    """
     if isinstance(d, int):
         return d < 0
-    return not d.value or is_anonymous_dim_text(d.value)
-
-
-def topological_order(
-    graph: ir.Graph, nodes: list[ir.Node] | None = None, presorted: bool = False
-) -> list[ir.Node]:
-    """The nodes of ``graph`` in an order where producers precede consumers.
-
-    Valid models are already sorted; otherwise a stable Kahn sort is done without
-    touching the graph. Nodes on a cycle keep their relative order at the end.
-    ``nodes``: ``list(graph)`` when already at hand; ``presorted``: they are known to
-    be in order (checked by :class:`ModelSnapshot`).
-    """
-    if nodes is None:
-        nodes = list(graph)
-    if presorted or in_topological_order(nodes):
-        return nodes
-    position = {node: i for i, node in enumerate(nodes)}
-    pending: dict[ir.Node, int] = {}
-    consumers: dict[ir.Node, list[ir.Node]] = {node: [] for node in nodes}
-    for node in nodes:
-        producers = {
-            p
-            for value in node.inputs
-            if value is not None and (p := value.producer()) is not None and p in position
-        }
-        pending[node] = len(producers)
-        for p in producers:
-            consumers[p].append(node)
-    ready = [node for node in nodes if pending[node] == 0]
-    order: list[ir.Node] = []
-    while ready:
-        ready.sort(key=position.__getitem__, reverse=True)
-        node = ready.pop()
-        order.append(node)
-        for consumer in consumers[node]:
-            pending[consumer] -= 1
-            if pending[consumer] == 0:
-                ready.append(consumer)
-    if len(order) < len(nodes):
-        done = set(order)
-        order.extend(node for node in nodes if node not in done)
-    return order
+    text = d.value
+    if not text or is_anonymous_dim_text(text):
+        return True
+    parsed = ctx.read_dim_text(text)
+    if isinstance(parsed, int):
+        return parsed < 0
+    return parsed.is_unknown
 
 
 _SCALAR_ATTRIBUTES = frozenset(
@@ -293,12 +269,18 @@ class InferenceEngine:
         self._memo_off: set[str] = set()  # op types whose keys do not repeat
 
     # ------------------------------------------------------------------------------------
-    def run(self) -> None:
-        """Infers the main graph."""
+    def prepare(self) -> None:
+        """Walks the model once and reserves its names (:meth:`run` does it if needed)."""
+        if self.snapshot is not None:
+            return
         self.snapshot = ModelSnapshot.of(self.model)
         if len(self.snapshot.main_nodes) < self.memo_min_nodes:
             self._memo_on = False
         self._reserve_model_names()
+
+    def run(self) -> None:
+        """Infers the main graph."""
+        self.prepare()
         graph = self.model.graph
         self._seed_inputs(graph, None, None)
         self._walk(graph, self.progress, self.snapshot.main_nodes, self.snapshot.main_sorted)
@@ -314,7 +296,13 @@ class InferenceEngine:
             parsed = expr.parse_dim(text)
             if isinstance(parsed, expr.DimExpr):
                 names.update(parsed.symbols())
-        self.ctx.reserve_names(names)
+        ctx = self.ctx
+        ctx.reserve_names(names)
+        # Every text is read once now, in byte order: the readable names of opaque texts
+        # (``7/:2`` -> ``d7_2``) then depend only on the model, not on the walk.
+        for text in sorted(texts):
+            if not is_anonymous_dim_text(text):
+                ctx.read_dim_text(text)
 
     def _seed_inputs(
         self,
@@ -342,7 +330,10 @@ class InferenceEngine:
         nodes: list[ir.Node] | None = None,
         presorted: bool = False,
     ) -> None:
-        nodes = topological_order(graph, nodes, presorted)
+        problems: list[tuple[ir.Node, str]] = []
+        nodes = topological_order(graph, nodes, presorted, problems)
+        for node, message in problems:  # strict mode raises at the first
+            self.ctx.add_diagnostic(node, "error", f"invalid graph: {message}")
         node_ctx = NodeContext(self.ctx, self)
         total = len(nodes)
         step = max(total // 100, 1)
@@ -552,10 +543,15 @@ class InferenceEngine:
         )
         ctx.set_shape(value, merged.dims)
         for conflict in merged.conflicts:
+            replaced = merged.written is not None and not value.is_graph_output()
             diagnostic = ctx.add_diagnostic(
-                node, "error", f"output {value.name!r}: {conflict}"
+                node,
+                "warning",
+                f"output {value.name!r}: the declared shape does not hold in every run: "
+                f"{conflict}"
+                + ("; the inferred shape is written" if replaced else ""),
             )
-            if self.policy == "strict":
+            if ctx.strict:
                 raise ShapeInferenceError(diagnostic)
         if merged.written is not None and not same_ir_dims(merged.written, value.shape):
             value.shape = ir.Shape(merged.written)
@@ -563,17 +559,23 @@ class InferenceEngine:
         self._commit_type(node, value, had_shape=True)
 
     def _merge_anchor(
-        self, node: ir.Node, value: ir.Value, inferred: Shape | None, what: str
+        self,
+        node: ir.Node,
+        value: ir.Value,
+        inferred: Shape | None,
+        what: str,
+        conflicts: list[str],
     ) -> tuple[Dim | None, ...] | None:
         """The dims an anchored value gets (``None`` dims: unknown on both sides)."""
         ctx = self.ctx
         merged = merge_with_anchor(
             ctx,
             inferred,
-            declared_dims(value.shape),
-            strict=self.policy == "strict",
+            declared_dims(value.shape, ctx),
+            strict=ctx.strict,
             where=f"{what} {value.name!r}",
             node=node,
+            conflicts=conflicts,
         )
         if merged is not None and inferred is not None and len(merged) == len(inferred):
             # Downstream keeps what was computed: a declared name is only a label (the
@@ -606,9 +608,10 @@ class InferenceEngine:
             ctx.conditional_depth,  # equalities are only recorded at depth 0
         )
         merged = self._anchor_memo.get(key)
+        conflicts: list[str] = []
         if merged is None:
             diagnostics = len(ctx.diagnostics)
-            merged = self._merge_anchor(node, value, inferred, what)
+            merged = self._merge_anchor(node, value, inferred, what, conflicts)
             if (
                 merged is not None
                 and None not in merged
@@ -618,14 +621,27 @@ class InferenceEngine:
         hint = value.name or node.op_type
         dims = tuple(ctx.new_symbol(hint) if d is None else d for d in merged or ())
         ctx.set_shape(value, dims if merged is not None else None)
-        if merged is not None and self.policy != "skip" and len(merged) == len(declared):
+        if merged is None or self.policy == "skip":
+            pass
+        elif conflicts and inferred is not None:
+            # Provably false (two different ints, another rank): the declared text would
+            # be a wrong dim on the written model. The warning names both shapes.
+            written = self._writer.dims(dims)
+            value.shape = ir.Shape(written)
+            self.modified = True
+            ctx.note_filled(value, range(len(written)))
+        elif len(merged) == len(declared):
             written = [
-                self._writer.dim(d) if _declares_nothing(old) else old
+                self._writer.dim(d) if _declares_nothing(old, ctx) else old
                 for old, d in zip(declared.dims, dims)
             ]
             if not same_ir_dims(written, declared):
                 value.shape = ir.Shape(written)
                 self.modified = True
+                ctx.note_filled(
+                    value,
+                    (i for i, old in enumerate(declared.dims) if _declares_nothing(old, ctx)),
+                )
         self._commit_type(node, value, had_shape=True)
 
     def _commit_type(self, node: ir.Node, value: ir.Value, had_shape: bool) -> None:
@@ -649,13 +665,11 @@ class InferenceEngine:
             value.type = ir.TensorType(dtype)
             self.modified = True
         elif declared != dtype:
-            diagnostic = ctx.add_diagnostic(
+            ctx.add_diagnostic(  # an error: raises in strict mode
                 node,
                 "error",
                 f"output {value.name!r}: declared type {declared.name} but inferred {dtype.name}",
             )
-            if self.policy == "strict":
-                raise ShapeInferenceError(diagnostic)
             if self.policy == "override" and not value.is_graph_output():
                 value.type = ir.TensorType(dtype)
                 self.modified = True

@@ -9,6 +9,8 @@ __all__ = [
     "in_topological_order",
     "model_values",
     "node_subgraphs",
+    "structural_problems",
+    "topological_order",
 ]
 
 import dataclasses
@@ -38,8 +40,7 @@ def node_subgraphs(node: ir.Node) -> list[ir.Graph]:
     return graphs
 
 
-def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
-    """Every graph nested in ``nodes``, recursively (cheaper than a traversal)."""
+def _direct_subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
     found: list[ir.Graph] = []
     for node in nodes:
         attributes = node.attributes.data  # the UserDict's dict: much faster to iterate
@@ -48,29 +49,109 @@ def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
         for attr in attributes.values():
             kind = attr.type
             if kind is _GRAPH:
-                subs = [attr.value]
+                found.append(attr.value)
             elif kind is _GRAPHS:
-                subs = list(attr.value)
-            else:
-                continue
-            for sub in subs:
-                found.append(sub)
-                found.extend(_subgraphs(sub))
+                found.extend(attr.value)
+    return found
+
+
+def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
+    """Every graph nested in ``nodes``, in pre-order (cheaper than a traversal).
+
+    Iterative: a valid model may nest hundreds of Ifs.
+    """
+    found: list[ir.Graph] = []
+    stack = _direct_subgraphs(nodes)[::-1]
+    while stack:
+        sub = stack.pop()
+        found.append(sub)
+        stack.extend(reversed(_direct_subgraphs(sub)))
     return found
 
 
 def in_topological_order(nodes: list[ir.Node]) -> bool:
-    """True when every input of a node is produced by an earlier node (or outside)."""
+    """True when every input of a node is produced by an earlier node (or outside).
+
+    False also when an input is defined nowhere (no producer, not a graph input or
+    initializer of any graph): :func:`structural_problems` then says what is wrong.
+    """
     done: set[ir.Node] = set()
     members = set(nodes)
     for node in nodes:
         for value in node.inputs:
             if value is not None:
                 producer = value.producer()
-                if producer is not None and producer not in done and producer in members:
+                if producer is None:
+                    if value.graph is None:  # a name nothing defines
+                        return False
+                elif producer not in done and producer in members:
                     return False
         done.add(node)
     return True
+
+
+def _label(node: ir.Node) -> str:
+    return repr(node.name) if node.name else f"{node.op_type} (unnamed)"
+
+
+def structural_problems(
+    nodes: list[ir.Node], unsorted: Iterable[ir.Node]
+) -> list[tuple[ir.Node, str]]:
+    """What makes ``nodes`` (one graph) invalid: undefined inputs, self-loops, cycles.
+
+    Args:
+        nodes: The graph's nodes.
+        unsorted: The nodes a topological sort could not place (on a cycle, or after
+            one).
+
+    Returns:
+        ``(node, message)`` pairs, in graph order.
+    """
+    left = set(unsorted)
+    # Nodes only downstream of a cycle drop out when consumers are peeled off backwards;
+    # what remains is on a cycle (or between two).
+    consumers: dict[ir.Node, int] = dict.fromkeys(left, 0)
+    for node in left:
+        for value in node.inputs:
+            producer = None if value is None else value.producer()
+            if producer in consumers and producer is not node:
+                consumers[producer] += 1
+    ready = [node for node, n in consumers.items() if n == 0]
+    while ready:
+        node = ready.pop()
+        del consumers[node]
+        for value in node.inputs:
+            producer = None if value is None else value.producer()
+            if producer in consumers and producer is not node:
+                consumers[producer] -= 1
+                if consumers[producer] == 0:
+                    ready.append(producer)
+    problems: list[tuple[ir.Node, str]] = []
+    for node in nodes:
+        problems.extend(
+            (node, f"input {value.name!r} is defined by no node, initializer or input")
+            for value in node.inputs
+            if value is not None and value.producer() is None and value.graph is None
+        )
+        if node not in left:
+            continue
+        own = [v.name for v in node.inputs if v is not None and v.producer() is node]
+        if own:
+            problems.append((node, f"input {own[0]!r} is the node's own output (a self-loop)"))
+        elif node in consumers:
+            later, producer = next(
+                (v, p)
+                for v in node.inputs
+                if v is not None and (p := v.producer()) is not None and p in consumers
+            )
+            message = (
+                f"the node is on a cycle: input {later.name!r} is computed from its "
+                f"output (through node {_label(producer)})"
+            )
+            problems.append((node, message))
+        else:
+            problems.append((node, "the node depends on a cycle: its inputs are never computed"))
+    return problems
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,3 +284,53 @@ def dim_texts(shape: ir.Shape | None) -> set[str]:
     if shape is None:
         return set()
     return {d.value for d in shape.dims if not isinstance(d, int) and d.value}
+
+
+def topological_order(
+    graph: ir.Graph,
+    nodes: list[ir.Node] | None = None,
+    presorted: bool = False,
+    problems: list[tuple[ir.Node, str]] | None = None,
+) -> list[ir.Node]:
+    """The nodes of ``graph`` in an order where producers precede consumers.
+
+    Valid models are already sorted; otherwise a stable Kahn sort is done without
+    touching the graph. Nodes on a cycle keep their relative order at the end.
+    ``nodes``: ``list(graph)`` when already at hand; ``presorted``: they are known to
+    be in order (checked by :class:`ModelSnapshot`); ``problems`` receives what makes
+    an unsorted graph invalid (see :func:`structural_problems`).
+    """
+    if nodes is None:
+        nodes = list(graph)
+    if presorted or in_topological_order(nodes):
+        return nodes
+    position = {node: i for i, node in enumerate(nodes)}
+    pending: dict[ir.Node, int] = {}
+    consumers: dict[ir.Node, list[ir.Node]] = {node: [] for node in nodes}
+    for node in nodes:
+        producers = {
+            p
+            for value in node.inputs
+            if value is not None and (p := value.producer()) is not None and p in position
+        }
+        pending[node] = len(producers)
+        for p in producers:
+            consumers[p].append(node)
+    ready = [node for node in nodes if pending[node] == 0]
+    order: list[ir.Node] = []
+    while ready:
+        ready.sort(key=position.__getitem__, reverse=True)
+        node = ready.pop()
+        order.append(node)
+        for consumer in consumers[node]:
+            pending[consumer] -= 1
+            if pending[consumer] == 0:
+                ready.append(consumer)
+    unsorted: list[ir.Node] = []
+    if len(order) < len(nodes):
+        done = set(order)
+        unsorted = [node for node in nodes if node not in done]
+        order.extend(unsorted)
+    if problems is not None:
+        problems.extend(structural_problems(nodes, unsorted))
+    return order

@@ -31,7 +31,8 @@ an equality about the whole term, from which no leaf equality can be derived (th
 term is not a bare symbol), so neither ``d`` nor ``e`` is ever renamed to ``64``.
 
 A conflict makes the whole anchor be skipped (nothing is recorded from it, so a half
-applied anchor never leaves misleading equalities) with a ``warning`` diagnostic, or,
+applied anchor never leaves misleading equalities) with a ``warning`` diagnostic naming
+both shapes (the engine then writes the inferred shape over the false declared one), or,
 in strict mode, an ``error`` diagnostic and :class:`ShapeInferenceError`.
 
 The same rules apply to value-as-shape (the elements of a small integer tensor), where
@@ -61,11 +62,14 @@ Dim = expr.Dim
 MaybeDims = tuple["Dim | None", ...]
 
 
-def declared_dims(shape: ir.Shape | None) -> MaybeDims | None:
+def declared_dims(
+    shape: ir.Shape | None, ctx: ShapesContext | None = None
+) -> MaybeDims | None:
     """Converts a declared ``ir.Shape`` to anchor dims (``None``: the dim declares nothing).
 
-    ``dim_param`` text is parsed with ``parse_dim`` (which never fails: a name that is not
-    an expression, such as ``batch size``, becomes one opaque symbol). An empty dim, an
+    ``dim_param`` text is read with ``ctx.read_dim_text`` (``parse_dim`` without a
+    context); neither fails: a name that is not an expression, such as ``batch size``,
+    becomes one opaque symbol (with ``ctx``, one with a readable name). An empty dim, an
     anonymous one (``?``, ``*``), a negative ``dim_value`` (some exporters write ``-1`` for "unknown") and text that parses
     to a negative constant or an unknown expression declare nothing.
 
@@ -83,7 +87,8 @@ def declared_dims(shape: ir.Shape | None) -> MaybeDims | None:
         if not text or is_anonymous_dim_text(text):
             dims.append(None)  # "?" says "unknown": it declares nothing
             continue
-        dims.append(_declared_value(expr.parse_dim(text)))
+        parsed = expr.parse_dim(text) if ctx is None else ctx.read_dim_text(text)
+        dims.append(_declared_value(parsed))
     return tuple(dims)
 
 
@@ -99,6 +104,15 @@ def _usable(d: Dim | None) -> Dim | None:
     if isinstance(d, expr.DimExpr) and d.is_unknown:
         return None
     return d
+
+
+def _printed(dims: Sequence[Dim | None]) -> str:
+    """``[N, 4]`` (``?`` for a dim neither side knows)."""
+    parts = [
+        str(d) if isinstance(d, int) else "?" if d is None or d.is_unknown else expr.to_onnx(d)
+        for d in dims
+    ]
+    return "[" + ", ".join(parts) + "]"
 
 
 def _same(a: Dim, b: Dim) -> bool:
@@ -146,6 +160,7 @@ def _merge(
     where: str,
     node: ir.Node | None,
     what: str,
+    found: list[str] | None = None,
 ) -> MaybeDims | None:
     if declared is None:
         return None if inferred is None else tuple(inferred)
@@ -160,12 +175,16 @@ def _merge(
         result, equalities, conflicts = _plan(inferred, declared, what)
     if conflicts:
         kind = "shape" if what == "axis" else "value"
-        message = f"{where}: declared {kind} conflicts with the inferred one: " + "; ".join(
-            conflicts
+        message = (
+            f"{where}: declared {kind} {_printed(declared)} is false, inferred "
+            f"{_printed(inferred)}: " + "; ".join(conflicts)
         )
+        if found is not None:
+            found.append(message)
         if strict:
             raise ShapeInferenceError(ctx.add_diagnostic(node, "error", message))
-        ctx.add_diagnostic(node, "warning", message + " (anchor skipped)")
+        written = "; the inferred shape is written" if found is not None else ""
+        ctx.add_diagnostic(node, "warning", message + f" (anchor skipped{written})")
         return tuple(inferred)
     for inf, decl in equalities:
         ctx.add_symbolic_constraint_with_leaf_derivation(inf, decl)
@@ -180,6 +199,7 @@ def merge_with_anchor(
     strict: bool,
     where: str,
     node: ir.Node | None = None,
+    conflicts: list[str] | None = None,
 ) -> MaybeDims | None:
     """Merges an inferred shape with an anchor and records the equalities it implies.
 
@@ -193,6 +213,8 @@ def merge_with_anchor(
         strict: Raise on a conflict instead of skipping the anchor.
         where: Names the anchored value in diagnostics, e.g. ``"graph output 'Y'"``.
         node: The producer of the value, for the diagnostic (optional).
+        conflicts: Receives the conflict message, if any (the caller may then write
+            the inferred shape over the false declared one).
 
     Returns:
         The merged dims (``None`` when neither side knows the rank). A dim is ``None``
@@ -202,7 +224,16 @@ def merge_with_anchor(
         ShapeInferenceError: ``strict`` and the anchor conflicts (different ints, or a
             rank mismatch).
     """
-    return _merge(ctx, inferred, declared, strict=strict, where=where, node=node, what="axis")
+    return _merge(
+        ctx,
+        inferred,
+        declared,
+        strict=strict,
+        where=where,
+        node=node,
+        what="axis",
+        found=conflicts,
+    )
 
 
 def merge_value_with_anchor(

@@ -5,6 +5,8 @@ The context owns
 * the assumption :class:`~onnx_symdims.expr.Scope` (every symbol is a tensor dim,
   hence ``>= 0``; data-dependent dims get upper bounds),
 * deterministic minting of fresh symbols that never collide with a name the model uses,
+* the reading of the model's ``dim_param`` text (:meth:`ShapesContext.read_dim_text`:
+  text that is not an expression becomes a symbol with a readable name),
 * the constraint stores (equalities ``a == b`` and upper bounds ``lhs <= rhs``),
 * the side tables: the shape, dtype and "value as shape" (the symbolic elements of a
   small integer tensor, e.g. the output of ``Shape``) of every ``ir.Value``,
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 __all__ = [
     "ANONYMOUS_DIM_TEXTS",
+    "INTEGER_DTYPES",
+    "MAX_VALUE_ELEMENTS",
     "MISSING",
     "ShapesContext",
     "constant_tensor",
@@ -33,38 +37,28 @@ __all__ = [
 ]
 
 import logging
-import math
 import re
-import struct
 from collections.abc import Callable, Iterable, Sequence
 
 import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.shapes._diagnostics import Diagnostic, Severity, ShapeInferenceError
+from onnx_symdims.shapes._tensors import (  # re-exported: hooks import them from here
+    INTEGER_DTYPES,
+    MAX_VALUE_ELEMENTS,
+    constant_tensor,
+    int_elements,
+    note_untracked_read,
+    read_int64_proto,
+    tensor_dims,
+    untracked_reads,
+)
 
 logger = logging.getLogger(__name__)
 
 Dim = expr.Dim
 Shape = tuple[Dim, ...]
-
-#: Integer tensors at most this large are read as "value as shape" (never weights).
-MAX_VALUE_ELEMENTS = 1024
-
-#: Element types whose values are tracked symbolically (bool as 0/1).
-INTEGER_DTYPES = frozenset(
-    {
-        ir.DataType.INT8,
-        ir.DataType.INT16,
-        ir.DataType.INT32,
-        ir.DataType.INT64,
-        ir.DataType.UINT8,
-        ir.DataType.UINT16,
-        ir.DataType.UINT32,
-        ir.DataType.UINT64,
-        ir.DataType.BOOL,
-    }
-)
 
 # Function names of the expression printers/parsers: a symbol must never be spelled
 # like one of them, or the written dim_param would re-parse as a call.
@@ -77,6 +71,8 @@ _RESERVED_WORDS = frozenset(
 )  # fmt: skip
 
 _NON_IDENT = re.compile(r"[^A-Za-z0-9_]+")
+#: A name the expression grammar reads back as itself (``parse_expr``'s name token).
+_READABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _UNDERSCORES = re.compile(r"__+")
 
 
@@ -92,98 +88,6 @@ ANONYMOUS_DIM_TEXTS = frozenset({"?", "*"})
 def is_anonymous_dim_text(text: str) -> bool:
     """True for a ``dim_param`` that only says "unknown" (``?``, ``*``)."""
     return text.strip() in ANONYMOUS_DIM_TEXTS
-
-
-class _UntrackedReads:
-    count = 0
-
-
-def note_untracked_read() -> None:
-    """Records that a hook read more than its inputs' shapes, dtypes and values.
-
-    E.g. a tensor's contents or a producer node: the hook's result is not memoized.
-    """
-    _UntrackedReads.count += 1
-
-
-def untracked_reads() -> int:
-    """How many reads :func:`note_untracked_read` recorded so far (in this process)."""
-    return _UntrackedReads.count
-
-
-_PROTO_TENSOR = ir.serde.TensorProtoTensor
-_INT64_CODE = int(ir.DataType.INT64)
-_EXTERNAL = 1  # onnx.TensorProto.EXTERNAL (the shapes layer does not import onnx)
-
-
-def tensor_dims(tensor: ir.TensorProtocol) -> tuple[int, ...]:
-    """The dims of ``tensor``.
-
-    Read from the proto when it has one: ``shape`` builds an ``ir.Shape`` on every access.
-    """
-    if type(tensor) is _PROTO_TENSOR:  # exact type: isinstance on an ABC is slow
-        return tuple(tensor.raw.dims)
-    return tuple(int(d) for d in tensor.shape)
-
-
-def read_int64_proto(
-    tensor: ir.TensorProtocol,
-) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
-    """``(dims, elements)`` of an int64 ``TensorProto``-backed tensor, read directly.
-
-    ``elements`` is ``None`` past :data:`MAX_VALUE_ELEMENTS`. Exported models carry
-    hundreds of such constants (shape arithmetic); going through ``shape``, ``dtype``
-    and ``numpy()`` costs several times more. ``None`` for any other tensor (read it
-    the generic way).
-    """
-    if type(tensor) is not _PROTO_TENSOR:
-        return None
-    proto = tensor.raw
-    if proto.data_type != _INT64_CODE or proto.data_location == _EXTERNAL:
-        return None
-    dims = tuple(proto.dims)
-    count = math.prod(dims)
-    if count > MAX_VALUE_ELEMENTS:
-        return dims, None
-    if proto.HasField("raw_data"):
-        raw = proto.raw_data
-        if len(raw) != 8 * count:
-            return None
-        elements = struct.unpack(f"<{count}q", raw)  # little-endian int64, as ONNX stores it
-    else:
-        elements = tuple(proto.int64_data)
-        if len(elements) != count:
-            return None
-    return dims, elements
-
-
-def int_elements(tensor: ir.TensorProtocol) -> tuple[int, ...] | None:
-    """The elements of a small integer tensor, flattened; ``None`` for any other tensor.
-
-    Never reads more than :data:`MAX_VALUE_ELEMENTS` elements (weights stay unread).
-    """
-    read = read_int64_proto(tensor)
-    if read is not None:
-        return read[1]
-    # The product of the dims is the size (tensor.size builds an array first).
-    if (
-        tensor.dtype not in INTEGER_DTYPES
-        or math.prod(tensor_dims(tensor)) > MAX_VALUE_ELEMENTS
-    ):
-        return None
-    return tuple(int(x) for x in tensor.numpy().reshape(-1).tolist())
-
-
-def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
-    """The constant tensor of ``value``, or None; never the default of a graph input.
-
-    An initializer that is also a graph input can be overridden by a feed at run time,
-    so its contents and shape are not facts about the model.
-    """
-    _UntrackedReads.count += 1
-    if value.is_graph_input():
-        return None
-    return value.const_value
 
 
 def sanitize_symbol_name(hint: str) -> str:
@@ -237,6 +141,14 @@ class ShapesContext:
         self.mutations = 0
         self._reserved: set[str] = set(_RESERVED_WORDS)
         self._generated: set[str] = set()
+        # dim text -> its dim (read_dim_text); opaque texts map to readable symbols.
+        self._text_dims: dict[str, Dim] = {}
+        self._opaque: dict[str, str] = {}
+        #: The model-local functions being inferred, outermost first (a call of one of
+        #: them again is a recursion, which ONNX forbids).
+        self.active_functions: list[tuple[str, str, str]] = []
+        # Declared (anchor) value -> the axes whose dim the engine wrote (note_filled).
+        self._filled: dict[ir.Value, frozenset[int]] = {}
         self._next_suffix: dict[str, int] = {}
         # Constraint stores: key (canonical strings) -> the dims they were built from.
         self._equalities: dict[tuple[str, str], tuple[Dim, Dim]] = {}
@@ -294,13 +206,88 @@ class ShapesContext:
         """A shape of ``rank`` fresh symbols named ``{hint}_0``, ``{hint}_1``, ..."""
         return tuple(self.new_symbol(f"{hint}_{i}") for i in range(rank))
 
+    def read_dim_text(self, text: str) -> Dim:
+        """The dim a ``dim_param`` text of the model denotes (cached per text).
+
+        Text that is an expression is parsed (``parse_dim``). Text that is not (``7/:2``,
+        ``batch size``, ``N %``, a huge int) names one opaque dim, and ``parse_dim``
+        makes it a symbol named by the raw text; printed inside a compound dim that
+        text would re-parse to something else (``2*7/:2`` reads as 7). Here it becomes
+        a symbol with a readable name instead: the text sanitized
+        (:func:`sanitize_symbol_name`) and made unique against every reserved name
+        (the model's, see :meth:`reserve_names`) and every other opaque text, so equal
+        texts still denote one dim and different texts never share one. The model's
+        declared dims keep their text; only what the engine writes uses the name.
+
+        The empty text and anonymous texts (``?``) are the caller's business (they name
+        no dim); they are read like any other text here.
+        """
+        found = self._text_dims.get(text)
+        if found is None:
+            found = expr.parse_dim(text)
+            if (
+                isinstance(found, expr.DimExpr)
+                and found.is_symbol
+                and not _READABLE_NAME.fullmatch(found.name)  # type: ignore[arg-type]
+            ):
+                found = expr.sym(self._opaque_name(text))
+            self._text_dims[text] = found
+        return found
+
+    def _opaque_name(self, text: str) -> str:
+        base = sanitize_symbol_name(text)
+        name = base
+        suffix = 1
+        while name in self._reserved or name in self._generated:
+            name = f"{base}_{suffix}"
+            suffix += 1
+        # Reserved: no fresh symbol and no other opaque text is ever named the same.
+        self._reserved.add(name)
+        self._opaque[text] = name
+        self.mutations += 1
+        logger.debug("dim text %r is not an expression: symbol %r", text, name)
+        return name
+
+    def note_filled(self, value: ir.Value, axes: Iterable[int]) -> None:
+        """Records that the engine wrote the dims at ``axes`` of a declared ``value``.
+
+        E.g. an empty dim of a graph output: the dim is the engine's, not the author's,
+        so the anchor-propagation pass rewrites it like any other engine dim.
+        """
+        axes = frozenset(axes)
+        if axes:
+            self._filled[value] = self._filled.get(value, frozenset()) | axes
+
+    def filled_axes(self, value: ir.Value) -> frozenset[int]:
+        """The axes of ``value`` whose dims the engine wrote (see :meth:`note_filled`)."""
+        return self._filled.get(value, frozenset())
+
+    @property
+    def opaque_dim_names(self) -> dict[str, str]:
+        """``{text: symbol name}`` for each opaque ``dim_param`` text read so far."""
+        return dict(self._opaque)
+
+    def text_symbols(self, text: str) -> frozenset[str]:
+        """The symbol names in the dim ``text`` denotes (see :meth:`read_dim_text`)."""
+        d = self.read_dim_text(text) if text else 0
+        if isinstance(d, expr.DimExpr) and not d.is_unknown:
+            return d.symbols()
+        return frozenset()
+
     # ------------------------------------------------------------------------------------
     # Equality constraints
     # ------------------------------------------------------------------------------------
-    @staticmethod
-    def _text(d: Dim | str) -> tuple[str, Dim | None]:
+    def _text(self, d: Dim | str) -> tuple[str, Dim | None]:
         if isinstance(d, str):
-            return d, (expr.parse_dim(d) if d else None)
+            if not d:
+                return d, None
+            parsed = self.read_dim_text(d)
+            if isinstance(parsed, int):
+                return str(parsed), parsed
+            if parsed.is_unknown:
+                return d, parsed
+            # Keyed by the canonical text, as dims are: "N" and parsed "N" are one key.
+            return expr.to_onnx(parsed), parsed
         if isinstance(d, expr.DimExpr) and d.is_unknown:
             return "", None  # an unknown equals nothing, not even itself
         return expr.to_onnx(d), d
@@ -392,8 +379,11 @@ class ShapesContext:
         return True
 
     def has_less_equal_constraint(self, lhs: Dim | str, rhs: Dim | str) -> bool:
-        """True when exactly ``lhs <= rhs`` was recorded."""
-        return (self._text(lhs)[0], self._text(rhs)[0]) in self._upper_bounds
+        """True when exactly ``lhs <= rhs`` was recorded (``a <= a`` is always true)."""
+        tl, tr = self._text(lhs)[0], self._text(rhs)[0]
+        if tl == tr:
+            return bool(tl)
+        return (tl, tr) in self._upper_bounds
 
     def less_equal_constraints(self) -> list[tuple[str, str]]:
         """The recorded upper bounds as ``(lhs, rhs)`` string pairs."""
@@ -508,8 +498,8 @@ class ShapesContext:
     def dims_from_ir(self, shape: ir.Shape | None, hint: str) -> Shape | None:
         """Converts an ``ir.Shape`` to dims.
 
-        ``dim_param`` text goes through ``parse_dim`` (never fails); an empty dim becomes a
-        fresh symbol named after ``hint``.
+        ``dim_param`` text goes through :meth:`read_dim_text` (never fails); an empty or
+        anonymous dim becomes a fresh symbol named after ``hint``.
         """
         if shape is None:
             return None
@@ -523,7 +513,7 @@ class ShapesContext:
             if not text or is_anonymous_dim_text(text):
                 dims.append(self.new_symbol(f"{hint}_d{i}"))
                 continue
-            parsed = expr.parse_dim(text)
+            parsed = self.read_dim_text(text)
             if isinstance(parsed, int) and parsed < 0:
                 parsed = self.new_symbol(f"{hint}_d{i}")  # "-1" etc.: not a dim
             elif isinstance(parsed, expr.DimExpr) and parsed.is_unknown:
@@ -592,15 +582,23 @@ class ShapesContext:
         """The symbolic elements of the value called ``name`` (query API)."""
         return self.value_of(name)
 
-    @staticmethod
-    def _read_constant_elements(value: ir.Value) -> Shape | None:
+    def _read_constant_elements(self, value: ir.Value) -> Shape | None:
         tensor = constant_tensor(value)
         if tensor is None:
             return None
         try:
             return int_elements(tensor)
-        except Exception as e:  # e.g. external data file missing: value stays unknown
-            logger.debug("cannot read constant %r: %s", value.name, e)
+        except Exception as e:  # any unreadable tensor: its contents are unknown
+            # E.g. external data that is missing, outside the model's folder (onnx-ir
+            # refuses ``../`` and absolute paths) or at a bad offset: never read, said.
+            where = getattr(tensor, "location", None)
+            source = f" (external data {where!r})" if where is not None else ""
+            self.add_diagnostic(
+                None,
+                "warning",
+                f"constant {value.name!r}{source} cannot be read, its contents are "
+                f"unknown: {type(e).__name__}: {e}",
+            )
             return None
 
     def forget(self, value: ir.Value) -> None:

@@ -1,26 +1,34 @@
 """Merging an inferred shape with the shape a value already declares in the model.
 
-The rules (per dim, same rank; ``anchor`` values are graph outputs whose declared text
-is never changed):
+A declared intermediate shape (``value_info``) is a claim no runtime checks: it may be
+stale (a model re-exported with a dynamic batch keeps ``batch = 1`` there). The inferred
+shape holds in every run, so a declared dim is only kept where it agrees with it or
+adds what inference does not know. The rules (per dim, same rank; ``anchor`` values
+are subgraph outputs, whose declared text is never changed):
 
-* an empty declared dim (or ONNX's anonymous ``unk__N`` on a non-anchor) declares
-  nothing: the inferred dim is written;
-* equal dims: kept;
-* two different ints: a conflict (diagnostic); the declared dim stays on the value and
-  the inferred one is used downstream;
-* a declared int against an inferred symbolic dim: the int wins everywhere;
+* an empty declared dim (or ONNX's anonymous ``unk__N`` on a non-anchor, or a negative
+  ``dim_value`` or text such as ``-1``) declares nothing: the inferred dim is written;
+* equal dims: the canonical (inferred) spelling is written (the declared one on
+  anchors): ``((batch*total_seq_len)//batch)`` becomes ``total_seq_len``;
+* two different ints: a conflict; the inferred int is used downstream and written;
+* a declared int against an inferred symbolic dim: the int wins only when the inferred
+  dim is a bare symbol the engine minted (it knows nothing) or is proven equal; else
+  the declared int is not implied: a conflict, the inferred dim is used and written;
 * a declared symbolic dim against an inferred int: the int is used downstream and
   written (except on anchors);
-* two different symbolic dims: the declared text stays; downstream sees the inferred
-  dim, unless it is a bare symbol the engine minted, which knows less than the
-  declared one.
+* two different symbolic dims: written canonically when proven equal; a conflict (the
+  inferred dim is written) when proven different (``N`` declared, ``N+1`` inferred);
+  else the declared text stays; downstream sees the inferred dim, unless it is a bare
+  symbol the engine minted, which knows less than the declared one;
+* a rank mismatch: a conflict; the inferred shape is used and written.
 
-No equality is recorded here: these values are not anchors (main-graph outputs and,
-by option, value_info go through :mod:`onnx_symdims.shapes._anchors`).
+Conflict messages name both shapes; the engine records them as ``warning``s (raising in
+strict mode). No equality is recorded here: these values are not anchors (main-graph
+outputs and, by option, value_info go through :mod:`onnx_symdims.shapes._anchors`).
 
-Policies: ``refine`` and ``strict`` follow these rules (``strict`` raises on conflicts,
-which the caller does), ``skip`` computes the same downstream dims but writes nothing
-over a declared shape (anchors included), ``override`` writes the inferred shape (anchors excepted).
+Policies: ``refine`` follows these rules, ``skip`` computes the same downstream dims but
+writes nothing over a declared shape (anchors included), ``override`` writes the
+inferred shape (anchors excepted).
 """
 
 from __future__ import annotations
@@ -70,6 +78,21 @@ def _declares_nothing(d: ir.SymbolicDim, anchor: bool) -> bool:
     )
 
 
+def _printed(dims) -> str:
+    """``[N, 4]`` for dims (``?`` for an empty declared dim)."""
+    parts = []
+    for d in dims:
+        if isinstance(d, int):
+            parts.append(str(d))
+        elif isinstance(d, ir.SymbolicDim):
+            parts.append(d.value or "?")
+        elif d is None:
+            parts.append("?")
+        else:
+            parts.append(expr.to_onnx(d))
+    return "[" + ", ".join(parts) + "]"
+
+
 def merge_declared_shape(
     ctx: ShapesContext,
     writer: IRDimWriter,
@@ -84,6 +107,7 @@ def merge_declared_shape(
 
     Nothing is recorded: a declared intermediate shape is the author's claim, not an
     anchor (anchors go through :func:`onnx_symdims.shapes._anchors.merge_with_anchor`).
+    A conflict message names both shapes; the caller says which value it is about.
     """
     if declared is None:
         written = None if inferred is None else writer.dims(inferred)
@@ -92,42 +116,80 @@ def merge_declared_shape(
         return MergeResult(ctx.dims_from_ir(declared, hint), None, [])
     if policy == "override" and not anchor:
         return MergeResult(inferred, writer.dims(inferred), [])
+    both = f"declared {_printed(declared.dims)}, inferred {_printed(inferred)}"
     if len(declared) != len(inferred):
         conflict = (
-            f"declared rank {len(declared)} conflicts with inferred rank {len(inferred)}"
+            f"declared rank {len(declared)} conflicts with inferred rank {len(inferred)} "
+            f"({both})"
         )
-        written = writer.dims(inferred) if policy == "override" else None
+        # A declared intermediate shape is not checked by any runtime: a false one is
+        # replaced (a subgraph output, an anchor of its graph, keeps its text).
+        written = writer.dims(inferred) if policy != "skip" and not anchor else None
         return MergeResult(inferred, written, [conflict])
 
     dims: list[Dim] = []
     out: list[int | ir.SymbolicDim] = []
-    conflicts: list[str] = []
+    problems: list[str] = []
     for axis, (decl, inf) in enumerate(zip(declared.dims, inferred)):
         if not isinstance(decl, int) and _declares_nothing(decl, anchor):
             dims.append(inf)
             out.append(writer.dim(inf))
             continue
-        declared_dim = decl if isinstance(decl, int) else expr.parse_dim(decl.value)
+        declared_dim = decl if isinstance(decl, int) else ctx.read_dim_text(decl.value)
+        if isinstance(declared_dim, int) and declared_dim < 0:
+            # dim_value -1 or text "-1": some producers' "unknown", never a size.
+            dims.append(inf)
+            out.append(writer.dim(inf) if policy != "skip" else decl)
+            continue
         if isinstance(declared_dim, expr.DimExpr) and declared_dim.is_unknown:
             dims.append(inf)
             out.append(decl)
             continue
         if declared_dim is inf or (isinstance(inf, int) and declared_dim == inf):
             dims.append(inf)
-            out.append(decl)
+            # Exporter text equal to the canonical dim is written canonically: one dim,
+            # one spelling (onnxscript matches dims by text).
+            out.append(decl if anchor else writer.dim(inf))
         elif isinstance(declared_dim, int) and isinstance(inf, int):
-            conflicts.append(f"axis {axis}: declared {declared_dim} but inferred {inf}")
+            problems.append(f"axis {axis}: declared {declared_dim} but inferred {inf}")
             dims.append(inf)
-            out.append(decl)
+            out.append(decl if anchor else inf)
         elif isinstance(declared_dim, int):
-            dims.append(declared_dim)
-            out.append(decl)
+            minted = inf.is_symbol and ctx.is_generated(inf.name)  # type: ignore[arg-type]
+            if minted or anchor or ctx.scope.prove_eq(inf, declared_dim):
+                # A minted symbol knows nothing: the declared int is the only fact.
+                dims.append(declared_dim)
+                out.append(decl)
+            else:
+                # The inferred dim holds in every run; the declared int is a claim no
+                # runtime checks (stale value_info: batch declared 1): not implied.
+                problems.append(
+                    f"axis {axis}: declared {declared_dim} is not implied by inferred "
+                    f"{expr.to_onnx(inf)}"
+                )
+                dims.append(inf)
+                out.append(writer.dim(inf))
         elif isinstance(inf, int):
             dims.append(inf)
             out.append(decl if anchor else inf)
         else:
             minted = inf.is_symbol and ctx.is_generated(inf.name)  # type: ignore[arg-type]
-            dims.append(declared_dim if minted else inf)
-            out.append(decl)
+            if minted:
+                dims.append(declared_dim)
+                out.append(decl)
+            elif anchor:
+                dims.append(inf)
+                out.append(decl)
+            else:
+                relation = ctx.scope.compare(inf, declared_dim)
+                if relation in ("Greater", "Smaller"):
+                    # Provably another size (stale ``N`` where ``N+1`` is inferred).
+                    problems.append(
+                        f"axis {axis}: declared {decl.value} but inferred {expr.to_onnx(inf)}"
+                    )
+                dims.append(inf)
+                # Equal: the canonical spelling; provably different: the inferred dim.
+                out.append(writer.dim(inf) if relation != "Unknown" else decl)
+    conflicts = [f"{'; '.join(problems)} ({both})"] if problems else []
     written = None if policy == "skip" else out
     return MergeResult(tuple(dims), written, conflicts)

@@ -212,7 +212,10 @@ def test_declared_shapes_are_read_once_with_fresh_symbols_for_empty_dims():
     ctx = ShapesContext()
     v = ir.Value(name="x", shape=ir.Shape(["batch size", None, 3, "N + 1", -1]))
     shape = ctx.shape_of(v)
-    assert shape[0] is expr.sym("batch size")
+    # Not an expression: one symbol with a name the grammar reads back (not minted).
+    assert shape[0] is expr.sym("batch_size")
+    assert not ctx.is_generated("batch_size")
+    assert ctx.opaque_dim_names == {"batch size": "batch_size"}
     assert ctx.is_generated(shape[1].name)
     assert shape[2] == 3
     assert shape[3] is N + 1

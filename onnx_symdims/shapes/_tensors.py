@@ -1,0 +1,136 @@
+"""Reading constant tensors: dims, small integer contents, and which reads are tracked.
+
+Initializer and ``Constant`` tensors are read straight from their ``TensorProto`` when
+they have one (``ir.Shape`` and ``numpy()`` cost several times more); weights are never
+read (only integer tensors of at most :data:`MAX_VALUE_ELEMENTS` elements).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "INTEGER_DTYPES",
+    "MAX_VALUE_ELEMENTS",
+    "constant_tensor",
+    "int_elements",
+    "note_untracked_read",
+    "read_int64_proto",
+    "tensor_dims",
+    "untracked_reads",
+]
+
+import logging
+import math
+import struct
+
+import onnx_ir as ir
+
+logger = logging.getLogger(__name__)
+
+#: Integer tensors at most this large are read as "value as shape" (never weights).
+MAX_VALUE_ELEMENTS = 1024
+
+#: Element types whose values are tracked symbolically (bool as 0/1).
+INTEGER_DTYPES = frozenset(
+    {
+        ir.DataType.INT8,
+        ir.DataType.INT16,
+        ir.DataType.INT32,
+        ir.DataType.INT64,
+        ir.DataType.UINT8,
+        ir.DataType.UINT16,
+        ir.DataType.UINT32,
+        ir.DataType.UINT64,
+        ir.DataType.BOOL,
+    }
+)
+
+class _UntrackedReads:
+    count = 0
+
+
+def note_untracked_read() -> None:
+    """Records that a hook read more than its inputs' shapes, dtypes and values.
+
+    E.g. a tensor's contents or a producer node: the hook's result is not memoized.
+    """
+    _UntrackedReads.count += 1
+
+
+def untracked_reads() -> int:
+    """How many reads :func:`note_untracked_read` recorded so far (in this process)."""
+    return _UntrackedReads.count
+
+
+_PROTO_TENSOR = ir.serde.TensorProtoTensor
+_INT64_CODE = int(ir.DataType.INT64)
+_EXTERNAL = 1  # onnx.TensorProto.EXTERNAL (the shapes layer does not import onnx)
+
+
+def tensor_dims(tensor: ir.TensorProtocol) -> tuple[int, ...]:
+    """The dims of ``tensor``.
+
+    Read from the proto when it has one: ``shape`` builds an ``ir.Shape`` on every access.
+    """
+    if type(tensor) is _PROTO_TENSOR:  # exact type: isinstance on an ABC is slow
+        return tuple(tensor.raw.dims)
+    return tuple(int(d) for d in tensor.shape)
+
+
+def read_int64_proto(
+    tensor: ir.TensorProtocol,
+) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
+    """``(dims, elements)`` of an int64 ``TensorProto``-backed tensor, read directly.
+
+    ``elements`` is ``None`` past :data:`MAX_VALUE_ELEMENTS`. Exported models carry
+    hundreds of such constants (shape arithmetic); going through ``shape``, ``dtype``
+    and ``numpy()`` costs several times more. ``None`` for any other tensor (read it
+    the generic way).
+    """
+    if type(tensor) is not _PROTO_TENSOR:
+        return None
+    proto = tensor.raw
+    if proto.data_type != _INT64_CODE or proto.data_location == _EXTERNAL:
+        return None
+    dims = tuple(proto.dims)
+    count = math.prod(dims)
+    if count > MAX_VALUE_ELEMENTS:
+        return dims, None
+    if proto.HasField("raw_data"):
+        raw = proto.raw_data
+        if len(raw) != 8 * count:
+            return None
+        elements = struct.unpack(f"<{count}q", raw)  # little-endian int64, as ONNX stores it
+    else:
+        elements = tuple(proto.int64_data)
+        if len(elements) != count:
+            return None
+    return dims, elements
+
+
+def int_elements(tensor: ir.TensorProtocol) -> tuple[int, ...] | None:
+    """The elements of a small integer tensor, flattened; ``None`` for any other tensor.
+
+    Never reads more than :data:`MAX_VALUE_ELEMENTS` elements (weights stay unread).
+    """
+    read = read_int64_proto(tensor)
+    if read is not None:
+        return read[1]
+    # The product of the dims is the size (tensor.size builds an array first).
+    if (
+        tensor.dtype not in INTEGER_DTYPES
+        or math.prod(tensor_dims(tensor)) > MAX_VALUE_ELEMENTS
+    ):
+        return None
+    return tuple(int(x) for x in tensor.numpy().reshape(-1).tolist())
+
+
+def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
+    """The constant tensor of ``value``, or None; never the default of a graph input.
+
+    An initializer that is also a graph input can be overridden by a feed at run time,
+    so its contents and shape are not facts about the model.
+    """
+    _UntrackedReads.count += 1
+    if value.is_graph_input():
+        return None
+    return value.const_value
