@@ -13,10 +13,13 @@ from __future__ import annotations
 
 __all__ = [
     "CollapseReshapeChainsPass",
+    "FlattenConcatsPass",
     "OptimizePass",
     "OptimizeResult",
     "ProvenValuesPass",
     "ShapeFacts",
+    "ShapeRulesPass",
+    "SlicesToSplitPass",
     "analyze",
     "count_nodes",
     "optimize",
@@ -24,7 +27,8 @@ __all__ = [
 ]
 
 from onnx_symdims.rewrite._facts import ShapeFacts, analyze
-from onnx_symdims.rewrite._layout import CollapseReshapeChainsPass
+from onnx_symdims.rewrite._layout import CollapseReshapeChainsPass, FlattenConcatsPass
 from onnx_symdims.rewrite._pipeline import OptimizePass, OptimizeResult, count_nodes, optimize
-from onnx_symdims.rewrite._rules import shape_rules
+from onnx_symdims.rewrite._rules import ShapeRulesPass, shape_rules
+from onnx_symdims.rewrite._split import SlicesToSplitPass
 from onnx_symdims.rewrite._values import ProvenValuesPass

@@ -114,8 +114,18 @@ class _FactsRule(pattern.RewriteRuleClassBase):
         y = bindings["y"]
         x = self.forward(**bindings)
         if y.is_graph_output():
-            if x.is_graph_input() or x.is_graph_output() or x.is_initializer():
-                self.declined["the output is a graph output fed by a graph input"] += 1
+            producer = x.producer()
+            # A graph (or branch) output cannot be a graph input, another output, an
+            # initializer or a value of an enclosing scope (onnxruntime refuses a
+            # subgraph that returns an outer value directly).
+            if (
+                x.is_graph_input()
+                or x.is_graph_output()
+                or x.is_initializer()
+                or producer is None
+                or producer.graph is not node.graph
+            ):
+                self.declined["the output is a graph output fed by a value of another scope"] += 1
                 return False
             name = y.name
             y.replace_all_uses_with(x, replace_graph_outputs=True)

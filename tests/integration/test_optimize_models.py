@@ -1,0 +1,147 @@
+"""``optimize`` on the committed exported models: outputs identical, never more nodes.
+
+Every model of ``tests/data/*.onnx`` and the bundled ``tiny_decoder.onnx`` is optimized,
+then run before and after in onnxruntime on input sizes that respect the model's
+relations — read off the input names: KV-cache models take ``past_key_values.*`` of
+``past_seq_len`` and an ``attention_mask`` of ``total_seq_len = past_seq_len +
+seq_len`` — including the sizes users deploy (batch 1, decode ``seq_len = 1``, prefill
+with an empty cache ``past_seq_len = 0``). Inputs are filled as each model's
+``*.truth.json`` says (``feeds``: token ids, ones, positions from ``past_seq_len``).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import pytest
+
+import onnx_symdims
+from onnx_symdims.rewrite import OptimizePass
+from tests.rewrite._rewrite_testing import session
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
+BUNDLED = pathlib.Path(onnx_symdims.__file__).parent / "data"
+MODELS = [*sorted(p.stem for p in DATA.glob("*.onnx")), "tiny_decoder"]
+
+
+def _model_path(name: str) -> pathlib.Path:
+    path = DATA / f"{name}.onnx"
+    return path if path.exists() else BUNDLED / f"{name}.onnx"
+
+
+def _bindings(truth: dict) -> list[dict[str, int]]:
+    """Sizes for the model's input symbols, edge sizes first, then the recorded ones."""
+    symbols = {
+        d for spec in truth["inputs"].values() for d in spec["dims"] if isinstance(d, str)
+    }
+    if "past_seq_len" in symbols:
+        triples = [(1, 1, 0), (1, 1, 6), (2, 5, 0), (1, 3, 2)]
+        wanted = [
+            {"batch": b, "seq_len": s, "past_seq_len": p, "total_seq_len": s + p}
+            for b, s, p in triples
+        ]
+    elif "height" in symbols:  # conv strides and pools need room: the recorded sizes
+        wanted = [{**truth["bindings"][0], "batch": 1}]
+    else:
+        wanted = [{"batch": 1, "seq_len": 1}, {"batch": 1, "seq_len": 9}]
+    wanted += truth["bindings"]
+    for binding in wanted:
+        assert set(binding) == symbols, (binding, symbols)
+        if "total_seq_len" in binding:
+            assert binding["total_seq_len"] == binding["seq_len"] + binding["past_seq_len"]
+    return wanted
+
+
+def _feeds(truth: dict, sizes: dict[str, int], seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name, spec in truth["inputs"].items():
+        shape = tuple(d if isinstance(d, int) else sizes[d] for d in spec["dims"])
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(spec["elem_type"])
+        how = truth["feeds"][name]
+        if how["kind"] == "ids":
+            array = rng.integers(0, how["high"], shape)
+        elif how["kind"] == "ones":
+            array = np.ones(shape)
+        elif how["kind"] == "positions":
+            start = sizes[how["start"]]
+            array = np.broadcast_to(np.arange(start, start + shape[-1]), shape)
+        else:
+            assert how["kind"] == "normal", how
+            array = rng.standard_normal(shape)
+        feeds[name] = np.ascontiguousarray(array).astype(dtype)
+    return feeds
+
+
+def _nodes(graph) -> int:
+    """Main-graph nodes without ``Constant`` (what the optimizers are compared on)."""
+    return sum(1 for n in graph if n.op_type != "Constant")
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def optimized(request):
+    name = request.param
+    path = _model_path(name)
+    truth = json.loads((DATA / f"{name}.truth.json").read_text())
+    return name, onnx.load(path), onnx_symdims.optimize(path), truth
+
+
+def test_every_committed_model_is_covered():
+    assert len(MODELS) >= 7, MODELS
+    for name in MODELS:
+        assert (DATA / f"{name}.truth.json").exists(), name
+
+
+def test_optimized_model_gives_identical_outputs(optimized):
+    name, original, after, truth = optimized
+    reference, candidate = session(original), session(after)
+    names = [o.name for o in original.graph.output]
+    assert [o.name for o in after.graph.outputs] == names
+    for k, sizes in enumerate(_bindings(truth)):
+        feeds = _feeds(truth, sizes, seed=k)
+        expected = reference.run(None, feeds)
+        actual = candidate.run(None, feeds)
+        for output, a, e in zip(names, actual, expected):
+            assert a.dtype == e.dtype and a.shape == e.shape, (name, sizes, output)
+            different = int(np.sum(a != e))
+            assert different == 0, f"{name} {sizes} {output}: {different} elements differ"
+
+
+def test_optimized_model_keeps_inputs_and_outputs(optimized):
+    _, original, after, _ = optimized
+    declared = ir.serde.deserialize_model(original)
+    assert [v.name for v in after.graph.inputs] == [v.name for v in declared.graph.inputs]
+    for mine, theirs in zip(after.graph.inputs, declared.graph.inputs):
+        assert mine.shape == theirs.shape and mine.dtype == theirs.dtype, mine.name
+    for mine, theirs in zip(after.graph.outputs, declared.graph.outputs):
+        assert mine.dtype == theirs.dtype, mine.name
+        for d_mine, d_theirs in zip(mine.shape.dims, theirs.shape.dims):
+            if isinstance(d_theirs, int) or d_theirs.value:  # the author's dims stay
+                assert d_mine == d_theirs, (mine.name, mine.shape, theirs.shape)
+
+
+def test_no_more_nodes_than_onnxscript_alone(optimized):
+    import onnxscript
+
+    name, original, after, _ = optimized
+    alone = ir.serde.deserialize_model(original)
+    onnxscript.optimizer.optimize(alone)
+    assert _nodes(after.graph) <= _nodes(alone.graph), name
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_ort_fusions_keep_the_model_running(name):
+    """With onnxruntime's fused contrib ops the float math is reordered: close, not equal."""
+    path = _model_path(name)
+    truth = json.loads((DATA / f"{name}.truth.json").read_text())
+    result = OptimizePass(fusions="ort")(m := ir.load(path))
+    reference, candidate = session(onnx.load(path)), session(m)
+    for k, sizes in enumerate(_bindings(truth)[:3]):
+        feeds = _feeds(truth, sizes, seed=k)
+        for a, e in zip(candidate.run(None, feeds), reference.run(None, feeds)):
+            assert a.dtype == e.dtype and a.shape == e.shape, (name, sizes, result.fired)
+            np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4, err_msg=f"{name} {sizes}")

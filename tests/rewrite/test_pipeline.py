@@ -1,0 +1,288 @@
+"""``optimize`` / ``OptimizePass``: input kinds, the result record, names kept, fusions.
+
+Also the rules inside a user's own onnxscript pipeline (``shape_rules``).
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import pytest
+
+import onnx_symdims
+from onnx_symdims.rewrite import OptimizePass, OptimizeResult, ShapeFacts, shape_rules
+from tests.rewrite._rewrite_testing import (
+    assert_equivalent,
+    assert_same_outputs,
+    feeds_for,
+    model,
+    ops,
+    proto,
+    run,
+    session,
+)
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
+
+# The author's names (batch, seq) on inputs and outputs; a TorchScript-style computed
+# Reshape target, an Expand to the input's own shape and a Mul by one in between.
+AUTHOR = """
+    g (float[batch, seq, 8] x, int64[batch, seq] ids) => (float[batch, seq, 2, 4] y,
+                                                           int64[batch, seq] z) {
+        s = Shape(x)
+        i0 = Constant<value = int64 {0}>()
+        i1 = Constant<value = int64 {1}>()
+        b = Gather(s, i0)
+        q = Gather(s, i1)
+        k = Constant<value = int64[1] {0}>()
+        ub = Unsqueeze(b, k)
+        uq = Unsqueeze(q, k)
+        c = Constant<value = int64[2] {2, 4}>()
+        t = Concat<axis = 0>(ub, uq, c)
+        r = Reshape(x, t)
+        sr = Shape(r)
+        e = Expand(r, sr)
+        one = Constant<value = float {1.0}>()
+        y = Mul(e, one)
+        sid = Shape(ids)
+        z = Expand(ids, sid)
+    }
+"""
+SIZES = [
+    {"batch": 0, "seq": 3},
+    {"batch": 1, "seq": 1},
+    {"batch": 2, "seq": 0},
+    {"batch": 3, "seq": 5},
+]
+
+
+def _names(values) -> list[str]:
+    return [v.name for v in values]
+
+
+def _dims(value: ir.Value) -> list:
+    return [d if isinstance(d, int) else d.value for d in value.shape.dims]
+
+
+def test_ir_model_is_optimized_in_place_and_returned():
+    m = model(AUTHOR)
+    before = proto(m)
+    inputs = _names(m.graph.inputs)
+    out = onnx_symdims.optimize(m)
+    assert out is m
+    assert _names(m.graph.inputs) == inputs
+    assert ops(m) == ["Reshape"]
+    assert_equivalent(before, m, SIZES)
+
+
+def test_model_proto_gives_a_new_proto_and_leaves_the_argument_unchanged():
+    p = proto(model(AUTHOR))
+    snapshot = p.SerializeToString()
+    out = onnx_symdims.optimize(p)
+    assert isinstance(out, onnx.ModelProto)
+    assert out is not p
+    assert p.SerializeToString() == snapshot
+    assert len(out.graph.node) < len(p.graph.node)
+    assert [i.name for i in out.graph.input] == [i.name for i in p.graph.input]
+    assert_equivalent(p, out, SIZES)
+
+
+@pytest.mark.parametrize("as_str", [True, False])
+def test_path_gives_an_ir_model(tmp_path, as_str):
+    path = tmp_path / "m.onnx"
+    ir.save(model(AUTHOR), path)
+    out = onnx_symdims.optimize(str(path) if as_str else path)
+    assert isinstance(out, ir.Model)
+    assert_equivalent(onnx.load(path), out, SIZES)
+    # The file on disk is not touched.
+    assert len(onnx.load(path).graph.node) == len(model(AUTHOR).graph)
+
+
+def test_package_root_exports_the_pipeline():
+    from onnx_symdims import rewrite
+
+    assert onnx_symdims.optimize is rewrite.optimize
+
+
+def test_bad_argument_type():
+    with pytest.raises(TypeError, match=r"expected an ir\.Model"):
+        onnx_symdims.optimize(42)
+
+
+def test_bad_fusions_name():
+    with pytest.raises(ValueError, match="fusions must be one of"):
+        OptimizePass(fusions="trt")
+
+
+def test_result_records_counts_rules_and_rounds():
+    m = model(AUTHOR)
+    n_before = len(m.graph)
+    result = OptimizePass()(m)
+    assert isinstance(result, OptimizeResult)
+    assert result.modified
+    assert sum(result.before.values()) == n_before
+    assert result.before["Reshape"] == 1 and result.before["Expand"] == 2
+    assert sum(result.after.values()) == len(m.graph)
+    assert result.after["Expand"] == 0
+    assert result.fired["ExpandToOwnShape"] >= 1
+    assert result.fired["MaterializeReshapeTarget"] == 1
+    assert all(isinstance(n, int) and n > 0 for n in result.declined.values())
+    assert all(":" in reason for reason in result.declined)
+    assert 1 <= result.rounds <= 6
+    assert result.seconds > 0
+
+
+def test_result_on_a_model_with_nothing_to_do():
+    m = model(
+        """
+        g (float[N, 4] x) => (float[N, 4] y) {
+            y = Relu(x)
+        }
+        """
+    )
+    result = OptimizePass()(m)
+    assert not result.modified
+    assert result.fired == {}
+    assert result.before == result.after == {"Relu": 1}
+    assert result.rounds == 1
+
+
+def test_author_dim_names_are_kept_on_inputs_and_outputs():
+    m = onnx_symdims.optimize(model(AUTHOR))
+    assert [_dims(v) for v in m.graph.inputs] == [["batch", "seq", 8], ["batch", "seq"]]
+    assert [_dims(v) for v in m.graph.outputs] == [["batch", "seq", 2, 4], ["batch", "seq"]]
+    assert _names(m.graph.outputs) == ["y", "z"]
+
+
+def test_declared_output_with_an_unknown_dim_keeps_the_author_names():
+    m = onnx_symdims.optimize(
+        model(
+            """
+            g (float[batch, seq, 8] x) => (float[batch, ?] y) {
+                k = Constant<value = int64[2] {0, -1}>()
+                y = Reshape(x, k)
+            }
+            """
+        )
+    )
+    (y,) = m.graph.outputs
+    assert _dims(y)[0] == "batch"
+    assert isinstance(_dims(y)[1], str) and "seq" in _dims(y)[1]
+
+
+def test_input_names_of_a_real_model_are_never_changed():
+    path = DATA / "bert_dynamo.onnx"
+    original = ir.load(path)
+    m = onnx_symdims.optimize(path)
+    assert _names(m.graph.inputs) == _names(original.graph.inputs)
+    assert [_dims(v) for v in m.graph.inputs] == [_dims(v) for v in original.graph.inputs]
+    assert _names(m.graph.outputs) == _names(original.graph.outputs)
+    assert [_dims(v) for v in m.graph.outputs] == [_dims(v) for v in original.graph.outputs]
+
+
+# ------------------------------------------------------------------------------------
+# The rules inside a user's own onnxscript pipeline
+# ------------------------------------------------------------------------------------
+def test_shape_rules_in_a_users_onnxscript_pipeline():
+    import onnxscript
+
+    m = model(AUTHOR)
+    before = proto(m)
+    facts = ShapeFacts.analyze(m)
+    rules = shape_rules(facts)
+    onnxscript.rewriter.rewrite(m, pattern_rewrite_rules=rules)
+    fired = {r.name: r.fired for r in rules.rule_objects if r.fired}
+    assert fired.get("ExpandToOwnShape", 0) >= 1
+    assert fired.get("MaterializeReshapeTarget") == 1
+    assert fired.get("MulByOne") == 1
+    assert ops(m).count("Expand") <= 1
+    assert_equivalent(before, m, SIZES)
+
+
+# ------------------------------------------------------------------------------------
+# Fusions with the guard (onnxruntime's contrib ops: float results within 1e-5)
+# ------------------------------------------------------------------------------------
+def _bert_feeds(sizes):
+    rng = np.random.default_rng(0)
+    shape = (sizes["batch"], sizes["seq_len"])
+    return {
+        "input_ids": rng.integers(0, 256, shape).astype(np.int64),
+        "attention_mask": np.ones(shape, np.int64),
+        "token_type_ids": rng.integers(0, 2, shape).astype(np.int64),
+    }
+
+
+def test_ort_fusions_fire_and_the_model_still_runs():
+    path = DATA / "bert_dynamo.onnx"
+    m = ir.load(path)
+    result = OptimizePass(fusions="ort")(m)
+    fusions = {k: v for k, v in result.fired.items() if k.startswith("fusion.")}
+    assert fusions, result.fired
+    assert any(n.domain == "com.microsoft" for n in m.graph)
+    reference, fused = session(onnx.load(path)), session(m)
+    for sizes in ({"batch": 1, "seq_len": 1}, {"batch": 2, "seq_len": 7}):
+        feeds = _bert_feeds(sizes)
+        for a, e in zip(fused.run(None, feeds), reference.run(None, feeds)):
+            assert a.shape == e.shape
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+
+
+GPT2 = DATA / "gpt2_kv_legacy.onnx"
+
+
+def _gpt2_feeds(batch, seq, past):
+    base = feeds_for(
+        onnx.load(GPT2, load_external_data=False),
+        {"batch": batch, "seq_len": seq, "past_seq_len": past, "total_seq_len": seq + past},
+    )
+    base["input_ids"] = np.zeros((batch, seq), np.int64)
+    base["attention_mask"] = np.ones((batch, seq + past), np.int64)
+    base["position_ids"] = np.broadcast_to(np.arange(past, past + seq), (batch, seq)).copy()
+    return base
+
+
+@pytest.fixture(scope="module")
+def gpt2_fused():
+    m = ir.load(GPT2)
+    return m, OptimizePass(fusions="ort")(m)
+
+
+def test_guard_refuses_fusions_that_change_a_proven_shape(gpt2_fused):
+    """On this GPT-2 export the fused attention output's proven shape differs (at
+    ``seq_len = 0``): the guard undoes the whole fusion step."""
+    m, result = gpt2_fused
+    assert not any(k.startswith("fusion.") for k in result.fired)
+    assert not any(n.domain == "com.microsoft" for n in m.graph)
+    assert sum(result.after.values()) == len(onnx_symdims.optimize(ir.load(GPT2)).graph)
+
+
+def test_model_refused_by_the_guard_still_runs(gpt2_fused):
+    m, _ = gpt2_fused
+    reference = session(onnx.load(GPT2))
+    for batch, seq, past in ((1, 1, 0), (2, 3, 4)):
+        feeds = _gpt2_feeds(batch, seq, past)
+        assert_same_outputs(run(m, feeds), reference.run(None, feeds))
+
+
+def test_a_crashing_fusion_pass_leaves_the_model_as_it_was(monkeypatch):
+    from onnx_symdims.rewrite import _guard
+
+    def crash(model, fusions):
+        model.graph.remove(list(model.graph)[-1], safe=False)  # half-done work
+        raise RuntimeError("fusion pass crashed")
+
+    monkeypatch.setattr(_guard, "_run", crash)
+    m = model(AUTHOR)
+    before = proto(m)
+    result = OptimizePass(fusions="ort")(m)
+    assert not any(k.startswith("fusion.") for k in result.fired)
+    assert m.opset_imports == {"": 18}
+    assert_equivalent(before, m, SIZES)
+
+
+def test_guard_refusal_is_reported_in_the_diagnostics(gpt2_fused):
+    _, result = gpt2_fused
+    assert any("undone" in str(d) for d in result.diagnostics), result.diagnostics
