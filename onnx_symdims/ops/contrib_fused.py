@@ -33,8 +33,8 @@ from onnx_symdims.ops._common import product
 from onnx_symdims.ops._registry import register
 from onnx_symdims.ops.contrib import infer_fused_matmul
 from onnx_symdims.ops.conv_pool import (
-    _infer_conv,
     conv_output_dim,
+    infer_conv_output,
     pool_output_dim,
     read_window,
 )
@@ -56,7 +56,7 @@ MaybeDim = Dim | None
 @register(MS, "FusedConv", since=1)
 def infer_fused_conv(ctx: NodeContext, node: ir.Node) -> None:
     """``Conv(X, W, B)`` then the activation (and ``+ Z``): the ``Conv`` output."""
-    _infer_conv(ctx, 0, 1, ctx.input_dtype(0))
+    infer_conv_output(ctx, 0, 1, ctx.input_dtype(0))
 
 
 def _channels_last_rank(ctx: NodeContext, x: Shape | None, minimum: int) -> int | None:

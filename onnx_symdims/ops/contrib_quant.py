@@ -39,10 +39,10 @@ from onnx_symdims import expr
 from onnx_symdims.ops._common import merge_dims
 from onnx_symdims.ops._registry import register
 from onnx_symdims.ops.contrib_fused import nhwc_conv, nhwc_pool
-from onnx_symdims.ops.conv_pool import _infer_conv, infer_global_pool, infer_pool
-from onnx_symdims.ops.linalg import _check_inner, _matrix, matmul_shape
-from onnx_symdims.ops.reduce_norm import _reduced_shape, _unique_axes
-from onnx_symdims.ops.shape_ops import _least_fresh
+from onnx_symdims.ops.conv_pool import infer_conv_output, infer_global_pool, infer_pool
+from onnx_symdims.ops.linalg import check_inner, gemm_matrix, matmul_shape
+from onnx_symdims.ops.reduce_norm import reduced_shape, unique_axes
+from onnx_symdims.ops.shape_ops import least_fresh
 from onnx_symdims.shapes import NodeContext
 
 logger = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ def infer_qlinear_conv_ms(ctx: NodeContext, node: ir.Node) -> None:
     if ctx.attr_int("channels_last", 0):
         nhwc_conv(ctx, 0, 3, dtype, weight_is_oihw=True)
     else:
-        _infer_conv(ctx, 0, 3, dtype)
+        infer_conv_output(ctx, 0, 3, dtype)
 
 
 @register(MS, "QLinearAveragePool", since=1)
@@ -159,7 +159,7 @@ def infer_qlinear_concat(ctx: NodeContext, node: ir.Node) -> None:
         ints = {d for d in candidates if isinstance(d, int)}
         if len(ints) > 1:
             ctx.fail(f"inputs disagree on axis {k}: {sorted(ints)}")
-        chosen = ints.pop() if ints else _least_fresh(ctx, candidates)
+        chosen = ints.pop() if ints else least_fresh(ctx, candidates)
         for d in candidates:
             if d is not chosen and not isinstance(d, int):
                 ctx.ctx.add_constraint(d, chosen)  # a valid run has them equal
@@ -177,8 +177,8 @@ def infer_qlinear_reduce_mean(ctx: NodeContext, node: ir.Node) -> None:
         ctx.fail("attributes 'axes' and 'keepdims' are required")
     shape = ctx.input_shape(0)
     if shape is not None:
-        axes = list(range(len(shape))) if not axes else _unique_axes(ctx, axes, len(shape))
-        shape = _reduced_shape(shape, axes, bool(keepdims))
+        axes = list(range(len(shape))) if not axes else unique_axes(ctx, axes, len(shape))
+        shape = reduced_shape(shape, axes, bool(keepdims))
     ctx.set_output(0, shape, ctx.input_dtype(0))
 
 
@@ -206,10 +206,10 @@ def infer_qgemm(ctx: NodeContext, node: ir.Node) -> None:
     """``(M, N)`` of A (0) and B (3) after transA/transB; typed like ``y_zero_point``."""
     ctx.require_input(0)
     ctx.require_input(3)
-    m, k_a = _matrix(ctx, 0, bool(ctx.attr_int("transA", 0)))
-    k_b, n = _matrix(ctx, 3, bool(ctx.attr_int("transB", 0)))
+    m, k_a = gemm_matrix(ctx, 0, bool(ctx.attr_int("transA", 0)))
+    k_b, n = gemm_matrix(ctx, 3, bool(ctx.attr_int("transB", 0)))
     if k_a is not None and k_b is not None:
-        _check_inner(ctx, k_a, k_b)
+        check_inner(ctx, k_a, k_b)
     bias = ctx.input_shape(6) if ctx.has_input(6) else None
     if bias is not None and bias and isinstance(bias[-1], int) and bias[-1] != 1:
         n = merge_dims(ctx, "bias columns", n, bias[-1])

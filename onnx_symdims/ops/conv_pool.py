@@ -25,7 +25,7 @@ in :mod:`onnx_symdims.ops.resize`.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = ["infer_conv_output", "kernel_dims"]
 
 import dataclasses
 import logging
@@ -99,7 +99,7 @@ def read_window(ctx: NodeContext, spatial: int, *, pads_with_auto_pad: str) -> W
     return Window(strides, dilations, pads[:spatial], pads[spatial:], auto_pad)
 
 
-def _kernel(
+def kernel_dims(
     ctx: NodeContext, weight: Shape | None, spatial: int, *, required: bool = False
 ) -> list[Dim | None]:
     """Kernel dims from ``kernel_shape`` or else the weight's spatial dims (``None``: unknown).
@@ -131,7 +131,7 @@ def _required_kernel(ctx: NodeContext, x: Shape | None) -> list[int]:
         ctx.fail("attribute 'kernel_shape' is required")
     if x is not None and len(x) != len(attr) + 2:
         ctx.fail(f"input rank {len(x)} does not match kernel_shape {list(attr)}")
-    return _kernel(ctx, None, len(attr), required=True)  # type: ignore[return-value]
+    return kernel_dims(ctx, None, len(attr), required=True)  # type: ignore[return-value]
 
 
 def _spatial_rank(ctx: NodeContext, *shapes: Shape | None) -> int | None:
@@ -296,12 +296,17 @@ def _conv_geometry(
     if spatial is None:
         ctx.set_output(0, None, dtype)
         return None
-    return _kernel(ctx, w, spatial), read_window(ctx, spatial, pads_with_auto_pad="fail")
+    return kernel_dims(ctx, w, spatial), read_window(ctx, spatial, pads_with_auto_pad="fail")
 
 
-def _infer_conv(
+def infer_conv_output(
     ctx: NodeContext, x_index: int, w_index: int, dtype: ir.DataType | None
 ) -> None:
+    """Sets output 0 of a convolution of input ``x_index`` by weight ``w_index``.
+
+    Shared by ``Conv``, ``ConvInteger``, ``QLinearConv`` and onnxruntime's fused and
+    quantized convolutions: the window attributes are read from the node.
+    """
     ctx.require_input(x_index)
     ctx.require_input(w_index)
     x = ctx.input_shape(x_index)
@@ -345,19 +350,19 @@ def _infer_conv(
 @register("", "Conv")
 def infer_conv(ctx: NodeContext, node: ir.Node) -> None:
     """``(N, M, out...)`` from ``X (N, C, d...)`` and ``W (M, C/group, k...)``."""
-    _infer_conv(ctx, 0, 1, ctx.input_dtype(0))
+    infer_conv_output(ctx, 0, 1, ctx.input_dtype(0))
 
 
 @register("", "ConvInteger", since=10)
 def infer_conv_integer(ctx: NodeContext, node: ir.Node) -> None:
     """Conv output shape from ``x`` (input 0) and ``w`` (input 1); int32 elements."""
-    _infer_conv(ctx, 0, 1, ir.DataType.INT32)
+    infer_conv_output(ctx, 0, 1, ir.DataType.INT32)
 
 
 @register("", "QLinearConv", since=10)
 def infer_qlinear_conv(ctx: NodeContext, node: ir.Node) -> None:
     """Conv output shape from ``x`` (input 0) and ``w`` (input 3); ``y_zero_point`` type."""
-    _infer_conv(ctx, 0, 3, ctx.input_dtype(7))
+    infer_conv_output(ctx, 0, 3, ctx.input_dtype(7))
 
 
 def _output_shape_attr(ctx: NodeContext, spatial: int) -> Sequence[int] | None:

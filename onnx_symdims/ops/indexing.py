@@ -4,10 +4,11 @@
   ``Scatter``; small known "values as shape" are propagated through them (PyTorch
   exports write single entries of shape tensors with ``ScatterND``).
 * Data-dependent sizes: ``TopK``, ``NonZero``, ``Compress``, ``Unique``,
-  ``NonMaxSuppression``. A size that depends on tensor *contents* becomes a fresh
+  ``NonMaxSuppression``, ``StringNormalizer``. A size that depends on tensor *contents* becomes a fresh
   symbol named after the output (``NonZero_<out>_nnz``) with an upper bound recorded
   through :meth:`ShapesContext.add_less_equal_constraint` (``nnz <= N*M``). It is
-  computed exactly only from small constants.
+  computed exactly only from small constants. ``TopK`` with the same runtime ``K``
+  share one symbol (the value of ``K``).
 * ``Einsum`` (equation parsing with ellipsis and implicit output; dims sharing a
   letter combine with the broadcast rule), ``OneHot``, ``Det``.
 * Generators: ``EyeLike``, ``Multinomial``, ``RandomNormal(Like)``,
@@ -22,6 +23,7 @@ __all__: list[str] = []
 
 import logging
 import math
+import weakref
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -30,6 +32,7 @@ import onnx_ir as ir
 from onnx_symdims import expr
 from onnx_symdims.ops._common import (
     constant_array,
+    default_domain_producer,
     dtype_attr,
     is_static,
     object_array,
@@ -39,13 +42,29 @@ from onnx_symdims.ops._common import (
     single_element,
 )
 from onnx_symdims.ops._registry import register
-from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext
+from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext, ShapesContext
+from onnx_symdims.shapes._context import constant_tensor, note_untracked_read, tensor_dims
 
 logger = logging.getLogger(__name__)
 
 Dim = expr.Dim
 Shape = tuple[Dim, ...]
 INT64 = ir.DataType.INT64
+
+#: Element types whose known contents ``Unique`` counts (compared as float64, exactly).
+_FLOAT_DTYPES = frozenset(
+    {ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.BFLOAT16}
+)
+#: Locales whose lower case of ASCII text is plain ASCII lower case.
+_PLAIN_LOCALES = frozenset({"", "C", "C.UTF-8", "C.utf8", "POSIX"})
+#: Ops that copy the one element of a ``K`` input unchanged (followed by ``_k_source``).
+_K_PRESERVING_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
+#: How far back such a chain is followed.
+MAX_K_CHAIN = 16
+#: Per model context: the source value of a runtime ``K`` -> its symbol (``_runtime_k``).
+_K_SYMBOLS: weakref.WeakKeyDictionary[ShapesContext, dict[ir.Value, Dim]] = (
+    weakref.WeakKeyDictionary()
+)
 
 #: ONNX says NonZero of a scalar has shape ``[0, nnz]``; onnxruntime returns
 #: ``[1, nnz]``. We follow the spec (see ``test_nonzero_scalar_departs_from_onnxruntime``).
@@ -368,7 +387,8 @@ def _topk_outputs(ctx: NodeContext, k: Dim | None) -> None:
     """Sets ``Values`` and ``Indices``: the input shape with ``k`` on the axis.
 
     ``k <= dim`` is required at runtime, so a known ``k`` is exact; an unknown ``k``
-    becomes a fresh symbol bounded by the axis dim.
+    becomes a symbol bounded by the axis dim, shared by the ``TopK`` reading the same
+    ``K`` value (see :func:`_runtime_k`).
     """
     x = ctx.input_shape(0)
     dtype = ctx.input_dtype(0)
@@ -386,10 +406,48 @@ def _topk_outputs(ctx: NodeContext, k: Dim | None) -> None:
         if isinstance(dim, int) and k > dim:
             ctx.fail(f"k = {k} exceeds the axis dim {dim}")
     elif k is None:
-        k = _count(ctx, "k", dim)
+        k = _runtime_k(ctx, dim)
     out = replace_axis(x, axis, k)
     ctx.set_output(0, out, dtype)
     ctx.set_output(1, out, INT64)
+
+
+def _k_source(value: ir.Value) -> ir.Value:
+    """The value ``value`` copies its one element from, through reshaping ops."""
+    for _ in range(MAX_K_CHAIN):
+        producer = default_domain_producer(value)
+        if producer is None or producer.op_type not in _K_PRESERVING_OPS:
+            break
+        source = producer.inputs[0] if producer.inputs else None
+        if source is None:
+            break
+        value = source
+    return value
+
+
+def _runtime_k(ctx: NodeContext, dim: Dim) -> Dim:
+    """The output dim of a ``K`` whose value is unknown: one symbol per runtime value.
+
+    ``TopK`` fails unless ``K <= dim``, so the dim is ``K`` itself. Two ``TopK`` reading
+    the same ``K`` (the same value, or copies of it through ``Reshape``, ``Unsqueeze``,
+    ...) share the symbol, each bounding it by its own axis dim. Only in the main graph:
+    a value in a function body or a loop body takes a new value per call or iteration.
+    """
+    facts = ctx.ctx
+    k_value = ctx.input(1)
+    if k_value is None or facts.conditional_depth or facts.active_functions:
+        return _count(ctx, "k", dim)
+    note_untracked_read()  # the symbol depends on the K value itself, not on its facts
+    symbols = _K_SYMBOLS.setdefault(facts, {})
+    source = _k_source(k_value)
+    k = symbols.get(source)
+    if k is None:
+        k = symbols[source] = _count(ctx, "k", dim)
+    elif dim == 0:
+        return 0
+    elif isinstance(k, expr.DimExpr):
+        facts.add_less_equal_constraint(k, dim)
+    return k
 
 
 @register("", "TopK", since=1)
@@ -518,11 +576,38 @@ def _compress_value(ctx: NodeContext, axis: int | None, count: Dim) -> np.ndarra
     return np.take(data, selected, axis=axis)
 
 
+def _comparable_contents(ctx: NodeContext, x: Shape | None) -> np.ndarray | None:
+    """Input 0's contents when known, as numbers that compare like they do at run time.
+
+    Floats are read too, unless they hold a NaN (runtimes differ on whether NaNs are
+    equal) or zeros of both signs (equal, yet told apart by some hashes).
+    """
+    if not is_static(x):
+        return None
+    contents = ctx.input_ints(0)
+    if contents is not None:
+        if math.prod(x) != len(contents):  # type: ignore[arg-type]
+            return None
+        return np.array(contents, dtype=np.int64).reshape(tuple(x))  # type: ignore[arg-type]
+    if ctx.input_dtype(0) not in _FLOAT_DTYPES:
+        return None
+    array = constant_array(ctx.input(0))
+    if array is None or array.shape != tuple(x):  # type: ignore[arg-type]
+        return None
+    try:
+        numbers = array.astype(np.float64)
+    except (TypeError, ValueError):
+        return None
+    zeros = numbers == 0
+    if np.isnan(numbers).any() or len(set(np.signbit(numbers[zeros]).tolist())) > 1:
+        return None
+    return numbers
+
+
 def _unique_count(ctx: NodeContext, x: Shape | None, axis: int | None) -> Dim:
     """The number of unique elements (or slices along ``axis``) of input 0."""
-    contents = ctx.input_ints(0)  # integers only: float NaN handling differs by runtime
-    if contents is not None and is_static(x) and math.prod(x) == len(contents):
-        array = np.array(contents, dtype=np.int64).reshape(tuple(x))
+    array = _comparable_contents(ctx, x)
+    if array is not None:
         if axis is None:
             return len(np.unique(array))
         if array.shape[axis] == 0:
@@ -562,6 +647,96 @@ def infer_unique(ctx: NodeContext, node: ir.Node) -> None:
     ctx.set_output(1, (count,), INT64)
     ctx.set_output(2, (inverse,), INT64)
     ctx.set_output(3, (count,), INT64)
+
+
+def _string_elements(value: ir.Value | None) -> list[bytes] | None:
+    """The elements of a small constant string tensor, as the bytes they hold."""
+    if value is None:
+        return None
+    tensor = constant_tensor(value)
+    if tensor is None:
+        producer = default_domain_producer(value, "Constant")
+        attr = None if producer is None else producer.attributes.get("value")
+        if attr is not None and attr.type == ir.AttributeType.TENSOR:
+            tensor = attr.value
+        elif producer is not None and "value_strings" in producer.attributes:
+            return list(producer.attributes["value_strings"].value)
+    if tensor is None or tensor.dtype != ir.DataType.STRING:
+        return None
+    if math.prod(tensor_dims(tensor)) > MAX_VALUE_ELEMENTS:
+        return None
+    read = getattr(tensor, "string_data", None)
+    try:
+        return None if read is None else list(read())
+    except Exception as e:  # unreadable (external data...): unknown
+        logger.debug("cannot read string constant %r: %s", value.name, e)
+        return None
+
+
+def _stopwords(ctx: NodeContext) -> list[str]:
+    """The ``stopwords`` attribute (a list of strings; absent: none)."""
+    attr = ctx.node.attributes.get("stopwords")
+    if attr is None:
+        return []
+    if attr.type != ir.AttributeType.STRINGS:
+        ctx.fail(f"attribute 'stopwords' must be STRINGS, got {attr.type.name}")
+    return list(attr.value)
+
+
+def _kept_strings(ctx: NodeContext, elements: Sequence[bytes]) -> int | None:
+    """How many ``elements`` are no stop word (``None`` when that depends on the locale).
+
+    A case-insensitive match is decided only for ASCII text in a locale without special
+    case rules for it (the Turkish dotless i is one).
+    """
+    stopwords = [w.encode() for w in _stopwords(ctx)]
+    if ctx.attr_int("is_case_sensitive", 0):
+        stops = set(stopwords)
+        return sum(1 for e in elements if e not in stops)
+    locale = ctx.attr_str("locale", "en_US.UTF-8") or ""
+    if not (locale in _PLAIN_LOCALES or locale.startswith("en_")):
+        return None
+    if not all(w.isascii() for w in (*elements, *stopwords)):
+        return None
+    stops = {w.lower() for w in stopwords}
+    return sum(1 for e in elements if e.lower() not in stops)
+
+
+@register("", "StringNormalizer", since=10)
+def infer_string_normalizer(ctx: NodeContext, node: ir.Node) -> None:
+    """``[C]`` or ``[1, C]`` strings without the stop words (at least one element left).
+
+    onnxruntime rejects ``C == 0`` and returns one empty string when every element is a
+    stop word. The count is exact without stop words or for a known input, else a fresh
+    symbol ``1 <= count <= C``.
+    """
+    ctx.require_input(0)
+    x = ctx.input_shape(0)
+    dtype = ir.DataType.STRING
+    if x is None:
+        ctx.set_output(0, None, dtype)
+        return
+    if len(x) not in (1, 2):
+        ctx.fail(f"X must be [C] or [1, C], got rank {len(x)}")
+    if len(x) == 2 and isinstance(x[0], int) and x[0] != 1:
+        ctx.fail(f"X must be [C] or [1, C], got {x[0]} rows")
+    c = x[-1]
+    if c == 0:
+        ctx.fail("X must hold at least one string")
+    count: Dim
+    if not _stopwords(ctx):
+        count = c
+    else:
+        elements = _string_elements(ctx.input(0))
+        kept = None if elements is None else _kept_strings(ctx, elements)
+        if kept is not None:
+            count = max(kept, 1)
+        elif c == 1:
+            count = 1
+        else:
+            count = _count(ctx, "count", c)
+            ctx.ctx.add_less_equal_constraint(1, count)
+    ctx.set_output(0, (count,) if len(x) == 1 else (1, count), dtype)
 
 
 @register("", "NonMaxSuppression", since=10)

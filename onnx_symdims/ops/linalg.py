@@ -9,7 +9,7 @@ successful run has them equal).
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = ["check_inner", "gemm_matrix"]
 
 import logging
 
@@ -26,7 +26,7 @@ Dim = expr.Dim
 Shape = tuple[Dim, ...]
 
 
-def _check_inner(ctx: NodeContext, a: Dim, b: Dim) -> None:
+def check_inner(ctx: NodeContext, a: Dim, b: Dim) -> None:
     """Fails on two different integer contraction dims; records ``a == b`` otherwise."""
     if same_dim(a, b):
         return
@@ -54,7 +54,7 @@ def matmul_shape(ctx: NodeContext, a: Shape | None, b: Shape | None) -> Shape | 
     b_is_vector = len(b) == 1
     left = (1, *a) if a_is_vector else a
     right = (*b, 1) if b_is_vector else b
-    _check_inner(ctx, left[-1], right[-2])
+    check_inner(ctx, left[-1], right[-2])
     left_batch = left[:-2]
     right_batch = right[:-2]
     # Broadcasting against no batch dims (a weight matrix, the usual case) changes nothing.
@@ -100,7 +100,7 @@ def infer_qlinear_matmul(ctx: NodeContext, node: ir.Node) -> None:
     ctx.set_output(0, shape, ctx.input_dtype(7))
 
 
-def _matrix(ctx: NodeContext, i: int, transposed: bool) -> tuple[Dim | None, Dim | None]:
+def gemm_matrix(ctx: NodeContext, i: int, transposed: bool) -> tuple[Dim | None, Dim | None]:
     """``(rows, cols)`` of 2-D input ``i`` after the optional transpose (``None``: unknown)."""
     shape = ctx.input_shape(i)
     if shape is None:
@@ -135,10 +135,10 @@ def infer_gemm(ctx: NodeContext, node: ir.Node) -> None:
     """``(M, N)`` from ``A`` (M x K) and ``B`` (K x N) after ``transA``/``transB``."""
     ctx.require_input(0)
     ctx.require_input(1)
-    m, k_a = _matrix(ctx, 0, bool(ctx.attr_int("transA", 0)))
-    k_b, n = _matrix(ctx, 1, bool(ctx.attr_int("transB", 0)))
+    m, k_a = gemm_matrix(ctx, 0, bool(ctx.attr_int("transA", 0)))
+    k_b, n = gemm_matrix(ctx, 1, bool(ctx.attr_int("transB", 0)))
     if k_a is not None and k_b is not None:
-        _check_inner(ctx, k_a, k_b)
+        check_inner(ctx, k_a, k_b)
     out: list[Dim | None] = [m, n]
     if ctx.has_input(2):
         _refine_by_bias(ctx, out)

@@ -31,10 +31,10 @@ from onnx_symdims import expr
 from onnx_symdims.ops._common import fresh_at_most
 from onnx_symdims.ops._registry import register
 from onnx_symdims.ops.conv_pool import (
-    _kernel,
     conv_output_dim,
     infer_global_pool,
     infer_pool,
+    kernel_dims,
     read_window,
 )
 from onnx_symdims.shapes import NodeContext
@@ -125,7 +125,7 @@ def infer_nchwc_conv(ctx: NodeContext, node: ir.Node) -> None:
         return
     if ranks != {4}:
         ctx.fail(f"nchwc Conv needs 4-D input and weight, got ranks {sorted(ranks)}")
-    kernel = _kernel(ctx, w, 2)
+    kernel = kernel_dims(ctx, w, 2)
     window = read_window(ctx, 2, pads_with_auto_pad="fail")
     group = ctx.attr_int("group", 1)
     if group < 1:

@@ -4,8 +4,11 @@ Reductions take their axes from an attribute (every op before opset 13/18) or fr
 optional input (``ReduceSum`` from 13, the others from 18, together with
 ``noop_with_empty_axes``). A runtime ``axes`` input is handled soundly: with
 ``keepdims=1`` the rank is kept and each dim is either unchanged or 1 (a fresh symbol
-unless the dim is 1 or the axis is known); with ``keepdims=0`` the rank is unknown,
-because onnxruntime accepts repeated axes (``[0, 0]`` removes one dim, not two).
+unless the dim is 1 or the axis is known; a rank-1 input becomes ``[1]``). With
+``keepdims=0`` one runtime axis removes one dim, so output dim ``k`` is input dim ``k``
+or ``k + 1`` (exact when they are equal, else a fresh symbol between the two); with
+more axes the rank is unknown, because onnxruntime and onnx accept repeated axes
+(``[0, 0]`` removes one dim, not two).
 
 ``ReduceSum``/``ReduceProd``/``ReduceMax``/``ReduceMin`` over a known integer value (e.g.
 the output of ``Shape``) propagate the value: ``ReduceProd(Shape(x))`` is the element
@@ -14,7 +17,7 @@ count of ``x``.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = ["reduced_shape", "unique_axes"]
 
 import functools
 import logging
@@ -30,6 +33,7 @@ from onnx_symdims.ops._common import (
     is_static,
     object_array,
     product,
+    same_dim,
 )
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import NodeContext
@@ -50,7 +54,7 @@ AXES_INPUT_SINCE = {op: 13 if op == "ReduceSum" else 18 for op in REDUCE_OPS}
 # ----------------------------------------------------------------------------------------
 # Reductions
 # ----------------------------------------------------------------------------------------
-def _unique_axes(ctx: NodeContext, axes: Sequence[int], rank: int) -> list[int]:
+def unique_axes(ctx: NodeContext, axes: Sequence[int], rank: int) -> list[int]:
     """Normalized axes without repeats (onnxruntime reduces a repeated axis once)."""
     if len(axes) == 1:  # the usual case: nothing can repeat
         return [ctx.normalize_axis(axes[0], rank)]
@@ -61,7 +65,8 @@ def _unique_axes(ctx: NodeContext, axes: Sequence[int], rank: int) -> list[int]:
     return unique
 
 
-def _reduced_shape(shape: Shape, axes: Sequence[int], keepdims: bool) -> Shape:
+def reduced_shape(shape: Shape, axes: Sequence[int], keepdims: bool) -> Shape:
+    """``shape`` reduced over normalized, distinct ``axes`` (kept as 1 or removed)."""
     if len(axes) == 1:  # the usual case: one axis becomes 1 or goes
         (axis,) = axes
         if keepdims:
@@ -112,8 +117,8 @@ def _reduce_with_axes(
         ctx.set_output(0, () if axes is None and not keepdims else None, dtype)
         return
     rank = len(shape)
-    axes = list(range(rank)) if axes is None else _unique_axes(ctx, axes, rank)
-    ctx.set_output(0, _reduced_shape(shape, axes, keepdims), dtype)
+    axes = list(range(rank)) if axes is None else unique_axes(ctx, axes, rank)
+    ctx.set_output(0, reduced_shape(shape, axes, keepdims), dtype)
     elements = facts.value_of(data_value)
     if elements is not None:
         ctx.set_output_value(
@@ -131,14 +136,24 @@ def _reduce_with_runtime_axes(
         ctx.set_output(0, None, dtype)
         return
     rank = len(shape)
+    count = ctx.input_shape(1)
+    length = count[0] if count is not None and len(count) == 1 else None
+    nonempty = length is not None and ctx.scope.prove_gt(length, 0)
+    # A rank-1 input loses (or keeps as 1) its only axis unless the axes may be empty
+    # with noop set; an empty list with noop_with_empty_axes=0 reduces it too.
+    only_axis = rank == 1 and (nonempty or not noop)
     if not keepdims:
-        # The number of distinct reduced axes is unknown (repeats and, with
-        # noop_with_empty_axes=0, an empty axes list reducing everything). A rank-1
-        # input loses its only axis unless the axes may be empty with noop set.
-        count = ctx.input_shape(1)
-        nonempty = count is not None and len(count) == 1 and ctx.scope.prove_gt(count[0], 0)
-        scalar = rank == 0 or (rank == 1 and (nonempty or not noop))
-        ctx.set_output(0, () if scalar else None, dtype)
+        if rank == 0 or only_axis:
+            ctx.set_output(0, (), dtype)
+        elif length == 1:
+            ctx.set_output(0, _one_axis_removed(ctx, shape), dtype)
+        else:
+            # The number of distinct reduced axes is unknown (repeats and, with
+            # noop_with_empty_axes=0, an empty axes list reducing everything).
+            ctx.set_output(0, None, dtype)
+        return
+    if only_axis:
+        ctx.set_output(0, (1,), dtype)
         return
     known = set()
     for a in axes or ():
@@ -152,6 +167,26 @@ def _reduce_with_runtime_axes(
             continue
         dims.append(fresh_at_most(ctx, f"reduced_d{k}", expr.dmax(d, 1, scope=ctx.scope)))
     ctx.set_output(0, dims, dtype)
+
+
+def _one_axis_removed(ctx: NodeContext, shape: Shape) -> Shape:
+    """The dims left when one unknown axis of ``shape`` is removed.
+
+    Output dim ``k`` is input dim ``k`` (the axis is after it) or ``k + 1``: exact when
+    both are the same dim, else a fresh symbol recorded between the two.
+    """
+    dims: list[Dim] = []
+    for k in range(len(shape) - 1):
+        a, b = shape[k], shape[k + 1]
+        if same_dim(a, b):
+            dims.append(a)
+            continue
+        fresh = fresh_at_most(ctx, f"reduced_d{k}", expr.dmax(a, b, scope=ctx.scope))
+        low = expr.dmin(a, b, scope=ctx.scope)
+        if low != 0:
+            ctx.ctx.add_less_equal_constraint(low, fresh)
+        dims.append(fresh)
+    return tuple(dims)
 
 
 @register("", REDUCE_OPS, since=1)
@@ -210,7 +245,7 @@ def infer_arg_reduce(ctx: NodeContext, node: ir.Node) -> None:
         ctx.set_output(0, None, ir.DataType.INT64)
         return
     axis = ctx.normalize_axis(ctx.attr_int("axis", 0), len(shape))
-    ctx.set_output(0, _reduced_shape(shape, [axis], keepdims), ir.DataType.INT64)
+    ctx.set_output(0, reduced_shape(shape, [axis], keepdims), ir.DataType.INT64)
 
 
 # ----------------------------------------------------------------------------------------

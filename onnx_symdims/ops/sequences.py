@@ -1,10 +1,13 @@
-"""Sequence ops (``Sequence*``, ``SplitToSequence``, ``ConcatFromSequence``).
+"""Sequence ops (``Sequence*``, ``SplitToSequence``, ``ConcatFromSequence``) and optionals.
 
 The shape stored for a sequence is the shape shared by *all* its elements (the onnx-ir
 convention for ``value.shape`` of a sequence); it is only set when that is proven,
 otherwise left unknown. When a sequence is built by visible sequence ops, its elements
 are listed (following the chain back at most :data:`MAX_SEQUENCE_CHAIN` nodes), so
 ``SequenceAt``, ``SequenceLength`` and ``ConcatFromSequence`` can be exact.
+
+An optional's shape is that of its element (the onnx-ir convention again: a graph input
+``optional(float[4])`` has ``value.shape == [4]``), so ``OptionalGetElement`` returns it.
 """
 
 from __future__ import annotations
@@ -393,3 +396,56 @@ def infer_concat_from_sequence(ctx: NodeContext, node: ir.Node) -> None:
     else:
         total = ctx.new_symbol(f"concat_d{k}")
     ctx.set_output(0, (*first[:k], total, *first[k + 1 :]), dtype)
+
+
+# ----------------------------------------------------------------------------------------
+# Optionals
+# ----------------------------------------------------------------------------------------
+def _element_type(ctx: NodeContext, value: ir.Value) -> ir.TypeProtocol:
+    """The type of ``value`` as an optional's element: its sequence type or tensor type."""
+    other = non_tensor_type(ctx.ctx, value)
+    if other is not None:
+        return other
+    return ir.TensorType(ctx.ctx.dtype_of(value) or ir.DataType.UNDEFINED)
+
+
+@register("", "Optional", since=15)
+def infer_optional(ctx: NodeContext, node: ir.Node) -> None:
+    """An optional holding input 0 (its shape), or an empty one of attribute ``type``."""
+    value = ctx.input(0)
+    if value is None:
+        attr = node.attributes.get("type")
+        if attr is None or attr.type != ir.AttributeType.TYPE_PROTO:
+            ctx.fail("an Optional without input needs the 'type' attribute")
+        ctx.set_output(0, None, attr.value.dtype)
+        ctx.set_output_type(0, ir.OptionalType(attr.value))
+        return
+    element = _element_type(ctx, value)
+    ctx.set_output(0, ctx.ctx.shape_of(value), element.dtype)
+    ctx.set_output_type(0, ir.OptionalType(element))
+
+
+@register("", "OptionalGetElement", since=15)
+def infer_optional_get_element(ctx: NodeContext, node: ir.Node) -> None:
+    """The optional's element: its shape and type (a tensor or sequence passes through)."""
+    value = ctx.require_input(0)
+    facts = ctx.ctx
+    other = non_tensor_type(facts, value)
+    shape = facts.shape_of(value)
+    if other is None:  # a tensor (accepted from opset 18): itself
+        ctx.set_output(0, shape, facts.dtype_of(value))
+        ctx.set_output_value(0, facts.value_of(value))
+        return
+    element = other.elem_type if isinstance(other, ir.OptionalType) else other
+    if isinstance(element, ir.TensorType):
+        ctx.set_output(0, shape, element.dtype)
+    elif isinstance(element, ir.SequenceType):
+        _set_sequence(ctx, 0, shape, element.dtype)
+    else:
+        ctx.fallback()  # a map or a nested optional: ONNX's inference
+
+
+@register("", "OptionalHasElement", since=15)
+def infer_optional_has_element(ctx: NodeContext, node: ir.Node) -> None:
+    """A BOOL scalar (also without input, from opset 18: then false)."""
+    ctx.set_output(0, (), ir.DataType.BOOL)

@@ -9,7 +9,7 @@ expressions in the model's own dim names.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = ["least_fresh"]
 
 import logging
 import math
@@ -20,7 +20,13 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.expr import _core as expr_core
-from onnx_symdims.ops._common import is_static, object_array, product, static_length
+from onnx_symdims.ops._common import (
+    is_static,
+    object_array,
+    product,
+    same_dim,
+    static_length,
+)
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext
 from onnx_symdims.shapes import _values as values
@@ -354,7 +360,7 @@ def infer_reshape_attr(ctx: NodeContext, node: ir.Node) -> None:
 # ----------------------------------------------------------------------------------------
 # Concat, Gather
 # ----------------------------------------------------------------------------------------
-def _least_fresh(ctx: NodeContext, candidates: Sequence[Dim]) -> Dim:
+def least_fresh(ctx: NodeContext, candidates: Sequence[Dim]) -> Dim:
     """The first dim built only from model names, else the first one (all are equal)."""
     generated = ctx.ctx.is_generated
     for d in candidates:
@@ -416,7 +422,7 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
         ints = {d for d in candidates if isinstance(d, int)}
         if len(ints) > 1:
             ctx.fail(f"inputs disagree on axis {k}: {sorted(ints)}")
-        chosen = ints.pop() if ints else _least_fresh(ctx, candidates)
+        chosen = ints.pop() if ints else least_fresh(ctx, candidates)
         for d in candidates:
             if d is not chosen and not isinstance(d, int):
                 facts.add_constraint(d, chosen)  # a valid run has them equal
@@ -512,6 +518,55 @@ def infer_unsqueeze(ctx: NodeContext, node: ir.Node) -> None:
     ctx.set_output_value(0, facts.value_of(data_value))
 
 
+def _squeezed_by_runtime_axes(
+    ctx: NodeContext, data: Sequence[Dim], count: int | None
+) -> list[Dim | None] | None:
+    """The output of ``Squeeze`` by ``count`` axes whose values are unknown.
+
+    Every squeezed dim is 1, so the axes point at dims that can be 1. onnxruntime (and
+    onnx) accept a repeated axis and squeeze it once, so ``count >= 2`` axes give a
+    known rank only when a single dim can be 1: then that dim goes. One axis removes
+    one of the dims that can be 1; each output dim is then one of at most two input
+    dims (exact when they are the same, else a fresh symbol bounded by both).
+    """
+    if count is None:
+        return None
+    if count == 0:
+        return [None] * len(data)
+    candidates = [
+        k
+        for k, d in enumerate(data)
+        if d == 1 or not (isinstance(d, int) or ctx.scope.prove_gt(d, 1))
+    ]
+    if len(candidates) == 1:
+        (gone,) = candidates
+        return [d for k, d in enumerate(data) if k != gone]
+    if count != 1:
+        return None
+    out: list[Dim | None] = []
+    for k in range(len(data) - 1):
+        # The removed axis j is after k (dim k stays in place) or at/before k (k + 1).
+        choices = []
+        if any(j > k for j in candidates):
+            choices.append(data[k])
+        if any(j <= k for j in candidates):
+            choices.append(data[k + 1])
+        if len(choices) == 1 or (len(choices) == 2 and same_dim(*choices)):
+            out.append(choices[0])
+            continue
+        if not choices:
+            out.append(None)  # no dim can be 1: the node always fails
+            continue
+        a, b = choices
+        fresh = ctx.new_symbol(f"o0_d{k}")
+        ctx.ctx.add_less_equal_constraint(fresh, expr.dmax(a, b, scope=ctx.scope))
+        low = expr.dmin(a, b, scope=ctx.scope)
+        if low != 0:
+            ctx.ctx.add_less_equal_constraint(low, fresh)
+        out.append(fresh)
+    return out
+
+
 @register("", "Squeeze")
 def infer_squeeze(ctx: NodeContext, node: ir.Node) -> None:
     """Removes ``axes`` (which must be 1); without axes, every dim known to be 1."""
@@ -529,8 +584,7 @@ def infer_squeeze(ctx: NodeContext, node: ir.Node) -> None:
             return
         out = [d for d in data if d != 1]
     elif axes is None:
-        count = static_length(ctx, 1)
-        out = None if count is None else [None] * (len(data) - count)
+        out = _squeezed_by_runtime_axes(ctx, data, static_length(ctx, 1))
     else:
         drop = set(ctx.normalize_axes(axes, len(data)))
         for k in drop:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import onnx
 import onnx.parser
@@ -498,6 +499,64 @@ def test_topk(case: dict) -> None:
     run_full_case(case)
 
 
+def k_up_to_all(*dims: str) -> Callable:
+    return lambda rng, s, b: np.array(min(2, *(b[d] for d in dims)), dtype=np.int64).reshape(s)
+
+
+SHARED_K_CASES = [
+    case(
+        "same_k_value",
+        f"""{header(11)} g (float[N, M] x, float[P, Q] y, int64[1] k) => (v1, v2) {{
+            v1, i1 = TopK(x, k)
+            v2, i2 = TopK<axis=0>(y, k)
+        }}""",
+        {"v1": ("N", "TopK_v1_k"), "i2": ("TopK_v1_k", "Q")},
+        bindings=[{"N": 3, "M": 4, "P": 5, "Q": 2}, {"N": 2, "M": 0, "P": 0, "Q": 3}],
+        feeds={"k": k_up_to_all("M", "P")},
+    ),
+    case(
+        "copies_of_k_through_reshaping_ops",
+        f"""{header(13)} g (float[N, M] x, float[P] y, int64 k) => (v1, v2, v3) {{
+            zero = Constant<value=int64[1] {{0}}>()
+            one = Constant<value=int64[1] {{1}}>()
+            k1 = Unsqueeze(k, zero)
+            k2 = Reshape(k, one)
+            k3 = Identity(k1)
+            v1, i1 = TopK(x, k1)
+            v2, i2 = TopK(y, k2)
+            v3, i3 = TopK<axis=0>(x, k3)
+        }}""",
+        {"v1": ("N", "TopK_v1_k"), "v2": ("TopK_v1_k",), "v3": ("TopK_v1_k", "M")},
+        bindings=[{"N": 3, "M": 4, "P": 5}, {"N": 2, "M": 2, "P": 0}],
+        feeds={"k": k_up_to_all("N", "M", "P")},
+    ),
+    case(
+        "different_k_values",
+        f"""{header(11)} g (float[N, M] x, int64[1] k, int64[1] j) => (v1, v2) {{
+            v1, i1 = TopK(x, k)
+            v2, i2 = TopK(x, j)
+        }}""",
+        {"v1": ("N", "TopK_v1_k"), "v2": ("N", "TopK_v2_k")},
+        bindings=[{"N": 3, "M": 4}],
+        feeds={"k": const(np.array([1])), "j": const(np.array([3]))},
+    ),
+]
+
+
+@pytest.mark.parametrize("case", SHARED_K_CASES)
+def test_topk_runtime_k_one_symbol_per_value(case: dict) -> None:
+    # TopK fails unless K <= the axis dim, so the dim is K itself: the same K, the same dim.
+    run_case(case)
+
+
+def test_topk_shared_k_is_bounded_by_every_axis() -> None:
+    _, ctx, _ = infer(f"""{header(11)} g (float[N, M] x, float[Q] y, int64[1] k) => (v1, v2) {{
+        v1, i1 = TopK(x, k)
+        v2, i2 = TopK(y, k)
+    }}""")
+    assert sorted(map(str, bound_of(ctx, "TopK_v1_k"))) == ["M", "Q"]
+
+
 def test_topk_dtypes() -> None:
     model, ctx, _ = infer(f"""{header(11)} g (double[N, 8] x) => (v, i) {{
         k = Constant<value=int64[1] {{3}}>()
@@ -741,12 +800,172 @@ UNIQUE_CASES = [
         {"y": (3,), "i": (3,), "r": (5,), "c": (3,)},
         bindings=[{"N": 1}],
     ),
+    case(
+        "unique_float_constant_is_exact",
+        f"""{header(11)} g (float[N] x) => (y, i, r, c) {{
+            w = Constant<value=float[6] {{1.5, -2.0, 1.5, 0.0, 3.25, -2.0}}>()
+            y, i, r, c = Unique<sorted=0>(w)
+        }}""",
+        {"y": (4,), "i": (4,), "r": (6,), "c": (4,)},
+        bindings=[{"N": 1}],
+    ),
+    case(
+        "unique_double_constant_slices_are_exact",
+        f"""{header(11)} g (float[N] x) => (y, i, r, c) {{
+            w = Constant<value=double[3, 2] {{1.0, 2.5, 1.0, 2.5, 0.5, 2.5}}>()
+            y, i, r, c = Unique<axis=0>(w)
+        }}""",
+        {"y": (2, 2), "i": (2,), "r": (3,), "c": (2,)},
+        bindings=[{"N": 1}],
+    ),
+    case(
+        # 0.0 and -0.0 are equal, yet some runtimes hash them apart: not counted here.
+        "unique_float_constant_with_both_zeros_is_fresh",
+        f"""{header(11)} g (float[N] x) => (y) {{
+            w = Constant<value=float[3] {{0.0, -0.0, 1.0}}>()
+            y = Unique(w)
+        }}""",
+        {"y": ("Unique_y_count",)},
+        bounds={"Unique_y_count": 3},
+        bindings=[{"N": 1}],
+    ),
 ]
+
+
+def test_unique_bfloat16_constant_is_exact() -> None:
+    # onnxruntime has no bfloat16 Unique; the values are exact in float64 (ONNX spec).
+    model = ir.from_onnx_text(f"""{header(11)} g (float[N] x) => (y, c) {{
+        y, i, r, c = Unique(w)
+    }}""")
+    w = ir.Value(name="w", type=ir.TensorType(ir.DataType.BFLOAT16), shape=ir.Shape([5]))
+    array = np.array([1.0, 0.5, 1.0, -3.0, 0.5], dtype=ml_dtypes.bfloat16)
+    w.const_value = ir.tensor(array, name="w")
+    model.graph.register_initializer(w)
+    node = next(iter(model.graph))
+    node.replace_input_with(0, w)
+    result = SymbolicShapeInferencePass()(model)
+    assert result.context.shape_of(node.outputs[0]) == (3,)
+    assert result.context.shape_of(node.outputs[3]) == (3,)
 
 
 @pytest.mark.parametrize("case", UNIQUE_CASES)
 def test_unique(case: dict) -> None:
     run_full_case(case)
+
+
+# ----------------------------------------------------------------------------------------
+# StringNormalizer (locale C.UTF-8: the default en_US.UTF-8 may not be installed)
+# ----------------------------------------------------------------------------------------
+def words(*items: str) -> Callable:
+    """A feed cycling through ``items`` to the fed shape."""
+
+    def make(rng: np.random.Generator, shape: tuple[int, ...], b: Mapping[str, int]) -> Any:
+        flat = [items[k % len(items)] for k in range(int(np.prod(shape)))]
+        return np.array(flat, dtype=object).reshape(shape)
+
+    return make
+
+
+def normalizer(inputs: str, attrs: str, body: str = "y = StringNormalizer<{a}>(x)") -> str:
+    attrs = ", ".join(p for p in ('locale="C.UTF-8"', attrs) if p)
+    return f"""{header(10)} g ({inputs}) => (y) {{ {body.format(a=attrs)} }}"""
+
+
+STRING_NORMALIZER_CASES = [
+    case(
+        "no_stopwords_keeps_the_shape",
+        normalizer("string[C] x", 'case_change_action="UPPER"'),
+        {"y": ("C",)},
+        bindings=[{"C": 1}, {"C": 4}],
+        feeds={"x": words("a", "B")},
+    ),
+    case(
+        "no_stopwords_two_dims",
+        normalizer("string[1, C] x", ""),
+        {"y": (1, "C")},
+        bindings=[{"C": 3}],
+        feeds={"x": words("a")},
+    ),
+    case(
+        "runtime_stopwords_count_is_bounded",
+        normalizer("string[C] x", 'stopwords=["a"]'),
+        {"y": ("StringNormalizer_y_count",)},
+        bounds={"StringNormalizer_y_count": "C"},
+        bindings=[{"C": 3}, {"C": 2}],
+        feeds={"x": words("a", "b")},
+    ),
+    case(
+        # Every element is a stop word: onnxruntime returns one empty string, [1, 1].
+        "runtime_stopwords_two_dims",
+        normalizer("string[1, C] x", 'stopwords=["a"]'),
+        {"y": (1, "StringNormalizer_y_count")},
+        bindings=[{"C": 2}],
+        feeds={"x": words("a")},
+    ),
+    case(
+        "one_element_stays_one",
+        normalizer("string[1] x", 'stopwords=["a"]'),
+        {"y": (1,)},
+        bindings=[{}],
+        feeds={"x": words("a")},
+    ),
+    case(
+        "constant_case_insensitive",
+        normalizer(
+            "float[N] z",
+            'stopwords=["monday"]',
+            """x = Constant<value=string[4] {{"Monday", "tuesday", "MONDAY", "x"}}>()
+            y = StringNormalizer<{a}>(x)""",
+        ),
+        {"y": (2,)},
+        bindings=[{"N": 1}],
+    ),
+    case(
+        "constant_case_sensitive",
+        normalizer(
+            "float[N] z",
+            'stopwords=["monday"], is_case_sensitive=1',
+            """x = Constant<value=string[1, 3] {{"Monday", "monday", "x"}}>()
+            y = StringNormalizer<{a}>(x)""",
+        ),
+        {"y": (1, 2)},
+        bindings=[{"N": 1}],
+    ),
+    case(
+        "constant_all_stopwords_is_one",
+        normalizer(
+            "float[N] z",
+            'stopwords=["a", "b"]',
+            """x = Constant<value=string[3] {{"a", "B", "a"}}>()
+            y = StringNormalizer<{a}>(x)""",
+        ),
+        {"y": (1,)},
+        bindings=[{"N": 1}],
+    ),
+    case(
+        # Case rules beyond ASCII depend on the locale: the count stays unknown.
+        "constant_non_ascii_case_insensitive_is_fresh",
+        normalizer(
+            "float[N] z",
+            'stopwords=["\u00e9"]',
+            """x = Constant<value=string[3] {{"\u00c9", "e", "x"}}>()
+            y = StringNormalizer<{a}>(x)""",
+        ),
+        {"y": ("StringNormalizer_y_count",)},
+        bounds={"StringNormalizer_y_count": 3},
+        bindings=[{"N": 1}],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", STRING_NORMALIZER_CASES)
+def test_string_normalizer(case: dict) -> None:
+    run_case(case)
+
+
+def test_string_normalizer_of_a_matrix_fails() -> None:
+    _, _, diagnostics = infer(normalizer("string[2, 3] x", ""))
+    assert any("[C] or [1, C]" in d.message for d in diagnostics if d.severity == "error")
 
 
 # ----------------------------------------------------------------------------------------

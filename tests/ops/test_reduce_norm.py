@@ -132,9 +132,63 @@ def test_reduce_runtime_axes_keepdims(axes):
 @pytest.mark.parametrize("axes", [[1], [0, 2], [1, 1]], ids=str)
 def test_reduce_runtime_axes_no_keepdims_has_unknown_rank(axes):
     # [1, 1] removes one dim in onnxruntime, [0, 2] two: the rank cannot be known.
+    # A length that is itself unknown could be 1 or 2.
     text = model_text(18, "float[N, C, H] x, int64[K] a", "y = ReduceSum<keepdims=0>(x, a)")
     inferred = check_against_ort(text, [{"N": 2, "C": 3, "H": 4, "K": len(axes)}], _axes(axes))
     assert inferred.shape("y") is None
+
+
+@pytest.mark.parametrize("axes", [[0, 2], [1, 1], [0, -3]], ids=str)
+def test_reduce_runtime_axes_of_length_2_no_keepdims_has_unknown_rank(axes):
+    # Repeats are accepted ([1, 1] and [0, -3] remove one dim): the length is no rank.
+    text = model_text(18, "float[N, C, H] x, int64[2] a", "y = ReduceMax<keepdims=0>(x, a)")
+    inferred = check_against_ort(text, [{"N": 2, "C": 3, "H": 4}], _axes(axes))
+    assert inferred.shape("y") is None
+
+
+# (input dims, expected output of one runtime axis removed; "?" is a fresh symbol)
+ONE_RUNTIME_AXIS_CASES = [
+    ("N, C, H", ["?", "?"]),
+    ("N, N, N", ["N", "N"]),
+    ("3, 3, 2", [3, "?"]),
+    ("N, 4, 4, C", ["?", 4, "?"]),
+    ("N, 1", ["?"]),
+]
+
+
+@pytest.mark.parametrize(("dims", "expected"), ONE_RUNTIME_AXIS_CASES)
+@pytest.mark.parametrize("axis", [0, 1, -1, -2])
+def test_reduce_one_runtime_axis_no_keepdims_keeps_the_rank(dims, expected, axis):
+    # One axis removes exactly one dim: dim k of the output is input dim k or k + 1.
+    text = model_text(18, f"float[{dims}] x, int64[1] a", "y = ReduceSum<keepdims=0>(x, a)")
+    sizes = [{"N": 2, "C": 3, "H": 4}, {"N": 5, "C": 1, "H": 0}, {"N": 1, "C": 4, "H": 4}]
+    inferred = check_against_ort(text, sizes, _axes([axis]))
+    shape = inferred.shape("y")
+    assert len(shape) == len(expected)
+    for got, want in zip(shape, expected):
+        if want == "?":
+            assert isinstance(got, str) and inferred.context.is_generated(got)
+        else:
+            assert got == want
+
+
+def test_reduce_one_runtime_axis_fresh_dim_lies_between_its_candidates():
+    text = model_text(18, "float[N, 4, C] x, int64[1] a", "y = ReduceMean<keepdims=0>(x, a)")
+    inferred = check_against_ort(text, [{"N": 2, "C": 3}, {"N": 7, "C": 0}], _axes([1]))
+    first, second = inferred.dims("y")
+    context = inferred.context
+    assert context.has_less_equal_constraint(first, expr.dmax(expr.sym("N"), 4))
+    assert context.has_less_equal_constraint(expr.dmin(expr.sym("N"), 4), first)
+    assert context.has_less_equal_constraint(second, expr.dmax(expr.sym("C"), 4))
+
+
+@pytest.mark.parametrize(("axes", "noop"), [([0], 0), ([-1], 1), ([], 0), ([0, 0], 1)], ids=str)
+def test_reduce_runtime_axes_rank1_keepdims_is_one(axes, noop):
+    # The only axis is reduced (an empty list reduces every axis without noop).
+    attrs = f"keepdims=1, noop_with_empty_axes={noop}"
+    text = model_text(18, f"float[N] x, int64[{len(axes)}] a", f"y = ReduceL2<{attrs}>(x, a)")
+    inferred = check_against_ort(text, [{"N": 3}, {"N": 0}, {"N": 1}], _axes(axes))
+    assert inferred.shape("y") == [1]
 
 
 @pytest.mark.parametrize(

@@ -98,3 +98,49 @@ g (float[N] a) => (y) {
 """)
     assert result.messages("error"), result.context.diagnostics
     assert all(result.dims(v.name) is None for v in result.model.graph.outputs)
+
+
+# ----------------------------------------------------------------------------------------
+# Optionals
+# ----------------------------------------------------------------------------------------
+def test_optional_element_shapes():
+    # An optional input's declared element shape is its shape; a tensor passes through.
+    result = infer_graph(
+        """
+g (optional(float[N, 3]) o, float[M] t, optional(seq(float[N])) os) => (y, h, z, w, s) {
+  y = OptionalGetElement(o)
+  h = OptionalHasElement(o)
+  p = Optional(t)
+  z = OptionalGetElement(p)
+  w = OptionalGetElement(t)
+  s = OptionalGetElement(os)
+}
+""",
+        opset=18,
+    )
+    assert result.shape("y") == ["N", 3]
+    assert result.shape("h") == []
+    assert result.shape("p") == ["M"]
+    assert result.shape("z") == ["M"]
+    assert result.shape("w") == ["M"]
+    assert result.shape("s") == ["N"]
+    assert result.dtype("y") == result.dtype("z") == result.dtype("s")
+    feeds = [
+        {"o": f32(n, 3), "t": f32(m), "os": [f32(n), f32(n)]} for n, m in ((2, 5), (0, 1))
+    ]
+    check_runs(result, feeds)
+
+
+def test_empty_optional_has_no_element_shape():
+    result = infer_graph(
+        """
+g (float[N] x) => (h) {
+  e = Optional<type = float>()
+  h = OptionalHasElement(e)
+}
+""",
+        opset=18,
+    )
+    assert result.dims("e") is None
+    assert result.shape("h") == []
+    check_runs(result, [{"x": f32(2)}])

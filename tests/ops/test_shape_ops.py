@@ -1,0 +1,64 @@
+"""``Squeeze`` with runtime axes, checked against onnxruntime on several sizes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from onnx_symdims import expr
+from tests.ops._ort_oracle import check_against_ort, model_text
+
+
+def _axes(values):
+    return {"a": np.array(values, dtype=np.int64)}
+
+
+# (input dims, axes fed at run time, expected output)
+SINGLE_CANDIDATE_CASES = [
+    ("3, 1, 4", [1], [3, 4]),
+    ("3, 1, 4", [-2], [3, 4]),
+    ("N, 4", [0], [4]),
+    ("2, N, 5, 7", [1], [2, 5, 7]),
+    # A repeated axis is squeezed once by onnxruntime: the only 1 still goes.
+    ("3, 1, 4", [1, -2], [3, 4]),
+    ("N, 4", [0, 0, -2], [4]),
+]
+
+
+@pytest.mark.parametrize(("dims", "axes", "expected"), SINGLE_CANDIDATE_CASES)
+def test_squeeze_runtime_axes_with_a_single_dim_that_can_be_1(dims, axes, expected):
+    # Every squeezed dim must be 1: with one dim that can be 1, the axes point at it.
+    text = model_text(
+        13, f"float[{dims}] x, int64[{len(axes)}] a", "y = Squeeze(x, a)"
+    )
+    inferred = check_against_ort(text, [{"N": 1}], _axes(axes))
+    assert inferred.shape("y") == expected
+
+
+def test_squeeze_one_runtime_axis_between_two_dims_that_can_be_1():
+    # Axis 0 (N == 1) or axis 1 goes: dim 0 is N or 1, dim 1 is 3 either way.
+    text = model_text(13, "float[N, 1, 3] x, int64[1] a", "y = Squeeze(x, a)")
+    feeds = {"a": lambda b: np.array([0 if b["N"] == 1 else 1], dtype=np.int64)}
+    inferred = check_against_ort(text, [{"N": 1}, {"N": 4}, {"N": 0}], feeds)
+    first, second = inferred.dims("y")
+    assert second == 3
+    assert isinstance(first, expr.DimExpr) and inferred.context.is_generated(first.name)
+    n = expr.sym("N")
+    assert inferred.context.has_less_equal_constraint(first, expr.dmax(n, 1))
+    assert inferred.context.has_less_equal_constraint(expr.dmin(n, 1), first)
+
+
+def test_squeeze_one_runtime_axis_among_equal_dims_is_exact():
+    # Whichever of the three 1s goes, the output is [1, 1, 5].
+    text = model_text(13, "float[1, 1, 1, 5] x, int64[1] a", "y = Squeeze(x, a)")
+    for axis in (0, 1, 2, -2):
+        inferred = check_against_ort(text, [{}], _axes([axis]))
+        assert inferred.shape("y") == [1, 1, 5]
+
+
+@pytest.mark.parametrize("axes", [[0, 1], [1, 1], [0, -3]], ids=str)
+def test_squeeze_two_runtime_axes_over_two_candidates_has_unknown_rank(axes):
+    # [1, 1] squeezes one dim, [0, 1] two: the length of the axes is no rank.
+    text = model_text(13, "float[N, 1, 3] x, int64[2] a", "y = Squeeze(x, a)")
+    inferred = check_against_ort(text, [{"N": 1}], _axes(axes))
+    assert inferred.shape("y") is None
