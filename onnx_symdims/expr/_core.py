@@ -66,6 +66,13 @@ INT64_MAX = 2**63 - 1
 MAX_TERMS = 128
 #: Function terms nested deeper than this degrade to an unknown.
 MAX_DEPTH = 24
+#: A monomial with more atoms than this (powers counted) degrades to an unknown: without
+#: it a chain of reshapes multiplies one fresh symbol after another into a single product
+#: whose size grows with the model (quadratic time and memory over the chain).
+MAX_DEGREE = 16
+#: Above this many arguments, max/min only fold constant differences (linear); the
+#: pairwise scope proofs are quadratic and are skipped (keeping an argument is sound).
+MAX_SCOPED_EXTREMUM_ARGS = 32
 
 
 class ExprError(ValueError):
@@ -103,13 +110,14 @@ class Atom:
     Atoms are interned: build them only through the module's constructors.
     """
 
-    __slots__ = ("args", "depth", "key", "kind", "name")
+    __slots__ = ("args", "depth", "key", "kind", "name", "size")
 
     kind: str
     name: str
     args: tuple[Dim, ...]
     key: str
     depth: int
+    size: int  # nodes in the atom's tree: 1 + the sizes of its arguments
 
     # Interned, so equality is identity and the (fast, C-level) identity hash is right.
 
@@ -136,10 +144,12 @@ def _make_atom(kind: str, name: str, args: tuple[Dim, ...]) -> Atom:
     if kind == SYM:
         atom.key = name
         atom.depth = 0
+        atom.size = 1
     else:
         inner = ",".join(_dim_key(a) for a in args)
         atom.key = f"{_FUNCTION_KEY_PREFIX}{kind}{name}({inner})"
         atom.depth = 1 + max((a.depth for a in args if isinstance(a, DimExpr)), default=0)
+        atom.size = 1 + sum(a.size if isinstance(a, DimExpr) else 1 for a in args)
     _ATOMS[cache_key] = atom
     return atom
 
@@ -168,11 +178,14 @@ class DimExpr:
         "__weakref__",
         "_coefficients",
         "_onnx",
+        "_range",
         "_seed",
+        "_seed_top",
         "_symbols",
         "const",
         "depth",
         "key",
+        "size",
         "terms",
         "unknown_reason",
     )
@@ -335,8 +348,9 @@ def unknown(reason: str = "unknown") -> DimExpr:
     e.const = 0
     e.key = f"?{_unknown_counter}"
     e.depth = 0
+    e.size = 1
     e.unknown_reason = reason
-    e._onnx = e._seed = e._coefficients = None
+    e._onnx = e._seed = e._seed_top = e._coefficients = e._range = None
     e._symbols = frozenset()
     return e
 
@@ -376,7 +390,16 @@ def _intern(tterms: tuple[tuple[Monomial, int], ...], const: int) -> DimExpr:
     if e is not None:
         return e
     items = tterms
-    depth = max((a.depth for m, _ in items for a in m), default=0)
+    depth = 0
+    size = 1 if const else 0
+    for m, _ in items:
+        if len(m) > MAX_DEGREE:
+            return unknown("size")
+        size += 1
+        for a in m:
+            size += a.size
+            if a.depth > depth:
+                depth = a.depth
     if depth > MAX_DEPTH:
         return unknown("size")
     e = object.__new__(DimExpr)
@@ -387,8 +410,9 @@ def _intern(tterms: tuple[tuple[Monomial, int], ...], const: int) -> DimExpr:
         parts.append(str(const))
     e.key = "(" + "+".join(parts) + ")" if len(parts) > 1 or items[0][1] != 1 else parts[0][2:]
     e.depth = depth
+    e.size = size
     e.unknown_reason = None
-    e._onnx = e._seed = e._coefficients = None
+    e._onnx = e._seed = e._seed_top = e._coefficients = e._range = None
     e._symbols = None
     _EXPRS[cache_key] = e
     return e
@@ -396,6 +420,21 @@ def _intern(tterms: tuple[tuple[Monomial, int], ...], const: int) -> DimExpr:
 
 def _atom_expr(atom: Atom) -> DimExpr:
     return _intern((((atom,), 1),), 0)
+
+
+def _term(kind: str, args: tuple[Dim, ...], name: str = "") -> DimExpr:
+    """The function term ``kind(args)``; an unknown when an int argument is outside int64.
+
+    Every rule keeps its constants inside int64; this is the last line of defence so that
+    no printed dim ever carries a literal that cannot be read back.
+    """
+    for a in args:
+        if type(a) is int:
+            if not INT64_MIN <= a <= INT64_MAX:
+                return unknown("overflow")
+        elif a.unknown_reason is not None:  # e.g. a sign flip of -2**63*b
+            return unknown(a.unknown_reason)
+    return _atom_expr(_make_atom(kind, name, args))
 
 
 def sym(name: str) -> DimExpr:
@@ -550,14 +589,10 @@ def _finish(terms: dict[Monomial, int], const: int) -> Dim:
 
 
 def _size(d: Dim) -> int:
-    if isinstance(d, int):
-        return 1
-    total = 1 if d.const else 0
-    for mono, _ in d.terms:
-        total += 1
-        for atom in mono:
-            total += 1 + sum(_size(a) for a in atom.args)
-    return total
+    return 1 if isinstance(d, int) else d.size
+
+
+_MAX_FOLDED_EXTREMUM_ARGS = 8
 
 
 def _fold_sum_into_extremum(terms: dict[Monomial, int], const: int) -> Dim | None:
@@ -570,6 +605,8 @@ def _fold_sum_into_extremum(terms: dict[Monomial, int], const: int) -> Dim | Non
         if len(m) != 1 or c not in (1, -1) or m[0].kind not in (MAX, MIN):
             continue
         atom = m[0]
+        if len(atom.args) > _MAX_FOLDED_EXTREMUM_ARGS:
+            continue  # rebuilding every argument on every sum would be quadratic
         rest_terms = dict(terms)
         del rest_terms[m]
         rest = _from_terms(rest_terms, const) if rest_terms else const
@@ -611,13 +648,19 @@ def _absorb_exact_divisions(terms: dict[Monomial, int], const: int) -> Dim | Non
             if not shares:
                 out[m] = out.get(m, 0) + c
                 continue
-        changed = True
         num_product: Dim = _from_terms({rest: c}, 0) if rest else c
         den_product: Dim = 1
         for atom in exacts:
             num_product = mul(num_product, atom.args[0])
             den_product = mul(den_product, atom.args[1])
-        extra.append(exact_div(num_product, den_product))
+        merged = exact_div(num_product, den_product)
+        if isinstance(merged, DimExpr) and merged.unknown_reason is not None:
+            # The merged numerator or denominator leaves int64 (60 exact divisions by
+            # 2..61): the product of the separate quotients is just as exact.
+            out[m] = out.get(m, 0) + c
+            continue
+        changed = True
+        extra.append(merged)
     if not changed:
         return None
     result: Dim = _from_terms(out, const) if out else const
@@ -793,6 +836,9 @@ def _floordiv_impl(a: Dim, b: Dim) -> Dim:
         if b == 0:
             raise ZeroDivisionError("floor division by zero")
         if b < 0:
+            if b == INT64_MIN:
+                # -b is outside int64: the divisor stays negative (one spelling still).
+                return _term(FLOOR, (a, b))
             # floor(a/b) == floor((-a)/(-b))
             return floordiv(neg(a), -b)
         if b == 1:
@@ -807,11 +853,15 @@ def _floordiv_impl(a: Dim, b: Dim) -> Dim:
         return q
     if _leading_sign(b) < 0:
         a, b = neg(a), neg(b)
-    return _atom_expr(_make_atom(FLOOR, "", (a, b)))
+    return _term(FLOOR, (a, b))
 
 
 def _floordiv_by_int(a: DimExpr, d: int) -> Dim:
     """``a // d`` for ``d > 1``: ``(d*Q + R) // d == Q + R // d`` for integer Q."""
+    lo, hi = _range(a)
+    if lo is not None and hi is not None and lo // d == hi // d:
+        # lo <= a <= hi for every value of the symbols: (x % 2) // 2 == 0.
+        return lo // d
     quotient: dict[Monomial, int] = {}
     rest: dict[Monomial, int] = {}
     for m, c in a.terms:
@@ -832,14 +882,135 @@ def _floordiv_by_int(a: DimExpr, d: int) -> Dim:
     q: Dim = _from_terms(quotient, k_quot) if quotient else k_quot
     if len(rest) == 1:
         ((m, c),) = rest.items()
-        if c == 1 and len(m) == 1 and m[0].kind == FLOOR and isinstance(m[0].args[1], int):
-            # floor((floor(X/e) + r)/d) == floor((X + r*e)/(e*d)) for e, d > 0
+        if (
+            c == 1
+            and len(m) == 1
+            and m[0].kind == FLOOR
+            and isinstance(m[0].args[1], int)
+            and m[0].args[1] > 0
+            and _in_int64(m[0].args[1] * d)
+        ):
+            # floor((floor(X/e) + r)/d) == floor((X + r*e)/(e*d)) for e, d > 0 (kept
+            # nested when e*d leaves int64: x//2**32//2**32 is not x//2**64).
             inner_num, inner_den = m[0].args
             return add(q, floordiv(add(inner_num, k_rem * inner_den), inner_den * d))
     numerator = _finish(rest, k_rem)
     if isinstance(numerator, int) or numerator.unknown_reason is not None:
         return add(q, floordiv(numerator, d)) if isinstance(numerator, int) else numerator
-    return add(q, _atom_expr(_make_atom(FLOOR, "", (numerator, d))))
+    lo, hi = _range(numerator)
+    if lo is not None and hi is not None and lo // d == hi // d:
+        return add(q, lo // d)  # the reduced numerator may be bounded where a was not
+    return add(q, _term(FLOOR, (numerator, d)))
+
+
+def _split_exact_quotient(a: DimExpr, d: int) -> Dim | None:
+    """``(d*Q + R) /: d == Q + R /: d`` for ``d > 1``, when ``R`` has a symbolic term.
+
+    Defined on both sides exactly when ``d | R`` (``d | d*Q`` always), and then equal:
+    ``(sequence-10)/:5 == sequence/:5 - 2``. Not applied when ``R`` is a constant (the
+    expression is undefined everywhere; it stays as written rather than raising).
+    """
+    quotient: dict[Monomial, int] = {}
+    rest: dict[Monomial, int] = {}
+    for m, c in a.terms:
+        if c % d == 0:
+            quotient[m] = c // d
+        else:
+            rest[m] = c
+    const_divides = a.const % d == 0
+    if not rest or (not quotient and not (const_divides and a.const)):
+        return None
+    q: Dim = _from_terms(quotient, a.const // d if const_divides else 0) if quotient else (
+        a.const // d
+    )
+    r: Dim = _from_terms(rest, 0 if const_divides else a.const)
+    return add(q, exact_div(r, d))
+
+
+def _unwrap_mods(a: DimExpr, b: int) -> Dim:
+    """Replaces each term ``c*(X % k)`` with ``b | k`` by ``c*X`` (same residue mod b)."""
+    if not any(len(m) == 1 and m[0].kind == MOD for m, _ in a.terms):
+        return a
+    result: Dim = a.const
+    changed = False
+    for m, c in a.terms:
+        atom = m[0] if len(m) == 1 else None
+        if (
+            atom is not None
+            and atom.kind == MOD
+            and isinstance(atom.args[1], int)
+            and atom.args[1] > 0
+            and atom.args[1] % b == 0
+        ):
+            # X % k == X - k*floor(X/k), and b | k.
+            result = add(result, mul(c, atom.args[0]))
+            changed = True
+        else:
+            result = add(result, _from_terms({m: c}, 0))
+    return result if changed else a
+
+
+def _atom_range(atom: Atom) -> tuple[int | None, int | None]:
+    kind = atom.kind
+    if kind == SYM or kind in (CALL, BCAST):
+        return None, None
+    args = atom.args
+    if kind == MOD:
+        den = args[1]
+        if isinstance(den, int):
+            return (0, den - 1) if den > 0 else (den + 1, 0)
+        return None, None
+    if kind in (FLOOR, EXACT):
+        num, den = args
+        if not isinstance(den, int) or den <= 0:
+            return None, None
+        lo, hi = _range(num)
+        if kind == FLOOR:
+            return (None if lo is None else lo // den), (None if hi is None else hi // den)
+        return (None if lo is None else -((-lo) // den)), (None if hi is None else hi // den)
+    ranges = [_range(a) for a in args]
+    los = [lo for lo, _ in ranges]
+    his = [hi for _, hi in ranges]
+    known_los = [v for v in los if v is not None]
+    known_his = [v for v in his if v is not None]
+    if kind == MAX:
+        return (max(known_los) if known_los else None), (
+            None if None in his else max(his)  # type: ignore[type-var]
+        )
+    return (None if None in los else min(los)), (  # type: ignore[type-var]
+        min(known_his) if known_his else None
+    )
+
+
+def _range(d: Dim) -> tuple[int | None, int | None]:
+    """Bounds of ``d`` that hold for *every* integer value of the symbols (no scope).
+
+    Only residues (``x % k``), their quotients and extrema of them are bounded; a
+    symbol is unbounded. Cached per expression.
+    """
+    if isinstance(d, int):
+        return d, d
+    cached = d._range
+    if cached is not None:
+        return cached
+    lo: int | None = d.const
+    hi: int | None = d.const
+    for mono, coeff in d.terms:
+        if lo is None and hi is None:
+            break
+        if len(mono) != 1:
+            # A product of bounded atoms is bounded, but dims rarely have one: give up.
+            lo = hi = None
+            break
+        alo, ahi = _atom_range(mono[0])
+        if coeff < 0:
+            alo, ahi = (None if ahi is None else coeff * ahi), (None if alo is None else coeff * alo)
+        else:
+            alo, ahi = (None if alo is None else coeff * alo), (None if ahi is None else coeff * ahi)
+        lo = None if lo is None or alo is None else lo + alo
+        hi = None if hi is None or ahi is None else hi + ahi
+    d._range = (lo, hi)
+    return lo, hi
 
 
 def truncdiv(a: Dim, b: Dim, scope: object) -> Dim | None:
@@ -884,12 +1055,23 @@ def _mod_impl(a: Dim, b: Dim) -> Dim:
         if b == 0:
             raise ZeroDivisionError("modulo by zero")
         if b < 0:
+            if b == INT64_MIN:
+                return _term(MOD, (a, b))  # -b is outside int64
             # a % b == -((-a) % -b)
             return neg(mod(neg(a), -b))
         if b == 1:
             return 0
         assert isinstance(a, DimExpr)
-        # (a + b*k) % b == a % b: reduce every coefficient modulo b.
+        lo, hi = _range(a)
+        if lo is not None and hi is not None and lo // b == hi // b:
+            # lo <= a <= hi with one quotient q everywhere: a % b == a - q*b
+            # ((x % k) % k == x % k, (x % 3) % 5 == x % 3).
+            return sub(a, b * (lo // b))
+        # (a + b*k) % b == a % b: reduce every coefficient modulo b; a term
+        # c*(X % k) with b | k is congruent to c*X ((x % 6) % 3 == x % 3).
+        a = _unwrap_mods(a, b)
+        if isinstance(a, int):
+            return a % b
         rest = {m: c % b for m, c in a.terms if c % b}
         k = a.const % b
         if not rest:
@@ -904,7 +1086,11 @@ def _mod_impl(a: Dim, b: Dim) -> Dim:
             return numerator % b
         if numerator.unknown_reason is not None:
             return numerator
-        return _atom_expr(_make_atom(MOD, "", (numerator, b)))
+        lo, hi = _range(numerator)
+        if lo is not None and hi is not None and lo // b == hi // b:
+            # The reduced numerator may be bounded where a was not: -x%3 % 2.
+            return sub(numerator, b * (lo // b))
+        return _term(MOD, (numerator, b))
     if a == 0:
         return 0
     if isinstance(a, DimExpr):
@@ -913,7 +1099,7 @@ def _mod_impl(a: Dim, b: Dim) -> Dim:
             return 0  # a is a multiple of b
         if isinstance(ca, DimExpr) and isinstance(cb, DimExpr) and _as_multiple(ca, cb):
             return 0
-    return _atom_expr(_make_atom(MOD, "", (a, b)))
+    return _term(MOD, (a, b))
 
 
 def _exact_div_impl(a: Dim, b: Dim) -> Dim:
@@ -961,20 +1147,25 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
             a, b = neg(a), neg(b)
         # Nothing is pulled out of a symbolic quotient: c*(N/:D) is exact only when D | N,
         # which (c*N)/:D does not promise. Coefficients are absorbed instead (_finish).
-        return _atom_expr(_make_atom(EXACT, "", (a, b)))
+        return _term(EXACT, (a, b))
     if b < 0:
+        if b == INT64_MIN:
+            return _term(EXACT, (a, b))  # -b is outside int64
         a, b = neg(a), -b
     if b == 1:
         return a
     if isinstance(a, int):
         raise InexactDivisionError(f"{a} /: {b} is not exact")  # pragma: no cover
+    split = _split_exact_quotient(a, b)
+    if split is not None:
+        return split
     # Pull the numerator's content and sign out: (c*N)/:d == c*(N/:d) because
     # gcd(c, d) == 1 here (the common factor was cancelled), so d | c*N implies d | N.
     content, _ = _content_and_common_monomial(a)
     if _leading_sign(a) < 0:
         content = -content
     numerator = _divide_out(a, content, ()) if content not in (0, 1) else a
-    return mul(content, _atom_expr(_make_atom(EXACT, "", (numerator, b))))
+    return mul(content, _term(EXACT, (numerator, b)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -1066,41 +1257,46 @@ def _extremum(kind: str, args: tuple[Dim, ...], scope: object | None) -> Dim:
         return p
     pick = max if kind == MAX else min
     ints = [a for a in flat if isinstance(a, int)]
-    exprs: list[DimExpr] = []
+    # Arguments with the same non-constant part differ by a constant: only the extreme one
+    # can be the result. One dict pass (linear) instead of comparing every pair.
+    best: dict[tuple, DimExpr] = {}
     for a in flat:
-        if isinstance(a, DimExpr) and a not in exprs:
-            exprs.append(a)
+        if isinstance(a, DimExpr):
+            seen = best.get(a.terms)
+            if seen is None or pick(seen.const, a.const) != seen.const:
+                best[a.terms] = a
     kept: list[Dim] = [pick(ints)] if ints else []
-    kept.extend(exprs)
-    # Drop arguments dominated by another: a - b constant, or proven by the scope.
+    kept.extend(best.values())
+    if scope is not None and 1 < len(kept) <= MAX_SCOPED_EXTREMUM_ARGS:
+        kept = _drop_dominated(kind, kept, scope)
+    if len(kept) == 1:
+        return kept[0]
+    kept.sort(key=_dim_key)
+    return _atom_expr(_make_atom(kind, "", tuple(kept)))
+
+
+def _drop_dominated(kind: str, kept: list[Dim], scope) -> list[Dim]:
+    """Drops arguments the scope proves are never the extremum (quadratic: small lists)."""
     result: list[Dim] = []
     for i, x in enumerate(kept):
         dominated = False
         for j, y in enumerate(kept):
             if i == j:
                 continue
-            if isinstance(x, DimExpr) and isinstance(y, DimExpr) and x.terms == y.terms:
-                diff: Dim = y.const - x.const if kind == MAX else x.const - y.const
-            elif scope is None:
-                continue  # without a scope only a constant difference can decide
-            else:
-                diff = sub(y, x) if kind == MAX else sub(x, y)  # >= 0: y dominates x
+            diff = sub(y, x) if kind == MAX else sub(x, y)  # >= 0: y dominates x
             if isinstance(diff, int):
                 if diff > 0 or (diff == 0 and j < i):
                     dominated = True
                     break
-            elif scope is not None and scope.prove_nonneg(diff):  # type: ignore[attr-defined]
+            elif scope.prove_nonneg(diff):
                 # On ties (both directions provable) keep the earlier one only.
                 reverse = sub(x, y) if kind == MAX else sub(y, x)
-                if not scope.prove_nonneg(reverse) or j < i:  # type: ignore[attr-defined]
+                if not scope.prove_nonneg(reverse) or j < i:
                     dominated = True
                     break
         if not dominated:
             result.append(x)
-    if len(result) == 1:
-        return result[0]
-    result.sort(key=_dim_key)
-    return _atom_expr(_make_atom(kind, "", tuple(result)))
+    return result
 
 
 def _memoized_scoped(kind: str, impl, args: tuple[Dim, ...], scope: object | None) -> Dim:
@@ -1197,7 +1393,7 @@ def call(name: str, args: Iterable[Dim]) -> DimExpr:
     args = tuple(_check_dim(a) for a in args)
     if (p := _poison(*args)) is not None:
         return p
-    return _atom_expr(_make_atom(CALL, name, args))
+    return _term(CALL, args, name)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1248,6 +1444,20 @@ def coefficients(d: Dim) -> tuple[dict[DimExpr, int], int]:
 
 
 def _rebuild_atom(atom: Atom, args: tuple[Dim, ...]) -> Dim:
+    """The atom over new arguments; an unknown where that is undefined everywhere.
+
+    Substituting can turn a divisor into the constant 0 (``batch/:((-1)//max(-5,batch))``
+    with ``max(-5,batch) -> -5``) or a quotient into an inexact one: the expression has no
+    value there, so any value is sound, and callers (proofs by cases, renames) must never
+    see an exception for a valid expression.
+    """
+    try:
+        return _rebuild_atom_raw(atom, args)
+    except (ZeroDivisionError, InexactDivisionError, BroadcastError):
+        return unknown("undefined")
+
+
+def _rebuild_atom_raw(atom: Atom, args: tuple[Dim, ...]) -> Dim:
     kind = atom.kind
     if kind == FLOOR:
         return floordiv(*args)

@@ -796,9 +796,16 @@ def _eval(node: Node, bindings: Mapping[str, int]) -> int:
         return node.value
     if isinstance(node, Name):
         try:
-            return bindings[node.id]
+            value = bindings[node.id]
         except KeyError:
             raise KeyError(f"No value for symbol {node.id!r}") from None
+        if type(value) is not int:
+            if isinstance(value, bool) or not hasattr(value, "__index__"):
+                raise TypeError(
+                    f"The value of {node.id!r} is a {type(value).__name__}, not an int"
+                )
+            value = int(value)  # numpy integers
+        return value
     if isinstance(node, BinOp):
         op = node.op
         left = _eval(node.left, bindings)
@@ -930,19 +937,28 @@ def parse_expr(text: str) -> Dim:
 def parse_dim(text: str) -> Dim:
     """Reads a ``dim_param``: an expression when it parses, else one opaque symbol.
 
-    Never raises on text: ``input:0_dim_0``, ``batch size``, ``?``, ``2d``, ``a//0`` all become
-    ``sym(text)``, so that equal strings still denote the same dimension. The empty string is
-    the caller's business (an unnamed dim is not a symbol).
+    Never raises on a non-empty string: ``input:0_dim_0``, ``batch size``, ``?``, ``2d``,
+    ``a//0`` all become ``sym(text)``, so that equal strings still denote the same dimension.
+    The empty string names no dimension (an unnamed dim is not a symbol, and two unnamed
+    dims are not equal): the caller decides what it stands for, so it is an error here.
 
     Args:
         text: the ``dim_param`` string.
 
     Returns:
         An ``int`` or a ``DimExpr``.
+
+    Raises:
+        TypeError: ``text`` is not a ``str``.
+        ExprError: ``text`` is empty.
     """
-    cached = _DIM_CACHE.get(text)
+    cached = _DIM_CACHE.get(text) if type(text) is str else None
     if cached is not None:
         return cached
+    if not isinstance(text, str):
+        raise TypeError(f"a dim_param is a str, got {type(text).__name__}")
+    if not text:
+        raise ExprError("an empty dim_param names no dimension (an unnamed dim)")
     try:
         value = parse_expr(text)
     except (ExprError, ArithmeticError) as e:

@@ -5,10 +5,20 @@
   ``max(a,b)``, ``min(a,b)``, ``a%3``, exact division as ``a/2``). The one
   exception is ``broadcast(a,b)``, which no peer grammar can express.
 * :func:`to_seed` — the seed ("xexpressions") dialect: ``a^b`` max, ``a&b``
-  min, ``a/:b`` exact division.
+  min, ``a/:b`` exact division, in the origin's term order.
 
-Both put parentheses exactly where the precedence needs them, so that
-``parse(print(e)) is e``.
+Both put parentheses exactly where the precedence needs them (and around a division
+that is the numerator of another: ``(x//2)%4``), and both *factor* a sum: the canonical
+form stays the expanded polynomial, only the text is factored —
+``2*batch*seq+2*batch`` prints ``2*batch*(seq+1)``. Every spelling re-parses to the
+very same object: ``parse(print(e)) is e``.
+
+Term order. The onnx printer prints a sum in canonical term order with the constant
+last (``x+6``, ``(H-1)//2``). The seed printer does the same at the top level
+(``sequence/:5+2``) but, like the origin, puts a positive constant first in a sum that
+is the argument of a function term (``(7+n)//8``, ``x^1+y``) and orders the arguments
+of ``^``/``&`` by their symbols, not by their constants. In both, a sum never starts
+with a minus when one of its parts is positive: ``e-b``, ``1-x``.
 
 Example::
 
@@ -30,12 +40,108 @@ __all__ = ["to_onnx", "to_seed"]
 # Precedence levels (low -> high).
 _XOR, _AND, _SUM, _PROD, _UNARY, _ATOM = range(6)
 _DIVISION_KINDS = (_core.FLOOR, _core.MOD, _core.EXACT)
+# Polynomial factoring (beyond the common monomial) is tried on sums of at most this many
+# parts: it costs a few multiplications per atom, and printing is cached per expression.
+_MAX_FACTORED_PARTS = 16
+
+
+def _symbol_order(d: Dim) -> tuple:
+    """Sort key of a ``^``/``&`` argument in the seed printer: symbols, then constant."""
+    if isinstance(d, int):
+        return (0, (), d)
+    return (1, tuple(_core._mono_key(m) for m, _ in d.terms), d.const)
+
+
+def _factor_order(f: Atom | DimExpr) -> tuple:
+    """Order of the factors of a factored product: by their (leading) monomial key."""
+    if isinstance(f, Atom):
+        return (f.key, 0)
+    return (_core._mono_key(f.terms[0][0]), 1)
+
+
+def _factor(e: DimExpr) -> tuple[int, list[Atom | DimExpr]] | None:
+    """``e`` as ``coefficient * factors`` (atoms and sums), or None when it does not factor.
+
+    The factors multiply back, in print order, to ``e`` itself — checked, so that the
+    printed product re-parses to the same object whatever the sum-level rewrites do.
+    """
+    parts = len(e.terms) + (1 if e.const else 0)
+    if parts < 2:
+        return None
+    factors: list[Atom | DimExpr] = []
+    coefficient = 1
+    cofactor: Dim = e
+    if not e.const:
+        g, mono = _core._content_and_common_monomial(e)
+        if g > 1 or mono:
+            if all(c < 0 for _, c in e.terms):
+                g = -g
+            cofactor = _core._divide_out(e, abs(g), mono)
+            if g < 0:
+                cofactor = _core.neg(cofactor)
+            if not isinstance(cofactor, DimExpr) or cofactor.unknown_reason is not None:
+                return None
+            coefficient = g
+            factors.extend(mono)
+    split = _split_polynomial(cofactor) if isinstance(cofactor, DimExpr) else None
+    if split is not None:
+        factors.extend(split)
+    elif cofactor is not e:
+        factors.append(cofactor)  # type: ignore[arg-type]
+    else:
+        return None
+    factors.sort(key=_factor_order)
+    product: Dim = coefficient
+    for f in factors:
+        product = _core.mul(product, _core._atom_expr(f) if isinstance(f, Atom) else f)
+    return (coefficient, factors) if product is e else None
+
+
+def _split_polynomial(q: DimExpr) -> tuple[DimExpr, DimExpr] | None:
+    """``q == (v + k) * A`` for an atom ``v`` and a monomial (or int) ``k``, if found.
+
+    ``q = v*A + B`` (``A`` the terms with ``v``, one ``v`` divided out); when ``B == k*A``
+    the sum factors: ``x*s + x + y*s + y == (s+1)*(x+y)``.
+    """
+    parts = len(q.terms) + (1 if q.const else 0)
+    if parts < 4 or parts > _MAX_FACTORED_PARTS:
+        return None
+    seen: set[Atom] = set()
+    for mono, _ in q.terms:
+        for v in mono:
+            if v in seen:
+                continue
+            seen.add(v)
+            with_v: dict[tuple, int] = {}
+            without: dict[tuple, int] = {}
+            for m, c in q.terms:
+                if v in m:
+                    rest = list(m)
+                    rest.remove(v)
+                    with_v[tuple(rest)] = c
+                else:
+                    without[m] = c
+            if () in with_v or not without:
+                continue
+            # Canonical (_finish), so that each factor's text re-parses to itself.
+            a = _core._finish(with_v, 0)
+            b = _core._finish(without, q.const)
+            if not (isinstance(a, DimExpr) and isinstance(b, DimExpr)) or len(a.terms) < 2:
+                continue
+            if a.unknown_reason is not None or b.unknown_reason is not None:
+                continue
+            k = _core._as_multiple(b, a)
+            if k is None:
+                continue
+            left = _core.add(_core._atom_expr(v), k)
+            if isinstance(left, DimExpr) and _core.mul(left, a) is q:
+                return left, a
+    return None
 
 
 class _Printer:
     def __init__(self, seed: bool) -> None:
         self.seed = seed
-        self.cache_attr = "_seed" if seed else "_onnx"
 
     # -- atoms ---------------------------------------------------------------------
     def atom_level(self, atom: Atom) -> int:
@@ -48,6 +154,10 @@ class _Printer:
             return _AND
         return _ATOM
 
+    def arg(self, d: Dim, min_level: int) -> str:
+        """An argument of a function term (a "nested" position)."""
+        return self.dim(d, min_level, top=False)
+
     def atom(self, atom: Atom, folded_const: int = 0) -> str:
         kind = atom.kind
         if kind == _core.SYM:
@@ -58,22 +168,30 @@ class _Printer:
             if folded_const:
                 num = _core.add(num, folded_const * den)
             op = {_core.FLOOR: "//", _core.MOD: "%"}.get(kind, "/:" if self.seed else "/")
-            return f"{self.dim(num, _PROD)}{op}{self.dim(den, _UNARY)}"
+            num_text = self.arg(num, _PROD)
+            if isinstance(num, DimExpr) and _is_division(num):
+                # Left-associative, so x//2%4 would read the same, but (x//2)%4 is clearer.
+                num_text = f"({num_text})"
+            return f"{num_text}{op}{self.arg(den, _UNARY)}"
         if self.seed and kind in (_core.MAX, _core.MIN):
             level = _XOR if kind == _core.MAX else _AND
             op = "^" if kind == _core.MAX else "&"
-            return op.join(self.dim(a, level + 1 if i else level) for i, a in enumerate(args))
+            ordered = sorted(args, key=_symbol_order)
+            return op.join(self.arg(a, level + 1 if i else level) for i, a in enumerate(ordered))
         name = {_core.MAX: "max", _core.MIN: "min", _core.BCAST: "broadcast"}.get(
             kind, atom.name
         )
-        return f"{name}({','.join(self.dim(a, _XOR) for a in args)})"
+        return f"{name}({','.join(self.arg(a, _XOR) for a in args)})"
 
     # -- terms -----------------------------------------------------------------------
     def product(self, mono: tuple[Atom, ...], coeff: int, folded_const: int) -> tuple[str, int]:
         """Prints ``|coeff| * mono``; returns the text and its precedence level."""
         factors: list[str] = []
         magnitude = abs(coeff)
-        if magnitude != 1:
+        if coeff == _core.INT64_MIN:
+            # 2**63 is no int64 literal: the sign stays inside, the term prints positive.
+            factors.append(f"({coeff})")
+        elif magnitude != 1:
             factors.append(str(magnitude))
         if len(mono) == 1 and not factors:
             atom = mono[0]
@@ -86,22 +204,51 @@ class _Printer:
             factors.append(text)
         return "*".join(factors), _PROD
 
-    def dim(self, d: Dim, min_level: int = _XOR) -> str:
+    def dim(self, d: Dim, min_level: int = _XOR, top: bool = True) -> str:
         if isinstance(d, int):
             text = str(d)
             return f"({text})" if d < 0 and min_level > _SUM else text
-        text, level = self.expr(d)
+        text, level = self.expr(d, top)
         return f"({text})" if level < min_level else text
 
-    def expr(self, e: DimExpr) -> tuple[str, int]:
+    def expr(self, e: DimExpr, top: bool = True) -> tuple[str, int]:
         if e.unknown_reason is not None:
             raise _core.ExprError(f"cannot print an unknown ({e.unknown_reason})")
-        cached = getattr(e, self.cache_attr)
+        # One cache per interned expression and position (only the seed dialect orders a
+        # nested sum differently): printing is on the hot path of writing models.
+        attr = "_onnx" if not self.seed else ("_seed_top" if top else "_seed")
+        cached = getattr(e, attr)
         if cached is not None:
             return cached
-        result = self._expr(e)
-        setattr(e, self.cache_attr, result)
+        result = self._factored(e, top)
+        if result is None:
+            result = self._sum(e, top)
+        setattr(e, attr, result)
         return result
+
+    def _factored(self, e: DimExpr, top: bool) -> tuple[str, int] | None:
+        found = _factor(e)
+        if found is None:
+            return None
+        coefficient, factors = found
+        if abs(coefficient) > _core.INT64_MAX:
+            return None  # 2**63 is no int64 literal
+        pieces: list[str] = []
+        if abs(coefficient) != 1:
+            pieces.append(str(abs(coefficient)))
+        for f in factors:
+            if isinstance(f, Atom):
+                text = self.atom(f)
+                if self.atom_level(f) <= _PROD:
+                    text = f"({text})"
+            else:
+                text = self.dim(f, _PROD + 1, top)
+            pieces.append(text)
+        text = "*".join(pieces)
+        if coefficient < 0:
+            # -x*(y+1) reads as (-x)*(y+1): the unary minus binds tighter than *.
+            return f"-{text}", _SUM
+        return text, _PROD
 
     def _fold_target(self, e: DimExpr) -> int:
         """Index of a ``(N+r)//d`` term (coefficient 1, r != 0) absorbing the constant."""
@@ -117,20 +264,41 @@ class _Printer:
                     return i
         return -1
 
-    def _expr(self, e: DimExpr) -> tuple[str, int]:
+    def _sum(self, e: DimExpr, top: bool) -> tuple[str, int]:
         fold = self._fold_target(e)
+        # Parts in print order as (value, term index or -1 for the constant): canonical
+        # term order, constant last, except a positive constant first in a nested
+        # seed-dialect sum (the origin's sorted order).
+        const = e.const if fold < 0 else 0
+        const_first = self.seed and not top and const > 0
+        order: list[tuple[int, int]] = [(const, -1)] if const_first else []
+        order.extend((coeff, i) for i, (_, coeff) in enumerate(e.terms))
+        if const and not const_first:
+            order.append((const, -1))
+        if len(order) > 1 and order[0][0] < 0 and order[0][0] != _core.INT64_MIN:
+            # Never a leading minus when a part is positive: e-b, 1-x.
+            first_positive = next((k for k, (v, _) in enumerate(order) if v > 0), None)
+            if first_positive is not None:
+                order.insert(0, order.pop(first_positive))
         pieces: list[str] = []
         level = _ATOM
-        n_parts = len(e.terms) + (1 if e.const and fold < 0 else 0)
-        for i, (mono, coeff) in enumerate(e.terms):
-            text, term_level = self.product(mono, coeff, e.const if i == fold else 0)
-            negative = coeff < 0
-            if n_parts == 1:
+        single = len(order) == 1
+        for value, index in order:
+            # -2**63 prints as a parenthesised literal with a plus: 2**63 is no int64.
+            negative = value < 0 and value != _core.INT64_MIN
+            if index < 0:
+                text = str(abs(value)) if negative or value >= 0 else f"({value})"
+                term_level = _ATOM
+                mono: tuple[Atom, ...] = ()
+            else:
+                mono = e.terms[index][0]
+                text, term_level = self.product(mono, value, e.const if index == fold else 0)
+            if single:
                 if not negative:
                     return text, term_level
                 # Unary minus binds tighter than * and //: -(x//2), -(a^b).
                 if term_level < _UNARY and not (
-                    term_level == _PROD and not (_has_division(mono) and coeff == -1)
+                    term_level == _PROD and not (_has_division(mono) and value == -1)
                 ):
                     text = f"({text})"
                 return f"-{text}", _SUM
@@ -138,20 +306,23 @@ class _Printer:
                 text = f"({text})"
             if not pieces:
                 # A leading minus is unary and binds tighter than //: -(x//2)+3.
-                if negative and coeff == -1 and _has_division(mono):
+                if negative and value == -1 and _has_division(mono):
                     text = f"({text})"
                 pieces.append(f"-{text}" if negative else text)
             else:
                 pieces.append(f"-{text}" if negative else f"+{text}")
-            level = _SUM
-        if e.const and fold < 0:
-            pieces.append(f"{e.const:+d}")
             level = _SUM
         return "".join(pieces), level
 
 
 def _has_division(mono: tuple[Atom, ...]) -> bool:
     return len(mono) == 1 and mono[0].kind in _DIVISION_KINDS
+
+
+def _is_division(e: DimExpr) -> bool:
+    """True when ``e`` is exactly one floor/mod/exact division atom."""
+    atom = e.atom
+    return atom is not None and atom.kind in _DIVISION_KINDS
 
 
 _ONNX = _Printer(seed=False)

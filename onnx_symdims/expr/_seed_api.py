@@ -40,10 +40,12 @@ from onnx_symdims.expr._core import (
     mul,
     replace_subexpressions,
     sub,
-    substitute,
 )
 from onnx_symdims.expr._parse import (
+    Constant,
+    Name,
     Node,
+    UnaryOp,
     clear_parse_cache,
     evaluate_tree,
     parse_dim,
@@ -54,6 +56,7 @@ from onnx_symdims.expr._parse import (
 from onnx_symdims.expr._parse import unparse as _unparse_tree
 from onnx_symdims.expr._print import to_seed
 from onnx_symdims.expr._scope import Scope
+from onnx_symdims.expr._tree_rename import collapse_broadcasts, rename_tree, tree_constant
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +190,7 @@ def simplify_expression(expr: DimType) -> DimType:
         (e.g. an ONNX name with ``::``) is returned unchanged.
 
     Raises:
+        TypeError: ``expr`` is neither an ``int`` nor a ``str`` (``None``, ``1.5``, bytes).
         OverflowError: a literal or the result is outside int64.
         InexactDivisionError: an exact division of constants does not divide (``7/:2``).
         ZeroDivisionError: a division by the constant 0.
@@ -194,6 +198,8 @@ def simplify_expression(expr: DimType) -> DimType:
     """
     if isinstance(expr, int) and not isinstance(expr, bool):
         return _check_int64(expr, "Dimension")
+    if not isinstance(expr, str):
+        raise TypeError(f"an expression is an int or a str, got {type(expr).__name__}")
     try:
         d = parse_expr(expr)
     except ExprSyntaxError:
@@ -249,6 +255,7 @@ def evaluate_expression(expr: DimType, context: Mapping[str, int]) -> int:
     Raises:
         ExprSyntaxError: ``expr`` is not an expression.
         KeyError: a name has no value in ``context``.
+        TypeError: a value in ``context`` is not an integer (``3.5``, ``True``).
         ZeroDivisionError: a division or modulo by zero.
         InexactDivisionError: an exact division does not divide.
         BroadcastError: incompatible broadcast arguments.
@@ -290,53 +297,113 @@ def _target(value: DimType | DimExpr) -> Dim:
     return _to_dim(value)
 
 
+def _target_tree(value: DimType | DimExpr) -> Node:
+    """The raw tree a rename target stands for (text that is no expression: one name)."""
+    if isinstance(value, str):
+        try:
+            return parse_tree(value)
+        except (ExprSyntaxError, OverflowError):
+            return Name(value)
+    if isinstance(value, DimExpr):
+        return parse_tree(_to_text(value, "a rename target"))  # type: ignore[arg-type]
+    v = _to_dim(value)
+    assert isinstance(v, int)
+    return Constant(v) if v >= 0 else UnaryOp("-", Constant(-v))
+
+
+def _tree_result(tree: Node) -> DimType:
+    value = tree_constant(tree)
+    return value if value is not None else _unparse_tree(tree)
+
+
 def rename_expression(expr: DimType, mapping: Mapping[str, DimType]) -> DimType:
-    """Renames leaf names simultaneously (``{s0: s1, s1: batch}`` maps ``s0`` to ``s1``).
+    """Renames the leaf names of ``expr`` simultaneously, keeping everything else as written.
+
+    Structure-preserving: the parse tree keeps its order and structure, nothing is
+    re-simplified; only calls are spelled in the seed dialect (``Max(a, b)`` -> ``a^b``,
+    ``Min`` -> ``&``). Renames are simultaneous, never chained:
+    ``rename_expression("a-b", {"a": "b", "b": "a"}) == "b-a"`` and
+    ``rename_expression("s10^s3", {"s10": "E", "s3": "D"}) == "E^D"``.
 
     Args:
         expr: the expression.
-        mapping: old name -> new name (a target that is an expression is substituted as one).
+        mapping: old name -> new name; a target that is an expression replaces the leaf as
+            one sub-tree (``{"n": "a+1"}`` turns ``2*n`` into ``2*(a+1)``).
 
     Returns:
-        The canonical seed-dialect text, or an ``int`` when the result is constant.
+        The renamed text (no spaces), or an ``int`` when it is an integer literal.
 
     Raises:
         ExprSyntaxError: ``expr`` is not an expression.
-        OverflowError: a literal or the result is outside int64.
+        OverflowError: a literal is outside int64.
     """
-    d = _to_dim(expr)
-    renamed = substitute(d, {k: _target(v) for k, v in mapping.items()})
-    return _to_text(renamed, f"rename_expression({expr!r})")
+    if isinstance(expr, int) and not isinstance(expr, bool):
+        return _check_int64(expr, "Dimension")
+    if isinstance(expr, DimExpr):
+        expr = _to_text(expr, "rename_expression")  # type: ignore[assignment]
+        if isinstance(expr, int):
+            return expr
+    tree = parse_tree(expr)  # raises ExprSyntaxError / OverflowError, also on a non-str
+    targets = {k: _target_tree(v) for k, v in mapping.items()}
+    return _tree_result(rename_tree(tree, targets))
+
+
+def _compound_keys(replacements: Mapping[str, DimType]) -> tuple[dict, dict]:
+    """Splits the keys into leaf names and compound expressions (both parsed)."""
+    leaves: dict[str, DimType] = {}
+    compound: dict[DimExpr, Dim] = {}
+    for key, value in replacements.items():
+        k = parse_dim(key) if isinstance(key, str) and key else key
+        if not isinstance(k, DimExpr) or k.unknown_reason is not None:
+            continue
+        if k.is_symbol:
+            leaves[k.name] = value  # type: ignore[index]
+            continue
+        try:
+            compound[k] = _target(value)
+        except (ExprError, ArithmeticError):
+            continue
+    return leaves, compound
 
 
 def rename_dynamic_expression(expr: DimType, replacements: Mapping[str, DimType]) -> DimType:
     """Best-effort renaming during shape inference; never raises on its input.
 
-    Keys may be names or compound expressions: a sub-expression equal to a key *modulo the
-    canonical form* is replaced (``seq+past_seq`` matches the key ``past_seq+seq``, also as a
-    sub-sum of ``past_seq+seq+1``), and ``broadcast(x,x)`` collapses to ``x``. Text that does
-    not parse, keys that are not expressions and results that cannot be represented leave
-    ``expr`` unchanged.
+    Leaf renames keep the structure, as :func:`rename_expression` does, and
+    ``broadcast(x, x)`` collapses to ``x``. Keys may also be compound expressions: a
+    sub-expression equal to such a key *modulo the canonical form* is replaced
+    (``seq+past_seq`` matches the key ``past_seq+seq``, also as a sub-sum of
+    ``past_seq+seq+1``); when one does match, the result is the canonical form of the
+    whole renamed expression. Text that does not parse, keys that are not expressions and
+    results that cannot be represented leave ``expr`` unchanged.
 
     Returns:
-        The canonical seed-dialect text, an ``int`` when constant, or ``expr`` itself.
+        The renamed text, an ``int`` when constant, or ``expr`` itself.
     """
     try:
-        d = _to_dim(expr)
-    except (ExprError, ArithmeticError):
+        leaves, compound = _compound_keys(replacements)
+    except (ExprError, ArithmeticError, TypeError):
         return expr
-    mapping: dict[DimExpr, Dim] = {}
-    for key, value in replacements.items():
-        k = parse_dim(key) if isinstance(key, str) else key
-        if not isinstance(k, DimExpr) or k.unknown_reason is not None:
-            continue
+    if compound:
         try:
-            mapping[k] = _target(value)
-        except (ExprError, ArithmeticError):
-            continue
+            d = _to_dim(expr)
+            if replace_subexpressions(d, compound) is not d:
+                mapping = dict(compound)
+                for name, value in leaves.items():
+                    mapping[parse_dim(name)] = _target(value)  # type: ignore[index]
+                return _to_text(
+                    replace_subexpressions(d, mapping), "rename_dynamic_expression"
+                )
+        except (ExprError, ArithmeticError, TypeError):
+            return expr
     try:
-        return _to_text(replace_subexpressions(d, mapping), "rename_dynamic_expression")
-    except (ExprError, ArithmeticError):
+        text = _to_text(expr, "rename_dynamic_expression") if isinstance(expr, DimExpr) else expr
+        if not isinstance(text, str):
+            return expr
+        tree = parse_tree(text)
+        targets = {k: _target_tree(v) for k, v in leaves.items()}
+        return _tree_result(collapse_broadcasts(rename_tree(tree, targets)))
+    except (ExprError, ArithmeticError, TypeError):
         return expr
 
 

@@ -77,7 +77,7 @@ SIMPLIFY_CASES = [
     ("4096*a*b + 8*a*b", "4104*a*b"),
     ("a * b + c", "a*b+c"),
     ("5 + x - 2 + 3", "x+6"),  # linear form, constant last
-    ("1 - x", "-x+1"),
+    ("1 - x", "1-x"),  # a subtraction, never a leading minus before a positive part
     ("-1+x", "x-1"),
     ("x-x", 0),
     ("0*x", 0),
@@ -331,14 +331,12 @@ def test_parse_expression_tokens(text, tokens):
 
 def test_rename_expression_is_simultaneous():
     # no chaining: s0 -> s1 and s1 -> batch renames s0 to s1, not to batch
-    assert rename_expression("s0+2*s1", {"s0": "s1", "s1": "batch"}) == simplify_expression(
-        "s1+2*batch"
-    )
+    assert rename_expression("s0+2*s1", {"s0": "s1", "s1": "batch"}) == "s1+2*batch"
 
 
-def test_rename_expression_outputs_canonical_seed_dialect():
+def test_rename_expression_outputs_the_seed_dialect_without_simplifying():
     assert rename_expression("Max(s0, s1)", {"s0": "a", "s1": "b"}) == "a^b"
-    assert rename_expression("s0 - s1", {"s0": "n", "s1": "n"}) == 0
+    assert rename_expression("s0 - s1", {"s0": "n", "s1": "n"}) == "n-n"
 
 
 def test_rename_expression_raises_on_bad_input():
@@ -349,7 +347,7 @@ def test_rename_expression_raises_on_bad_input():
 @pytest.mark.parametrize(
     ("text", "replacements", "expected"),
     [
-        ("s0*2", {"s0": "batch"}, "2*batch"),
+        ("s0*2", {"s0": "batch"}, "batch*2"),  # leaf renames keep the structure
         # compound keys match modulo the canonical form, also as a sub-sum
         ("seq+past_seq", {"past_seq+seq": "total"}, "total"),
         ("past_seq+seq+1", {"past_seq+seq": "total"}, "total+1"),
@@ -372,9 +370,8 @@ def test_rename_dynamic_expression_ignores_bad_keys():
     assert rename_dynamic_expression("s0+1", {"a::b": "x", "2": "y", "s0": "n"}) == "n+1"
 
 
-def test_rename_dynamic_expression_with_a_cycle_terminates():
-    result = rename_dynamic_expression("a+2*b", {"a": "b", "b": "a"})
-    assert result in ("a+2*b", "2*a+b", "3*a", "3*b")
+def test_rename_dynamic_expression_with_a_cycle_is_simultaneous():
+    assert rename_dynamic_expression("a+2*b", {"a": "b", "b": "a"}) == "b+2*a"
 
 
 @pytest.mark.parametrize(

@@ -253,7 +253,7 @@ def test_slice_past_plus_seq_window():
 """,
     )
     _, ctx = _infer(text)
-    assert _printed(ctx, "y") == ["B", "max(0,min(-P+T,S))"]
+    assert _printed(ctx, "y") == ["B", "max(0,min(T-P,S))"]
     bindings = [
         {"B": 1, "P": p, "S": s, "T": t}
         for p, s, t in [(0, 0, 0), (0, 3, 3), (2, 3, 5), (4, 3, 5), (6, 1, 5), (2, 0, 9)]
