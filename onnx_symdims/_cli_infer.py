@@ -70,6 +70,7 @@ def _options(args: argparse.Namespace, ranges: dict) -> dict[str, Any]:
         "assume_nonempty": args.assume_nonempty,
         "symbol_ranges": {k: list(v) for k, v in ranges.items()},
         "value_info_anchors": args.value_info_anchors,
+        "constant_initializers": args.constant_initializers,
         "verify": wants_verify(args),
         "verify_runs": args.verify_runs,
         "verify_sizes": list(args.verify_sizes),
@@ -102,6 +103,7 @@ def _infer_file(
         nonempty_inputs=args.assume_nonempty,
         symbol_ranges=ranges,
         value_info_anchors=args.value_info_anchors,
+        constant_initializers=args.constant_initializers,
     )
     renames: dict[str, str] = {}
     implied: list[str] = []

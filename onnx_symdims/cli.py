@@ -428,6 +428,13 @@ def _parser() -> argparse.ArgumentParser:
         "not valid for an empty KV cache: prefer --symbol-range seq_len=1:)",
     )
     infer.add_argument(
+        "--constant-initializers",
+        action="store_true",
+        help="treat initializers that are also graph inputs as constants (their shape "
+        "and small contents), for a model whose such inputs are never fed; models of "
+        "IR version < 4 are read so always",
+    )
+    infer.add_argument(
         "--value-info-anchors",
         action="store_true",
         help="also use the model's declared value_info shapes as anchors for renames",

@@ -97,15 +97,23 @@ def merge_dims(ctx: NodeContext, what: str, *dims: MaybeDim) -> MaybeDim:
 
 
 def divide(ctx: NodeContext, total: MaybeDim, parts: MaybeDim, what: str) -> MaybeDim:
-    """``total / parts`` for a split that must be exact (e.g. hidden size into heads)."""
+    """``total / parts`` for a split that must be exact (e.g. hidden size into heads).
+
+    Records that ``parts`` divides ``total`` (a fact of every run that gets past the
+    node, see :meth:`ShapesContext.note_divides`).
+    """
     if total is None or parts is None:
         return None
     if isinstance(parts, int) and parts <= 0:
         ctx.fail(f"{what}: cannot split {total} into {parts} parts")
     try:
-        return expr.exact_div(total, parts)
+        quotient = expr.exact_div(total, parts)
     except expr.InexactDivisionError:
         ctx.fail(f"{what}: {total} is not divisible by {parts}")
+    # The split executed: from here on ``parts`` divides ``total`` (``total // parts``
+    # computed on shape values later is this same quotient).
+    ctx.ctx.note_divides(parts, total)
+    return quotient
 
 
 def fresh_at_most(ctx: NodeContext, hint: str, bound: MaybeDim) -> expr.DimExpr:

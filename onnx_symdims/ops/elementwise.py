@@ -22,6 +22,7 @@ from onnx_symdims.ops._common import is_static, same_dim
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import NodeContext
 from onnx_symdims.shapes import _values as values
+from onnx_symdims.shapes._tensors import INTEGER_DTYPES
 
 logger = logging.getLogger(__name__)
 
@@ -197,9 +198,28 @@ def infer_binary(ctx: NodeContext, node: ir.Node) -> None:
     # building the element function.
     if not is_static(out_shape):
         return
+    if op in ("Div", "Mod") and dtype in INTEGER_DTYPES:
+        _note_divisors(ctx, out_shape)
     fn = _binary_value_fn(ctx.scope, op, fmod)
     if fn is not None:
         _propagate_values(ctx, fn, (0, 1), out_shape)
+
+
+def _note_divisors(ctx: NodeContext, out_shape: tuple[Dim, ...]) -> None:
+    """An integer division that ran divided by nonzero values: a fact from here on.
+
+    Every element of the divisor meets a dividend when the output is not empty
+    (broadcasting repeats, never drops, elements), so each known element is nonzero in
+    every run that gets past this node. ``Div(Mul(b, s), b)`` is then ``s``.
+    """
+    if 0 in out_shape:
+        return
+    divisor = ctx.input_value(1)
+    if divisor is None:
+        return
+    for e in divisor:
+        if isinstance(e, expr.DimExpr) and not e.is_unknown:
+            ctx.ctx.note_nonzero(e)
 
 
 @register("", _LEGACY_BROADCAST_OPS)

@@ -52,9 +52,11 @@ from onnx_symdims.shapes import (
     ShapesContext,
 )
 from onnx_symdims.shapes._anchors import declared_dims, merge_with_anchor
-from onnx_symdims.shapes._context import is_anonymous_dim_text, untracked_reads
+from onnx_symdims.shapes._context import MISSING, is_anonymous_dim_text, untracked_reads
 from onnx_symdims.shapes._convert import same_ir_dims
+from onnx_symdims.shapes._facts import FactScope
 from onnx_symdims.shapes._merge import merge_declared_shape
+from onnx_symdims.shapes._tensors import CONSTANT_INPUT_KEY, tensor_dims
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +109,10 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
             e.g. ``{"seq_len": (1, 4096)}``.
         value_info_anchors: Also treat the main graph's declared ``value_info`` shapes
             as anchors (their equalities with the inferred shapes are recorded).
+        constant_initializers: Treat an initializer that is also a graph input as a
+            constant (its shape and small integer contents are facts), for users who
+            never feed those inputs. Models of IR version < 4 get this always: there
+            every initializer must be listed as an input, and those are weights.
     """
 
     def __init__(
@@ -119,6 +125,7 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         nonempty_inputs: bool = False,
         symbol_ranges: Mapping[str, tuple[int | None, int | None]] | None = None,
         value_info_anchors: bool = False,
+        constant_initializers: bool = False,
     ) -> None:
         super().__init__()
         if policy not in POLICIES:
@@ -131,6 +138,7 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         self.nonempty_inputs = nonempty_inputs
         self.symbol_ranges = dict(symbol_ranges or {})
         self.value_info_anchors = value_info_anchors
+        self.constant_initializers = constant_initializers
 
     def call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
         # Deeply nested valid models (hundreds of nested Ifs or function calls) get the
@@ -144,6 +152,7 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         first_diagnostic = len(ctx.diagnostics)
         previous_strict = ctx.strict
         ctx.strict = self.strict
+        marked = _mark_constant_inputs(model, ctx, self.constant_initializers)
         try:
             engine = InferenceEngine(
                 model, ctx, self.policy, self.progress, self.value_info_anchors
@@ -152,16 +161,56 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
             if self.nonempty_inputs:
                 for name in _input_symbols(model.graph, ctx):
                     ctx.scope.set_range(name, lower=1)
+            if self.symbol_ranges:
+                known = _model_symbols(engine.snapshot, ctx)
             for name, (lower, upper) in self.symbol_ranges.items():
                 # A range may name an input's opaque text ("batch size"): its symbol.
                 named = ctx.opaque_dim_names.get(name, name)
+                if named not in known:
+                    ctx.add_diagnostic(
+                        None,
+                        "warning",
+                        f"symbol range {name!r}: no declared dim of the model uses "
+                        f"{name!r}; the range constrains nothing",
+                    )
                 ctx.scope.set_range(named, lower=lower, upper=upper)
             engine.run()
         finally:
             ctx.strict = previous_strict
+            for value in marked:
+                value.meta.pop(CONSTANT_INPUT_KEY, None)
         return SymbolicShapeInferenceResult(
             model, engine.modified, ctx, ctx.diagnostics[first_diagnostic:], engine.snapshot
         )
+
+
+def _mark_constant_inputs(
+    model: ir.Model, ctx: ShapesContext, always: bool
+) -> list[ir.Value]:
+    """Marks the initializer-backed graph inputs that are constants for this run.
+
+    In IR version < 4 every initializer must also be a graph input: those are the
+    model's weights, not runtime inputs. From IR 4 on such an input is an overridable
+    default, a constant only when the user says so (``constant_initializers``).
+    """
+    if not always and (model.ir_version is None or model.ir_version >= 4):
+        return []
+    marked = []
+    for value in model.graph.inputs:
+        if value.const_value is not None and not value.meta.get(CONSTANT_INPUT_KEY):
+            value.meta[CONSTANT_INPUT_KEY] = True
+            ctx.constant_inputs.add(value)
+            marked.append(value)
+    return marked
+
+
+def _model_symbols(snapshot: ModelSnapshot | None, ctx: ShapesContext) -> set[str]:
+    """The symbol names of every declared dim of the model (ranges may name them)."""
+    names: set[str] = set()
+    for value in snapshot.values if snapshot is not None else ():
+        for text in _dim_params(value.shape):
+            names.update(ctx.text_symbols(text))
+    return names
 
 
 def _input_symbols(graph: ir.Graph, ctx: ShapesContext) -> set[str]:
@@ -201,6 +250,11 @@ _SCALAR_ATTRIBUTES = frozenset(
 _LIST_ATTRIBUTES = frozenset(
     {ir.AttributeType.INTS, ir.AttributeType.FLOATS, ir.AttributeType.STRINGS}
 )
+
+
+def _all_plain(dims: Sequence[Dim]) -> bool:
+    """True when every dim is an int or a bare symbol (nothing to refine or record)."""
+    return all(isinstance(d, int) or d.is_symbol for d in dims)
 
 
 def _stamp(ctx: ShapesContext) -> int:
@@ -311,7 +365,15 @@ class InferenceEngine:
         dtypes: Sequence[ir.DataType | None] | None,
     ) -> None:
         ctx = self.ctx
+        facts = graph is self.model.graph and not ctx.conditional_depth
         for i, value in enumerate(graph.inputs):
+            if value in ctx.constant_inputs and shapes is None:
+                # A weight listed as an input (old IR): its tensor is the fact.
+                tensor = value.const_value
+                ctx.set_shape(value, tensor_dims(tensor))
+                ctx.set_dtype(value, tensor.dtype)
+                ctx.value_of(value)  # small integer contents, read once
+                continue
             if shapes is not None and i < len(shapes):
                 ctx.set_shape(value, shapes[i])
             elif value.shape is not None:
@@ -322,6 +384,8 @@ class InferenceEngine:
                 ctx.set_dtype(value, dtypes[i])
             # A graph input may be fed at runtime even if an initializer backs it.
             ctx.set_value(value, None)
+            if facts:
+                self._note_dims(value)
 
     def _walk(
         self,
@@ -405,6 +469,7 @@ class InferenceEngine:
                 self._fallback_after_bug(node_ctx)
         if key is not None and stamp == _stamp(ctx):
             self._memo[key] = tuple(ctx.facts_of(value) for value in node.outputs)
+        self._settle(node)
         for value in node.outputs:
             self._commit(node, value)
 
@@ -412,7 +477,49 @@ class InferenceEngine:
         """Sets the outputs of ``node`` from a memoized hook result and commits them."""
         for value, facts in zip(node.outputs, entry):
             self.ctx.restore_facts(value, facts)
+        self._settle(node)
+        for value in node.outputs:
             self._commit(node, value)
+
+    def _settle(self, node: ir.Node) -> None:
+        """Rewrites the outputs' facts under what successful runs imply, then adds theirs.
+
+        Dims and elements are refined with the facts known now (a case split the facts
+        make unnecessary goes, see :meth:`ShapesContext.refine`); then each output's
+        dims are facts from here on: a tensor that exists has dims ``>= 0``.
+        """
+        ctx = self.ctx
+        scope = ctx.scope
+        if not isinstance(scope, FactScope):
+            return
+        refine = scope.version > 0
+        for value in node.outputs:
+            if refine:
+                shape = ctx.peek_shape(value)
+                if shape is not None and not _all_plain(shape):
+                    new = tuple(ctx.refine(d) for d in shape)
+                    if new != shape:
+                        ctx.set_shape(value, new)
+                elements = ctx.facts_of(value)[1]
+                if (
+                    elements is not MISSING
+                    and elements is not None
+                    and not _all_plain(elements)  # type: ignore[arg-type]
+                ):
+                    new = tuple(ctx.refine(e) for e in elements)  # type: ignore[union-attr]
+                    if new != elements:
+                        ctx.set_value(value, new)
+            if not ctx.conditional_depth:
+                self._note_dims(value)
+
+    def _note_dims(self, value: ir.Value) -> None:
+        """Records ``d >= 0`` for each compound dim of ``value`` (it exists in the run)."""
+        shape = self.ctx.peek_shape(value)
+        if shape is None or _all_plain(shape):
+            return
+        for d in shape:
+            if not isinstance(d, int) and not d.is_symbol and not d.is_unknown:
+                self.ctx.note_nonneg(d)
 
     def _count_miss(self, op_type: str) -> None:
         """Stops keying ``op_type`` once its keys rarely repeat.

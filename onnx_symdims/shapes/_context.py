@@ -44,6 +44,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.shapes._diagnostics import Diagnostic, Severity, ShapeInferenceError
+from onnx_symdims.shapes._facts import FactScope, refine_dim
 from onnx_symdims.shapes._tensors import (  # re-exported: hooks import them from here
     INTEGER_DTYPES,
     MAX_VALUE_ELEMENTS,
@@ -117,7 +118,9 @@ class ShapesContext:
 
     Args:
         scope: Assumptions for the symbols; defaults to a fresh
-            ``Scope(nonnegative=True)`` (every symbol is a tensor dim).
+            ``FactScope(nonnegative=True)`` (every symbol is a tensor dim). A plain
+            ``Scope`` still works; facts about expressions (see :meth:`note_nonneg`)
+            are then dropped, except ranges of bare symbols.
 
     Attributes:
         scope: The assumption scope used for proofs (``dmax``/``dmin``, comparisons).
@@ -127,7 +130,7 @@ class ShapesContext:
     """
 
     def __init__(self, scope: expr.Scope | None = None) -> None:
-        self.scope = scope if scope is not None else expr.Scope(nonnegative=True)
+        self.scope = scope if scope is not None else FactScope(nonnegative=True)
         self.strict = False
         #: > 0 while a subgraph (If branch, Loop/Scan body) is inferred. Code there may
         #: not run, so what it proves is not a fact about the model: equalities are not
@@ -161,6 +164,11 @@ class ShapesContext:
         # dtype_of's reads from the IR, for values without an inferred dtype (memo keys).
         self._declared_dtypes: dict[ir.Value, ir.DataType | None] = {}
         self._by_name: dict[str, ir.Value] = {}
+        # (dim, scope version) -> the dim under the facts (refine).
+        self._refined: dict[tuple[Dim, int], Dim] = {}
+        #: Graph inputs backed by an initializer that are constants here (old IR, or the
+        #: ``constant_initializers`` option): shape and small contents are facts.
+        self.constant_inputs: set[ir.Value] = set()
 
     # ------------------------------------------------------------------------------------
     # Symbols
@@ -401,6 +409,70 @@ class ShapesContext:
         """Empties both constraint stores (bounds already given to the scope stay)."""
         self._equalities.clear()
         self._upper_bounds.clear()
+
+    # ------------------------------------------------------------------------------------
+    # Facts of successful runs (see onnx_symdims.shapes._facts)
+    # ------------------------------------------------------------------------------------
+    def _fact_scope(self) -> FactScope | None:
+        if self.conditional_depth:
+            return None  # code in a subgraph may not run: what it implies is no fact
+        scope = self.scope
+        return scope if isinstance(scope, FactScope) else None
+
+    def note_nonneg(self, d: Dim) -> bool:
+        """Records that ``d >= 0`` holds from here on (e.g. a dim of a tensor that exists).
+
+        Like every ``note_*`` fact: dropped inside a subgraph (:attr:`conditional_depth`)
+        and under a plain ``Scope``. Returns whether the fact was new.
+        """
+        scope = self._fact_scope()
+        return scope is not None and scope.assume_nonneg(d)
+
+    def note_nonzero(self, d: Dim) -> bool:
+        """Records that ``d != 0`` (a divisor a node divided by, in a run that succeeded)."""
+        scope = self._fact_scope()
+        return scope is not None and scope.assume_nonzero(d)
+
+    def note_ge(self, d: Dim, k: int) -> bool:
+        """Records that ``d >= k`` holds from here on."""
+        scope = self._fact_scope()
+        return scope is not None and scope.assume_ge(d, k)
+
+    def note_divides(self, divisor: Dim, dividend: Dim) -> bool:
+        """Records that ``divisor`` divides ``dividend`` (an exact division that executed)."""
+        scope = self._fact_scope()
+        return scope is not None and scope.assume_divides(divisor, dividend)
+
+    def known_nonzero(self, d: Dim) -> bool:
+        """True when ``d != 0`` is recorded or provable."""
+        scope = self.scope
+        if isinstance(scope, FactScope):
+            return scope.known_nonzero(d)
+        if isinstance(d, int):
+            return d != 0
+        return scope.prove_gt(d, 0) or scope.prove_gt(0, d)
+
+    def known_divides(self, divisor: Dim, dividend: Dim) -> bool:
+        """True when ``divisor`` is known to divide ``dividend`` exactly."""
+        scope = self.scope
+        if isinstance(scope, FactScope):
+            return scope.known_divides(divisor, dividend)
+        return isinstance(divisor, int) and isinstance(dividend, int) and (
+            divisor != 0 and dividend % divisor == 0
+        )
+
+    def refine(self, d: Dim) -> Dim:
+        """``d`` under the facts known now (:func:`~onnx_symdims.shapes._facts.refine_dim`)."""
+        scope = self.scope
+        if isinstance(d, int) or not isinstance(scope, FactScope):
+            return d
+        key = (d, scope.version)
+        found = self._refined.get(key)
+        if found is None:
+            if len(self._refined) > 50000:
+                self._refined.clear()
+            found = self._refined[key] = refine_dim(d, scope)
+        return found
 
     # ------------------------------------------------------------------------------------
     # Diagnostics

@@ -8,6 +8,7 @@ read (only integer tensors of at most :data:`MAX_VALUE_ELEMENTS` elements).
 from __future__ import annotations
 
 __all__ = [
+    "CONSTANT_INPUT_KEY",
     "INTEGER_DTYPES",
     "MAX_VALUE_ELEMENTS",
     "constant_tensor",
@@ -124,13 +125,20 @@ def int_elements(tensor: ir.TensorProtocol) -> tuple[int, ...] | None:
     return tuple(int(x) for x in tensor.numpy().reshape(-1).tolist())
 
 
+#: ``Value.meta`` key marking a graph input whose initializer is a constant (set by the
+#: inference pass for the run: IR < 4 models, or ``constant_initializers=True``).
+CONSTANT_INPUT_KEY = "onnx_symdims.constant_input"
+
+
 def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
     """The constant tensor of ``value``, or None; never the default of a graph input.
 
     An initializer that is also a graph input can be overridden by a feed at run time,
-    so its contents and shape are not facts about the model.
+    so its contents and shape are not facts about the model, unless the inference pass
+    marked it constant (:data:`CONSTANT_INPUT_KEY`): in IR < 4 every initializer is
+    listed as an input, and those are weights.
     """
     _UntrackedReads.count += 1
-    if value.is_graph_input():
+    if value.is_graph_input() and not value.meta.get(CONSTANT_INPUT_KEY):
         return None
     return value.const_value

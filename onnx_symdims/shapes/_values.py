@@ -28,6 +28,7 @@ import numpy as np
 
 from onnx_symdims import expr
 from onnx_symdims.shapes._context import MAX_VALUE_ELEMENTS
+from onnx_symdims.shapes._facts import FactScope
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +133,8 @@ def element_div(scope: expr.Scope, a: Dim, b: Dim) -> Dim:
         return q if (a >= 0) == (b > 0) else -q
     if _is_unknown(a) or _is_unknown(b):
         return unknown_element()
+    if _known_divides(scope, b, a):
+        return expr.exact_div(a, b)  # no rounding: the quotient is exact whatever the signs
     # Truncation equals floor division when the dividend is >= 0 and the divisor > 0.
     if scope.prove_nonneg(a) and scope.prove_gt(b, 0):
         return expr.floordiv(a, b)
@@ -142,6 +145,13 @@ def element_div(scope: expr.Scope, a: Dim, b: Dim) -> Dim:
             _floordiv_small(scope, expr.dmax(expr.neg(a), 0, scope=scope), b),
         )
     return unknown_element()
+
+
+def _known_divides(scope: expr.Scope, divisor: Dim, dividend: Dim) -> bool:
+    """True when the scope records that ``divisor`` divides ``dividend`` (a fact scope)."""
+    return isinstance(scope, FactScope) and not isinstance(divisor, int) and (
+        scope.known_divides(divisor, dividend)
+    )
 
 
 def _floordiv_small(scope: expr.Scope, x: Dim, b: int) -> Dim:
@@ -165,6 +175,8 @@ def element_mod(scope: expr.Scope, a: Dim, b: Dim, fmod: bool) -> Dim:
         return r if a >= 0 else -r
     if _is_unknown(a) or _is_unknown(b) or b == 0:
         return unknown_element()
+    if _known_divides(scope, b, a):
+        return 0
     if not fmod or (scope.prove_nonneg(a) and scope.prove_gt(b, 0)):
         return expr.mod(a, b)
     return unknown_element()

@@ -1,0 +1,242 @@
+"""Facts that hold in every successful run, and the scope that proves with them.
+
+Shape inference describes runs that succeed, and a successful run tells more than the
+symbols' ranges:
+
+* every dim of a tensor that exists is ``>= 0`` (also a compound dim such as
+  ``n - m``, which the interval prover cannot show nonnegative on its own);
+* a divisor that an integer ``Div``/``Mod`` divided by is nonzero;
+* an exact division that executed (a split into equal parts, a ``Reshape`` ``-1``)
+  divides.
+
+:class:`FactScope` is an :class:`~onnx_symdims.expr.Scope` that also holds such
+facts about expressions, and uses them in its proofs (``prove_nonneg``, ``bounds``, so
+also ``dmax``/``dmin``/comparisons). Facts are added while the walk goes on, at the
+node where they start to hold, and only in the main graph (code in a subgraph may not
+run): values computed before keep what they had. Adding a new fact moves the scope's
+``version``, which keys every memo that depends on proofs.
+
+What belongs in :mod:`onnx_symdims.expr` later: lower bounds of expressions (not only
+of symbols), nonzero and divisibility facts in :class:`~onnx_symdims.expr.Scope`
+itself, and a scope-aware ``simplify`` (:func:`refine_dim` here).
+"""
+
+from __future__ import annotations
+
+__all__ = ["FactScope", "refine_dim"]
+
+import logging
+
+from onnx_symdims import expr
+from onnx_symdims.expr import _core
+
+logger = logging.getLogger(__name__)
+
+Dim = expr.Dim
+Terms = tuple
+
+#: More facts than this and new ones are dropped (proofs stay fast; dropping is sound).
+MAX_FACTS = 20000
+
+
+class FactScope(expr.Scope):
+    """A scope with facts about expressions: lower bounds, nonzero values, divisors.
+
+    Args:
+        nonnegative: When True every symbol is assumed ``>= 0`` (tensor dims).
+
+    A lower bound ``e >= k`` is stored under ``e``'s terms (its constant moved into
+    ``k``), so ``e + 3 >= k + 3`` is the same fact. A fact on a bare symbol becomes its
+    range, where the base prover reads it.
+    """
+
+    def __init__(self, nonnegative: bool = True) -> None:
+        super().__init__(nonnegative)
+        # terms of e (constant 0) -> the lower bound of that sum
+        self._lower: dict[Terms, int] = {}
+        self._nonzero: set[Dim] = set()
+        # (divisor, dividend) pairs: divisor divides dividend exactly.
+        self._divides: set[tuple[Dim, Dim]] = set()
+
+    @classmethod
+    def from_scope(cls, scope: expr.Scope) -> FactScope:
+        """A fact scope holding ``scope``'s ranges and bounds (``scope`` is unchanged)."""
+        other = cls(scope.nonnegative)
+        other._ranges = dict(scope._ranges)
+        other._upper = {k: list(v) for k, v in scope._upper.items()}
+        other.version = scope.version
+        return other
+
+    def copy(self) -> FactScope:
+        """An independent copy, facts included (the case split of the prover uses it)."""
+        other = FactScope(self.nonnegative)
+        other._ranges = dict(self._ranges)
+        other._upper = {k: list(v) for k, v in self._upper.items()}
+        other._lower = dict(self._lower)
+        other._nonzero = set(self._nonzero)
+        other._divides = set(self._divides)
+        return other
+
+    def _changed(self) -> None:
+        self._proofs.clear()
+        self.version += 1
+
+    def _full(self) -> bool:
+        return len(self._lower) + len(self._nonzero) + len(self._divides) >= MAX_FACTS
+
+    # -- recording -------------------------------------------------------------------
+    def assume_ge(self, d: Dim, k: int) -> bool:
+        """Records ``d >= k``; returns whether anything new was learnt."""
+        if isinstance(d, int) or d.is_unknown:
+            return False
+        if self.prove_ge(d, k):
+            return False
+        name = d.name
+        if name is not None:
+            self.set_range(name, lower=k)
+            return True
+        if self._full():
+            return False
+        bound = k - d.const
+        known = self._lower.get(d.terms)
+        if known is not None and known >= bound:
+            return False
+        self._lower[d.terms] = bound
+        self._changed()
+        return True
+
+    def assume_nonneg(self, d: Dim) -> bool:
+        """Records ``d >= 0`` (e.g. a dim of a tensor that exists)."""
+        return self.assume_ge(d, 0)
+
+    def assume_nonzero(self, d: Dim) -> bool:
+        """Records ``d != 0`` (a divisor a node divided by); ``d >= 1`` when ``d >= 0``."""
+        if isinstance(d, int) or d.is_unknown or self.known_nonzero(d):
+            return False
+        if self.prove_nonneg(d):
+            return self.assume_ge(d, 1)
+        if self.prove_nonneg(expr.neg(d)):
+            return self.assume_ge(expr.neg(d), 1)
+        if self._full():
+            return False
+        self._nonzero.add(d)
+        self._changed()
+        return True
+
+    def assume_divides(self, divisor: Dim, dividend: Dim) -> bool:
+        """Records that ``divisor`` divides ``dividend`` exactly (and is nonzero)."""
+        new = self.assume_nonzero(divisor)
+        if isinstance(divisor, int) and isinstance(dividend, int):
+            return new
+        if self.known_divides(divisor, dividend) or self._full():
+            return new
+        self._divides.add((divisor, dividend))
+        self._changed()
+        return True
+
+    # -- questions -------------------------------------------------------------------
+    def known_nonzero(self, d: Dim) -> bool:
+        """True when ``d != 0`` is recorded or proven."""
+        if isinstance(d, int):
+            return d != 0
+        return d in self._nonzero or self.prove_gt(d, 0) or self.prove_gt(0, d)
+
+    def known_divides(self, divisor: Dim, dividend: Dim) -> bool:
+        """True when ``divisor`` divides ``dividend`` by a recorded fact or by value."""
+        if isinstance(divisor, int) and isinstance(dividend, int):
+            return divisor != 0 and dividend % divisor == 0
+        if dividend == 0:
+            return self.known_nonzero(divisor)
+        return (divisor, dividend) in self._divides
+
+    def has_facts(self) -> bool:
+        """True when some fact about an expression (not only ranges) is recorded."""
+        return bool(self._lower or self._nonzero or self._divides)
+
+    # -- the prover --------------------------------------------------------------------
+    def _interval(self, d: Dim, depth: int = 0) -> tuple[int | None, int | None]:
+        lo, hi = super()._interval(d, depth)
+        if self._lower and not isinstance(d, int):
+            bound = self._lower.get(d.terms)
+            if bound is not None:
+                fact = bound + d.const
+                lo = fact if lo is None else max(lo, fact)
+        return lo, hi
+
+    def _prove_nonneg(self, d: expr.DimExpr, _depth: int) -> bool:
+        if super()._prove_nonneg(d, _depth):
+            return True
+        if not self._lower or _depth >= 2:
+            return False
+        # d - f >= 0 for a recorded f >= k >= 0 proves d >= 0: e.g. d = f + s.
+        syms = d.symbols()
+        for terms, bound in list(self._lower.items())[-64:]:
+            if bound < 0:
+                continue
+            fact = _core._from_terms(dict(terms), 0)
+            if isinstance(fact, int) or not fact.symbols() <= syms:
+                continue
+            rest = expr.sub(d, fact)
+            smaller = isinstance(rest, int) or rest.size < d.size
+            if smaller and self.prove_nonneg(expr.add(rest, bound), _depth + 1):
+                return True
+        return False
+
+    def __repr__(self) -> str:
+        return (
+            f"Fact{super().__repr__()[:-1]}, facts={len(self._lower)} lower, "
+            f"{len(self._nonzero)} nonzero, {len(self._divides)} divides)"
+        )
+
+
+_REFINED_KINDS = frozenset({_core.MIN, _core.MAX, _core.FLOOR, _core.MOD})
+
+
+def _refine_atom(atom: _core.Atom, scope: FactScope) -> Dim | None:
+    """What ``atom`` is under the scope's facts, or ``None`` when unchanged."""
+    args = tuple(refine_dim(a, scope) for a in atom.args)
+    kind = atom.kind
+    if kind == _core.MIN:
+        new = expr.dmin(*args, scope=scope)
+    elif kind == _core.MAX:
+        new = expr.dmax(*args, scope=scope)
+    elif kind == _core.FLOOR:
+        num, den = args
+        if scope.known_divides(den, num) or scope.known_divides(atom.args[1], atom.args[0]):
+            new = expr.exact_div(num, den)
+        else:
+            new = expr.floordiv(num, den)
+    elif kind == _core.MOD:
+        num, den = args
+        if scope.known_divides(den, num) or scope.known_divides(atom.args[1], atom.args[0]):
+            new = 0
+        else:
+            new = expr.mod(num, den)
+    else:
+        return None
+    atom_expr = _core._atom_expr(atom)
+    return None if new is atom_expr or new == atom_expr else new
+
+
+def refine_dim(d: Dim, scope: FactScope) -> Dim:
+    """``d`` rewritten under the scope's facts: the case splits they make unnecessary go.
+
+    ``min``/``max`` arguments the facts prove dominated are dropped (``min(1, t)`` is 1
+    once ``t >= 1`` is known), a floor division or remainder by a recorded divisor
+    becomes the exact division or 0. Equal to ``d`` in every run the facts describe.
+    """
+    if isinstance(d, int) or d.is_unknown:
+        return d
+    mapping: dict[expr.DimExpr, Dim] = {}
+    for mono, _ in d.terms:
+        for atom in mono:
+            if atom.kind in _REFINED_KINDS:
+                try:
+                    new = _refine_atom(atom, scope)
+                except (ArithmeticError, expr.ExprError):
+                    new = None  # e.g. a division the refined arguments make undefined
+                if new is not None:
+                    mapping[_core._atom_expr(atom)] = new
+    if not mapping:
+        return d
+    return expr.replace_subexpressions(d, mapping)
