@@ -2,8 +2,8 @@
 
 Each round analyzes the model (:func:`~onnx_symdims.rewrite.analyze`: shapes from the
 inputs and ops alone), runs our rewrites with those facts, then onnxscript's constant
-folder (without its per-node ONNX shape inference: our shapes are on the model, and
-that inference is most of onnxscript's time on large models), its default rewrite
+folder (without its per-node ONNX shape inference: our shapes are on the model; on large
+models onnxscript's time goes mostly to its quadratic ``SlicesSplit`` matcher, excluded), its default rewrite
 rules, common-subexpression elimination and unused-node removal. Rounds repeat until
 nothing changes. The tail is onnxscript's own (constants lifted to initializers,
 duplicates merged, names fixed), then shapes are inferred once more with the declared
