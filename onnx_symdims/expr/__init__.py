@@ -1,45 +1,76 @@
 """The dimension algebra: canonical symbolic integer expressions.
 
-Imports nothing from onnx. A dim is ``int | DimExpr``; see :mod:`._core` for the
-canonical form, :mod:`._scope` for assumptions, :mod:`._print` and
-:mod:`._parse` for the spellings, and :mod:`._seed_api` for the string API
-compatible with the seed library.
+Imports nothing from onnx. A dim is ``int | DimExpr``; the canonical form is described in
+:mod:`._atoms` and built by :mod:`._dimexpr` (the expression), :mod:`._ring` (``+ - *``),
+:mod:`._extremum` (max, min, broadcast), :mod:`._divisions` (``// % /:``), :mod:`._sums`
+(sum-level identities) and :mod:`._substitute`; :mod:`._scope` holds assumptions,
+:mod:`._print` and :mod:`._parse` the spellings, and :mod:`._seed_api` the string API
+compatible with the seed library. Code outside this package imports from here only.
 """
 
 from __future__ import annotations
 
-from onnx_symdims.expr._core import (
+from onnx_symdims.expr import _atoms, _divisions, _parse, _print, _ring, _sums
+from onnx_symdims.expr._atoms import (
     BroadcastError,
-    Dim,
-    DimExpr,
     ExprError,
     ExprSyntaxError,
     InexactDivisionError,
-    add,
+)
+from onnx_symdims.expr._dimexpr import (
+    Dim,
+    DimExpr,
     as_int,
-    broadcast,
-    call,
-    ceildiv,
     coefficients,
-    dmax,
-    dmin,
     evaluate,
-    exact_div,
-    floordiv,
     is_symbolic,
-    mod,
-    mul,
-    neg,
-    replace_subexpressions,
-    sub,
-    substitute,
     sym,
-    truncdiv,
     unknown,
     unknowns_made,
 )
+from onnx_symdims.expr._divisions import ceildiv, exact_div, floordiv, mod, truncdiv
+from onnx_symdims.expr._extremum import broadcast, call, dmax, dmin
+from onnx_symdims.expr._parse import (
+    BinOp,
+    Call,
+    Constant,
+    Name,
+    Node,
+    UnaryOp,
+    clear_parse_cache,
+    evaluate_tree,
+    parse_dim,
+    parse_expr,
+    parse_tree,
+    tree_to_dim,
+    unparse,
+)
 from onnx_symdims.expr._print import to_onnx, to_seed
+from onnx_symdims.expr._ring import add, mul, neg, sub
 from onnx_symdims.expr._scope import DIM_SCOPE, Scope
+from onnx_symdims.expr._seed_api import (
+    DimType,
+    clear_caches,
+    compare_expressions,
+    dim_add,
+    dim_div,
+    dim_exact_div,
+    dim_max,
+    dim_min,
+    dim_mod,
+    dim_mul,
+    dim_multi_mul,
+    dim_sub,
+    evaluate_expression,
+    parse_expression,
+    parse_expression_tokens,
+    rename_dynamic_dimensions,
+    rename_dynamic_expression,
+    rename_expression,
+    simplify_expression,
+    simplify_two_expressions,
+)
+from onnx_symdims.expr._substitute import replace_subexpressions, substitute
 
 __all__ = [
     "DIM_SCOPE",
@@ -76,44 +107,6 @@ __all__ = [
     "unknowns_made",
 ]
 
-from onnx_symdims.expr._parse import (
-    BinOp,
-    Call,
-    Constant,
-    Name,
-    Node,
-    UnaryOp,
-    clear_parse_cache,
-    evaluate_tree,
-    parse_dim,
-    parse_expr,
-    parse_tree,
-    tree_to_dim,
-    unparse,
-)
-from onnx_symdims.expr._seed_api import (
-    DimType,
-    clear_caches,
-    compare_expressions,
-    dim_add,
-    dim_div,
-    dim_exact_div,
-    dim_max,
-    dim_min,
-    dim_mod,
-    dim_mul,
-    dim_multi_mul,
-    dim_sub,
-    evaluate_expression,
-    parse_expression,
-    parse_expression_tokens,
-    rename_dynamic_dimensions,
-    rename_dynamic_expression,
-    rename_expression,
-    simplify_expression,
-    simplify_two_expressions,
-)
-
 __all__ += [
     "BinOp",
     "Call",
@@ -149,3 +142,23 @@ __all__ += [
     "tree_to_dim",
     "unparse",
 ]
+
+
+def _wire_late_operations() -> None:
+    """Fills :data:`._atoms.late`: the operations a lower module reaches upward.
+
+    Here, once, before any expression is built: the core modules never import their
+    printers, parser or the modules above them.
+    """
+    late = _atoms.late
+    late.add, late.sub, late.mul, late.neg = _ring.add, _ring.sub, _ring.mul, _ring.neg
+    late.floordiv, late.mod = _divisions.floordiv, _divisions.mod
+    late.exact_div = _divisions.exact_div
+    late.absorb_exact_divisions = _sums._absorb_exact_divisions
+    late.collapse_floor_identities = _sums._collapse_floor_identities
+    late.fold_sum_into_extremum = _sums._fold_sum_into_extremum
+    late.to_onnx, late.to_seed = _print.to_onnx, _print.to_seed
+    late.parse_expr = _parse.parse_expr
+
+
+_wire_late_operations()

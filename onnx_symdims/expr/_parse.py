@@ -29,26 +29,16 @@ import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
-from onnx_symdims.expr._core import (
+from onnx_symdims.expr._atoms import (
     BroadcastError,
-    Dim,
     ExprError,
     ExprSyntaxError,
     InexactDivisionError,
-    add,
-    broadcast,
-    call,
-    ceildiv,
-    dmax,
-    dmin,
-    exact_div,
-    floordiv,
-    mod,
-    mul,
-    neg,
-    sub,
-    sym,
 )
+from onnx_symdims.expr._dimexpr import Dim, sym
+from onnx_symdims.expr._divisions import ceildiv, exact_div, floordiv, mod
+from onnx_symdims.expr._extremum import broadcast, call, dmax, dmin
+from onnx_symdims.expr._ring import add, mul, neg, sub
 
 logger = logging.getLogger(__name__)
 

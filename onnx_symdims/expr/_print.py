@@ -32,14 +32,33 @@ Example::
 
 from __future__ import annotations
 
-from onnx_symdims.expr import _core
-from onnx_symdims.expr._core import Atom, Dim, DimExpr
+from onnx_symdims.expr._atoms import (
+    BCAST,
+    EXACT,
+    FLOOR,
+    INT64_MAX,
+    INT64_MIN,
+    MAX,
+    MIN,
+    MOD,
+    SYM,
+    Atom,
+    ExprError,
+    _mono_key,
+)
+from onnx_symdims.expr._dimexpr import Dim, DimExpr, _atom_expr
+from onnx_symdims.expr._divisions import (
+    _as_multiple,
+    _content_and_common_monomial,
+    _divide_out,
+)
+from onnx_symdims.expr._ring import _finish, add, mul, neg
 
 __all__ = ["to_onnx", "to_seed"]
 
 # Precedence levels (low -> high).
 _XOR, _AND, _SUM, _PROD, _UNARY, _ATOM = range(6)
-_DIVISION_KINDS = (_core.FLOOR, _core.MOD, _core.EXACT)
+_DIVISION_KINDS = (FLOOR, MOD, EXACT)
 # Polynomial factoring (beyond the common monomial) is tried on sums of at most this many
 # parts: it costs a few multiplications per atom, and printing is cached per expression.
 _MAX_FACTORED_PARTS = 16
@@ -49,14 +68,14 @@ def _symbol_order(d: Dim) -> tuple:
     """Sort key of a ``^``/``&`` argument in the seed printer: symbols, then constant."""
     if isinstance(d, int):
         return (0, (), d)
-    return (1, tuple(_core._mono_key(m) for m, _ in d.terms), d.const)
+    return (1, tuple(_mono_key(m) for m, _ in d.terms), d.const)
 
 
 def _factor_order(f: Atom | DimExpr) -> tuple:
     """Order of the factors of a factored product: by their (leading) monomial key."""
     if isinstance(f, Atom):
         return (f.key, 0)
-    return (_core._mono_key(f.terms[0][0]), 1)
+    return (_mono_key(f.terms[0][0]), 1)
 
 
 def _factor(e: DimExpr) -> tuple[int, list[Atom | DimExpr]] | None:
@@ -72,13 +91,13 @@ def _factor(e: DimExpr) -> tuple[int, list[Atom | DimExpr]] | None:
     coefficient = 1
     cofactor: Dim = e
     if not e.const:
-        g, mono = _core._content_and_common_monomial(e)
+        g, mono = _content_and_common_monomial(e)
         if g > 1 or mono:
             if all(c < 0 for _, c in e.terms):
                 g = -g
-            cofactor = _core._divide_out(e, abs(g), mono)
+            cofactor = _divide_out(e, abs(g), mono)
             if g < 0:
-                cofactor = _core.neg(cofactor)
+                cofactor = neg(cofactor)
             if not isinstance(cofactor, DimExpr) or cofactor.unknown_reason is not None:
                 return None
             coefficient = g
@@ -93,7 +112,7 @@ def _factor(e: DimExpr) -> tuple[int, list[Atom | DimExpr]] | None:
     factors.sort(key=_factor_order)
     product: Dim = coefficient
     for f in factors:
-        product = _core.mul(product, _core._atom_expr(f) if isinstance(f, Atom) else f)
+        product = mul(product, _atom_expr(f) if isinstance(f, Atom) else f)
     return (coefficient, factors) if product is e else None
 
 
@@ -124,17 +143,17 @@ def _split_polynomial(q: DimExpr) -> tuple[DimExpr, DimExpr] | None:
             if () in with_v or not without:
                 continue
             # Canonical (_finish), so that each factor's text re-parses to itself.
-            a = _core._finish(with_v, 0)
-            b = _core._finish(without, q.const)
+            a = _finish(with_v, 0)
+            b = _finish(without, q.const)
             if not (isinstance(a, DimExpr) and isinstance(b, DimExpr)) or len(a.terms) < 2:
                 continue
             if a.unknown_reason is not None or b.unknown_reason is not None:
                 continue
-            k = _core._as_multiple(b, a)
+            k = _as_multiple(b, a)
             if k is None:
                 continue
-            left = _core.add(_core._atom_expr(v), k)
-            if isinstance(left, DimExpr) and _core.mul(left, a) is q:
+            left = add(_atom_expr(v), k)
+            if isinstance(left, DimExpr) and mul(left, a) is q:
                 return left, a
     return None
 
@@ -148,9 +167,9 @@ class _Printer:
         kind = atom.kind
         if kind in _DIVISION_KINDS:
             return _PROD
-        if self.seed and kind == _core.MAX:
+        if self.seed and kind == MAX:
             return _XOR
-        if self.seed and kind == _core.MIN:
+        if self.seed and kind == MIN:
             return _AND
         return _ATOM
 
@@ -160,27 +179,25 @@ class _Printer:
 
     def atom(self, atom: Atom, folded_const: int = 0) -> str:
         kind = atom.kind
-        if kind == _core.SYM:
+        if kind == SYM:
             return atom.name
         args = atom.args
         if kind in _DIVISION_KINDS:
             num, den = args
             if folded_const:
-                num = _core.add(num, folded_const * den)
-            op = {_core.FLOOR: "//", _core.MOD: "%"}.get(kind, "/:" if self.seed else "/")
+                num = add(num, folded_const * den)
+            op = {FLOOR: "//", MOD: "%"}.get(kind, "/:" if self.seed else "/")
             num_text = self.arg(num, _PROD)
             if isinstance(num, DimExpr) and _is_division(num):
                 # Left-associative, so x//2%4 would read the same, but (x//2)%4 is clearer.
                 num_text = f"({num_text})"
             return f"{num_text}{op}{self.arg(den, _UNARY)}"
-        if self.seed and kind in (_core.MAX, _core.MIN):
-            level = _XOR if kind == _core.MAX else _AND
-            op = "^" if kind == _core.MAX else "&"
+        if self.seed and kind in (MAX, MIN):
+            level = _XOR if kind == MAX else _AND
+            op = "^" if kind == MAX else "&"
             ordered = sorted(args, key=_symbol_order)
             return op.join(self.arg(a, level + 1 if i else level) for i, a in enumerate(ordered))
-        name = {_core.MAX: "max", _core.MIN: "min", _core.BCAST: "broadcast"}.get(
-            kind, atom.name
-        )
+        name = {MAX: "max", MIN: "min", BCAST: "broadcast"}.get(kind, atom.name)
         return f"{name}({','.join(self.arg(a, _XOR) for a in args)})"
 
     # -- terms -----------------------------------------------------------------------
@@ -188,7 +205,7 @@ class _Printer:
         """Prints ``|coeff| * mono``; returns the text and its precedence level."""
         factors: list[str] = []
         magnitude = abs(coeff)
-        if coeff == _core.INT64_MIN:
+        if coeff == INT64_MIN:
             # 2**63 is no int64 literal: the sign stays inside, the term prints positive.
             factors.append(f"({coeff})")
         elif magnitude != 1:
@@ -213,7 +230,7 @@ class _Printer:
 
     def expr(self, e: DimExpr, top: bool = True) -> tuple[str, int]:
         if e.unknown_reason is not None:
-            raise _core.ExprError(f"cannot print an unknown ({e.unknown_reason})")
+            raise ExprError(f"cannot print an unknown ({e.unknown_reason})")
         # One cache per interned expression and position (only the seed dialect orders a
         # nested sum differently): printing is on the hot path of writing models.
         attr = "_onnx" if not self.seed else ("_seed_top" if top else "_seed")
@@ -231,7 +248,7 @@ class _Printer:
         if found is None:
             return None
         coefficient, factors = found
-        if abs(coefficient) > _core.INT64_MAX:
+        if abs(coefficient) > INT64_MAX:
             return None  # 2**63 is no int64 literal
         pieces: list[str] = []
         if abs(coefficient) != 1:
@@ -255,12 +272,12 @@ class _Printer:
         if not e.const:
             return -1
         for i, (mono, coeff) in enumerate(e.terms):
-            if coeff != 1 or len(mono) != 1 or mono[0].kind != _core.FLOOR:
+            if coeff != 1 or len(mono) != 1 or mono[0].kind != FLOOR:
                 continue
             num, den = mono[0].args
             if isinstance(den, int) and isinstance(num, DimExpr) and num.const:
                 folded = num.const + e.const * den
-                if _core.INT64_MIN <= folded <= _core.INT64_MAX:
+                if INT64_MIN <= folded <= INT64_MAX:
                     return i
         return -1
 
@@ -275,7 +292,7 @@ class _Printer:
         order.extend((coeff, i) for i, (_, coeff) in enumerate(e.terms))
         if const and not const_first:
             order.append((const, -1))
-        if len(order) > 1 and order[0][0] < 0 and order[0][0] != _core.INT64_MIN:
+        if len(order) > 1 and order[0][0] < 0 and order[0][0] != INT64_MIN:
             # Never a leading minus when a part is positive: e-b, 1-x.
             first_positive = next((k for k, (v, _) in enumerate(order) if v > 0), None)
             if first_positive is not None:
@@ -285,7 +302,7 @@ class _Printer:
         single = len(order) == 1
         for value, index in order:
             # -2**63 prints as a parenthesised literal with a plus: 2**63 is no int64.
-            negative = value < 0 and value != _core.INT64_MIN
+            negative = value < 0 and value != INT64_MIN
             if index < 0:
                 text = str(abs(value)) if negative or value >= 0 else f"({value})"
                 term_level = _ATOM

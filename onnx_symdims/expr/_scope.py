@@ -18,8 +18,10 @@ Example::
 
 from __future__ import annotations
 
-from onnx_symdims.expr import _core
-from onnx_symdims.expr._core import Atom, Dim, DimExpr
+from onnx_symdims.expr._atoms import BCAST, EXACT, FLOOR, MAX, MIN, MOD, SYM, Atom
+from onnx_symdims.expr._dimexpr import Dim, DimExpr, _atom_expr
+from onnx_symdims.expr._ring import neg, sub
+from onnx_symdims.expr._substitute import replace_subexpressions, substitute
 
 __all__ = ["DIM_SCOPE", "Scope"]
 
@@ -119,36 +121,36 @@ class Scope:
 
     def _atom_interval(self, atom: Atom, depth: int) -> tuple[int | None, int | None]:
         kind = atom.kind
-        if kind == _core.SYM:
+        if kind == SYM:
             return self._symbol_interval(atom.name, depth)
         args = atom.args
-        if kind in (_core.FLOOR, _core.EXACT, _core.MOD):
+        if kind in (FLOOR, EXACT, MOD):
             num, den = args
             nlo, nhi = self._interval(num, depth)
             if isinstance(den, int) and den > 0:
-                if kind == _core.FLOOR:
+                if kind == FLOOR:
                     return _floor_div(nlo, den), _floor_div(nhi, den)
-                if kind == _core.EXACT:
+                if kind == EXACT:
                     return _ceil_div(nlo, den), _floor_div(nhi, den)
                 hi = den - 1 if nhi is None or nlo is None or nlo < 0 else min(den - 1, nhi)
                 return 0, hi
             dlo, dhi = self._interval(den, depth)
             if dlo is not None and dlo >= 1 and nlo is not None and nlo >= 0:
-                if kind == _core.MOD:
+                if kind == MOD:
                     return 0, None if dhi is None else dhi - 1
                 return 0, nhi
             return None, None
-        if kind in (_core.MAX, _core.MIN, _core.BCAST):
+        if kind in (MAX, MIN, BCAST):
             ivs = [self._interval(a, depth) for a in args]
             los = [lo for lo, _ in ivs]
             his = [hi for _, hi in ivs]
             known_los = [v for v in los if v is not None]
             known_his = [v for v in his if v is not None]
-            if kind == _core.MAX:
+            if kind == MAX:
                 return (max(known_los) if known_los else None), (
                     max(his) if None not in his else None  # type: ignore[type-var]
                 )
-            if kind == _core.MIN:
+            if kind == MIN:
                 return (min(los) if None not in los else None), (  # type: ignore[type-var]
                     min(known_his) if known_his else None
                 )
@@ -223,7 +225,7 @@ class Scope:
             if not _only_negative_linear(d, name):
                 continue
             for bound in self._upper[name]:
-                if self.prove_nonneg(_core.substitute(d, {name: bound}), _depth + 1):
+                if self.prove_nonneg(substitute(d, {name: bound}), _depth + 1):
                     return True
         return False
 
@@ -238,26 +240,26 @@ class Scope:
             return False
         s, k = atom.args[1], atom.args[0]  # args are sorted: the int comes first
         name = s.name  # type: ignore[union-attr]
-        lower_case = s if atom.kind == _core.MIN else k  # the atom's value when s <= k
-        upper_case = k if atom.kind == _core.MIN else s  # ... and when s >= k
+        lower_case = s if atom.kind == MIN else k  # the atom's value when s <= k
+        upper_case = k if atom.kind == MIN else s  # ... and when s >= k
         for value, bounds in ((lower_case, (None, k)), (upper_case, (k, None))):
             case = self.copy()
             case.set_range(name, lower=bounds[0], upper=bounds[1])
             lo, hi = case._ranges[name]
             if lo is not None and hi is not None and lo > hi:
                 continue  # the case cannot happen
-            replaced = _core.replace_subexpressions(d, {_core._atom_expr(atom): value})
+            replaced = replace_subexpressions(d, {_atom_expr(atom): value})
             if not case.prove_nonneg(replaced, depth + 1):
                 return False
         return True
 
     def prove_ge(self, a: Dim, b: Dim) -> bool:
         """True when ``a >= b`` is proven."""
-        return self.prove_nonneg(_core.sub(a, b))
+        return self.prove_nonneg(sub(a, b))
 
     def prove_gt(self, a: Dim, b: Dim) -> bool:
         """True when ``a > b`` is proven."""
-        return self.prove_nonneg(_core.sub(_core.sub(a, b), 1))
+        return self.prove_nonneg(sub(sub(a, b), 1))
 
     def prove_le(self, a: Dim, b: Dim) -> bool:
         """True when ``a <= b`` is proven."""
@@ -265,10 +267,10 @@ class Scope:
 
     def prove_eq(self, a: Dim, b: Dim) -> bool:
         """True when ``a == b`` is proven (canonical equality, or both inequalities)."""
-        diff = _core.sub(a, b)
+        diff = sub(a, b)
         if diff == 0:
             return True
-        return self.prove_nonneg(diff) and self.prove_nonneg(_core.neg(diff))
+        return self.prove_nonneg(diff) and self.prove_nonneg(neg(diff))
 
     def compare(self, a: Dim, b: Dim) -> str:
         """``"Equal"``, ``"Greater"`` (a > b), ``"Smaller"`` (a < b) or ``"Unknown"``."""
@@ -295,11 +297,11 @@ def _split_candidate(d: DimExpr) -> Atom | None:
     """The first ``min``/``max`` atom of ``d`` over exactly a symbol and an int."""
     for mono, _ in d.terms:
         for atom in mono:
-            if atom.kind in (_core.MIN, _core.MAX) and len(atom.args) == 2:
+            if atom.kind in (MIN, MAX) and len(atom.args) == 2:
                 k, s = atom.args
                 if isinstance(k, int) and isinstance(s, DimExpr) and s.is_symbol:
                     return atom
-            if atom.kind not in (_core.SYM,):
+            if atom.kind not in (SYM,):
                 for arg in atom.args:
                     if isinstance(arg, DimExpr):
                         inner = _split_candidate(arg)
@@ -313,7 +315,7 @@ def _only_negative_linear(d: DimExpr, name: str) -> bool:
     found = False
     for mono, coeff in d.terms:
         for atom in mono:
-            if atom.kind == _core.SYM:
+            if atom.kind == SYM:
                 if atom.name == name:
                     if len(mono) != 1 or coeff > 0:
                         return False

@@ -22,25 +22,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from onnx_symdims.expr._core import (
+from onnx_symdims.expr._atoms import (
     INT64_MAX,
     INT64_MIN,
-    Dim,
-    DimExpr,
     ExprError,
     ExprSyntaxError,
     InexactDivisionError,
-    add,
-    coefficients,
-    dmax,
-    dmin,
-    exact_div,
-    floordiv,
-    mod,
-    mul,
-    replace_subexpressions,
-    sub,
 )
+from onnx_symdims.expr._dimexpr import Dim, DimExpr, coefficients
+from onnx_symdims.expr._divisions import exact_div, floordiv, mod
+from onnx_symdims.expr._extremum import dmax, dmin
 from onnx_symdims.expr._parse import (
     Constant,
     Name,
@@ -55,7 +46,9 @@ from onnx_symdims.expr._parse import (
 )
 from onnx_symdims.expr._parse import unparse as _unparse_tree
 from onnx_symdims.expr._print import to_seed
+from onnx_symdims.expr._ring import add, mul, sub
 from onnx_symdims.expr._scope import Scope
+from onnx_symdims.expr._substitute import replace_subexpressions
 from onnx_symdims.expr._tree_rename import collapse_broadcasts, rename_tree, tree_constant
 
 logger = logging.getLogger(__name__)

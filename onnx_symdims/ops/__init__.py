@@ -1,11 +1,11 @@
-"""Op hooks: one module per op family, registered with :func:`_registry.register`.
+"""Op hooks: one module per op family, registered with :func:`register`.
 
 Every public module of this package (no leading underscore) is a family and is
 imported on the first registry lookup, so adding a family needs no edit here. A hook::
 
     import onnx_ir as ir
 
-    from onnx_symdims.ops._registry import register
+    from onnx_symdims.ops import register
     from onnx_symdims.shapes import NodeContext
 
     @register("", "Relu")
@@ -13,11 +13,16 @@ imported on the first registry lookup, so adding a family needs no edit here. A 
         ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
 
 See :class:`onnx_symdims.shapes.NodeContext` for what a hook can read and write, and
-:mod:`onnx_symdims.ops._fallback` for what happens to ops without a hook.
+:class:`OnnxFallback` for what happens to ops without a hook.
+
+This is the ops layer's one seam: the passes take :func:`lookup`, :data:`Hook`,
+:func:`normalize_domain` and :class:`OnnxFallback` from here, never from ``_registry`` or
+``_fallback``.
 """
 
 from __future__ import annotations
 
-__all__ = ["lookup", "register", "registered_ops"]
+__all__ = ["Hook", "OnnxFallback", "lookup", "normalize_domain", "register", "registered_ops"]
 
-from onnx_symdims.ops._registry import lookup, register, registered_ops
+from onnx_symdims.ops._fallback import OnnxFallback
+from onnx_symdims.ops._registry import Hook, lookup, normalize_domain, register, registered_ops

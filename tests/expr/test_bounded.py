@@ -34,7 +34,7 @@ from onnx_symdims.expr import (
     to_onnx,
     to_seed,
 )
-from onnx_symdims.expr._core import INT64_MAX, INT64_MIN, MAX_DEGREE
+from onnx_symdims.expr._atoms import INT64_MAX, INT64_MIN, MAX_DEGREE
 from onnx_symdims.expr._parse import tree_to_dim
 from tests.expr.test_properties import PROPERTY_SETTINGS, SYMBOLS, _canonical, trees
 

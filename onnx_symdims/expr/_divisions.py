@@ -1,0 +1,519 @@
+"""Divisions of dims: floor division, modulo, exact division (``/:``), C-style and ceiling.
+
+Each cancels common integer and monomial factors, splits off the part of a numerator the
+divisor divides (``(d*Q + R) // d == Q + R // d``), and folds a division whose numerator
+is bounded for *every* value of the symbols (:func:`_range`: ``(x % 2) // 2 == 0``). An
+exact division is the exact quotient, so it cancels across multiplication
+(``2 * (H /: 2) == H``); the sum-level absorption of coefficients is in :mod:`._sums`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from onnx_symdims.expr._atoms import (
+    BCAST,
+    CALL,
+    EXACT,
+    FLOOR,
+    INT64_MIN,
+    MAX,
+    MOD,
+    SYM,
+    Atom,
+    InexactDivisionError,
+    Monomial,
+    _memoized,
+)
+from onnx_symdims.expr._dimexpr import (
+    Dim,
+    DimExpr,
+    _check_dim,
+    _from_terms,
+    _in_int64,
+    _poison,
+    _term,
+    unknown,
+)
+from onnx_symdims.expr._extremum import dmax
+from onnx_symdims.expr._ring import _finish, add, mul, neg, sub
+
+
+def _content_and_common_monomial(d: Dim) -> tuple[int, Monomial]:
+    """The gcd of all coefficients (and constant) and the monomial dividing every term."""
+    if isinstance(d, int):
+        return abs(d), ()
+    g = abs(d.const)
+    for _, c in d.terms:
+        g = math.gcd(g, c)
+    if d.const:
+        return g, ()
+    common: list[Atom] | None = None
+    for m, _ in d.terms:
+        if common is None:
+            common = list(m)
+        else:
+            remaining = list(m)
+            kept = []
+            for a in common:
+                if a in remaining:
+                    remaining.remove(a)
+                    kept.append(a)
+            common = kept
+        if not common:
+            break
+    return g, tuple(common or ())
+
+
+def _mono_common(m1: Monomial, m2: Monomial) -> Monomial:
+    remaining = list(m2)
+    kept = []
+    for a in m1:
+        if a in remaining:
+            remaining.remove(a)
+            kept.append(a)
+    return tuple(kept)
+
+
+def _mono_div(m: Monomial, by: Monomial) -> Monomial:
+    remaining = list(m)
+    for a in by:
+        remaining.remove(a)
+    return tuple(remaining)
+
+
+def _divide_out(d: Dim, g: int, mono: Monomial) -> Dim:
+    """``d / (g * mono)`` for a common factor (exact by construction)."""
+    if isinstance(d, int):
+        return d // g
+    terms: dict[Monomial, int] = {}
+    const = d.const // g
+    for m, c in d.terms:
+        reduced = _mono_div(m, mono)
+        if reduced:
+            terms[reduced] = c // g
+        else:
+            const += c // g
+    return _finish(terms, const)
+
+
+def _cancel_common_factor(a: Dim, b: Dim) -> tuple[Dim, Dim]:
+    """Divides ``a`` and ``b`` by their common positive integer and monomial factors."""
+    ga, ma = _content_and_common_monomial(a)
+    gb, mb = _content_and_common_monomial(b)
+    g = math.gcd(ga, gb)
+    mono = _mono_common(ma, mb)
+    if g <= 1 and not mono:
+        return a, b
+    g = max(g, 1)
+    return _divide_out(a, g, mono), _divide_out(b, g, mono)
+
+
+def _as_multiple(a: DimExpr, b: DimExpr) -> Dim | None:
+    """The quotient ``q`` (an int or a single monomial) with ``a == q*b``, if any.
+
+    ``32*b*p + 32*b*s`` over ``8*p + 8*s`` gives ``4*b``.
+    """
+    a_items = [*a.terms, ((), a.const)] if a.const else list(a.terms)
+    b_items = [*b.terms, ((), b.const)] if b.const else list(b.terms)
+    if len(a_items) != len(b_items) or not b.terms:
+        return None
+    lead_m, lead_c = b_items[0]
+    for m, c in a_items:
+        if c % lead_c:
+            continue
+        remaining = list(m)
+        try:
+            for atom in lead_m:
+                remaining.remove(atom)
+        except ValueError:
+            continue
+        q: Dim = _from_terms({tuple(remaining): c // lead_c}, 0) if remaining else c // lead_c
+        if mul(q, b) == a:
+            return q
+        if isinstance(q, int):
+            return None  # the integer candidate is unique
+    return None
+
+
+def _leading_sign(d: Dim) -> int:
+    if isinstance(d, int):
+        return -1 if d < 0 else 1
+    return -1 if d.terms[0][1] < 0 else 1
+
+
+def _floordiv_impl(a: Dim, b: Dim) -> Dim:
+    """Floor division ``a // b`` (rounds toward negative infinity, like Python)."""
+    if type(a) is int and type(b) is int:
+        r = a // b
+        return r if _in_int64(r) else unknown("overflow")
+    a, b = _check_dim(a), _check_dim(b)
+    if (p := _poison(a, b)) is not None:
+        return p
+    if isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError("floor division by zero")
+        if b < 0:
+            if b == INT64_MIN:
+                # -b is outside int64: the divisor stays negative (one spelling still).
+                return _term(FLOOR, (a, b))
+            # floor(a/b) == floor((-a)/(-b))
+            return floordiv(neg(a), -b)
+        if b == 1:
+            return a
+        return _floordiv_by_int(a, b)  # type: ignore[arg-type]
+    if a == 0:
+        return 0
+    a, b = _cancel_common_factor(a, b)
+    if isinstance(b, int):
+        return floordiv(a, b)
+    if isinstance(a, DimExpr) and (q := _as_multiple(a, b)) is not None:
+        return q
+    if _leading_sign(b) < 0:
+        a, b = neg(a), neg(b)
+    return _term(FLOOR, (a, b))
+
+
+def _floordiv_by_int(a: DimExpr, d: int) -> Dim:
+    """``a // d`` for ``d > 1``: ``(d*Q + R) // d == Q + R // d`` for integer Q."""
+    lo, hi = _range(a)
+    if lo is not None and hi is not None and lo // d == hi // d:
+        # lo <= a <= hi for every value of the symbols: (x % 2) // 2 == 0.
+        return lo // d
+    quotient: dict[Monomial, int] = {}
+    rest: dict[Monomial, int] = {}
+    for m, c in a.terms:
+        if c % d == 0:
+            quotient[m] = c // d
+        else:
+            rest[m] = c
+    if not rest:
+        return add(_from_terms(quotient, 0) if quotient else 0, a.const // d)
+    g = math.gcd(d, a.const, *rest.values())
+    k = a.const
+    if g > 1:
+        # floor((g*X)/(g*d)) == floor(X/d) for g > 0
+        rest = {m: c // g for m, c in rest.items()}
+        k //= g
+        d //= g
+    k_quot, k_rem = divmod(k, d)
+    q: Dim = _from_terms(quotient, k_quot) if quotient else k_quot
+    if len(rest) == 1:
+        ((m, c),) = rest.items()
+        if (
+            c == 1
+            and len(m) == 1
+            and m[0].kind == FLOOR
+            and isinstance(m[0].args[1], int)
+            and m[0].args[1] > 0
+            and _in_int64(m[0].args[1] * d)
+        ):
+            # floor((floor(X/e) + r)/d) == floor((X + r*e)/(e*d)) for e, d > 0 (kept
+            # nested when e*d leaves int64: x//2**32//2**32 is not x//2**64).
+            inner_num, inner_den = m[0].args
+            return add(q, floordiv(add(inner_num, k_rem * inner_den), inner_den * d))
+    numerator = _finish(rest, k_rem)
+    if isinstance(numerator, int) or numerator.unknown_reason is not None:
+        return add(q, floordiv(numerator, d)) if isinstance(numerator, int) else numerator
+    lo, hi = _range(numerator)
+    if lo is not None and hi is not None and lo // d == hi // d:
+        return add(q, lo // d)  # the reduced numerator may be bounded where a was not
+    return add(q, _term(FLOOR, (numerator, d)))
+
+
+def _split_exact_quotient(a: DimExpr, d: int) -> Dim | None:
+    """``(d*Q + R) /: d == Q + R /: d`` for ``d > 1``, when ``R`` has a symbolic term.
+
+    Defined on both sides exactly when ``d | R`` (``d | d*Q`` always), and then equal:
+    ``(sequence-10)/:5 == sequence/:5 - 2``. Not applied when ``R`` is a constant (the
+    expression is undefined everywhere; it stays as written rather than raising).
+    """
+    quotient: dict[Monomial, int] = {}
+    rest: dict[Monomial, int] = {}
+    for m, c in a.terms:
+        if c % d == 0:
+            quotient[m] = c // d
+        else:
+            rest[m] = c
+    const_divides = a.const % d == 0
+    if not rest or (not quotient and not (const_divides and a.const)):
+        return None
+    q: Dim = _from_terms(quotient, a.const // d if const_divides else 0) if quotient else (
+        a.const // d
+    )
+    r: Dim = _from_terms(rest, 0 if const_divides else a.const)
+    return add(q, exact_div(r, d))
+
+
+def _unwrap_mods(a: DimExpr, b: int) -> Dim:
+    """Replaces each term ``c*(X % k)`` with ``b | k`` by ``c*X`` (same residue mod b)."""
+    if not any(len(m) == 1 and m[0].kind == MOD for m, _ in a.terms):
+        return a
+    result: Dim = a.const
+    changed = False
+    for m, c in a.terms:
+        atom = m[0] if len(m) == 1 else None
+        if (
+            atom is not None
+            and atom.kind == MOD
+            and isinstance(atom.args[1], int)
+            and atom.args[1] > 0
+            and atom.args[1] % b == 0
+        ):
+            # X % k == X - k*floor(X/k), and b | k.
+            result = add(result, mul(c, atom.args[0]))
+            changed = True
+        else:
+            result = add(result, _from_terms({m: c}, 0))
+    return result if changed else a
+
+
+def _atom_range(atom: Atom) -> tuple[int | None, int | None]:
+    kind = atom.kind
+    if kind == SYM or kind in (CALL, BCAST):
+        return None, None
+    args = atom.args
+    if kind == MOD:
+        den = args[1]
+        if isinstance(den, int):
+            return (0, den - 1) if den > 0 else (den + 1, 0)
+        return None, None
+    if kind in (FLOOR, EXACT):
+        num, den = args
+        if not isinstance(den, int) or den <= 0:
+            return None, None
+        lo, hi = _range(num)
+        if kind == FLOOR:
+            return (None if lo is None else lo // den), (None if hi is None else hi // den)
+        return (None if lo is None else -((-lo) // den)), (None if hi is None else hi // den)
+    ranges = [_range(a) for a in args]
+    los = [lo for lo, _ in ranges]
+    his = [hi for _, hi in ranges]
+    known_los = [v for v in los if v is not None]
+    known_his = [v for v in his if v is not None]
+    if kind == MAX:
+        return (max(known_los) if known_los else None), (
+            None if None in his else max(his)  # type: ignore[type-var]
+        )
+    return (None if None in los else min(los)), (  # type: ignore[type-var]
+        min(known_his) if known_his else None
+    )
+
+
+def _range(d: Dim) -> tuple[int | None, int | None]:
+    """Bounds of ``d`` that hold for *every* integer value of the symbols (no scope).
+
+    Only residues (``x % k``), their quotients and extrema of them are bounded; a
+    symbol is unbounded. Cached per expression.
+    """
+    if isinstance(d, int):
+        return d, d
+    cached = d._range
+    if cached is not None:
+        return cached
+    lo: int | None = d.const
+    hi: int | None = d.const
+    for mono, coeff in d.terms:
+        if lo is None and hi is None:
+            break
+        if len(mono) != 1:
+            # A product of bounded atoms is bounded, but dims rarely have one: give up.
+            lo = hi = None
+            break
+        alo, ahi = _atom_range(mono[0])
+        if coeff < 0:
+            alo, ahi = (None if ahi is None else coeff * ahi), (None if alo is None else coeff * alo)
+        else:
+            alo, ahi = (None if alo is None else coeff * alo), (None if ahi is None else coeff * ahi)
+        lo = None if lo is None or alo is None else lo + alo
+        hi = None if hi is None or ahi is None else hi + ahi
+    d._range = (lo, hi)
+    return lo, hi
+
+
+def truncdiv(a: Dim, b: Dim, scope: object) -> Dim | None:
+    """C-style division rounding toward zero (ONNX ``Div`` on integers), or None.
+
+    Expressed with floor division only where the scope fixes the sign of ``a``
+    (``b`` a positive constant): ``a >= 0`` gives ``a // b``; ``a >= 1 - b`` gives
+    ``max(a, 0) // b`` (a small negative numerator truncates to 0); ``a <= 0`` gives
+    ``-((-a) // b)``. Returns None when the sign is not known.
+    """
+    if type(a) is int and type(b) is int:
+        if b == 0:
+            raise ZeroDivisionError("integer division by zero")
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b > 0) else -q
+    if not isinstance(b, int) or b <= 0:
+        return None
+    if scope.prove_nonneg(a):  # type: ignore[attr-defined]
+        return floordiv(a, b)
+    if scope.prove_ge(a, 1 - b):  # type: ignore[attr-defined]
+        return floordiv(dmax(a, 0, scope=scope), b)
+    if scope.prove_nonneg(neg(a)):  # type: ignore[attr-defined]
+        return neg(floordiv(neg(a), b))
+    return None
+
+
+def ceildiv(a: Dim, b: Dim) -> Dim:
+    """Ceiling division: ``(a + b - 1) // b`` for a positive constant b, else ``-((-a)//b)``."""
+    if isinstance(b, int) and b > 0:
+        return floordiv(add(a, b - 1), b)
+    return neg(floordiv(neg(a), b))
+
+
+def _mod_impl(a: Dim, b: Dim) -> Dim:
+    """Floor modulo ``a % b`` (the sign of the divisor, like Python)."""
+    if type(a) is int and type(b) is int:
+        return a % b
+    a, b = _check_dim(a), _check_dim(b)
+    if (p := _poison(a, b)) is not None:
+        return p
+    if isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError("modulo by zero")
+        if b < 0:
+            if b == INT64_MIN:
+                return _term(MOD, (a, b))  # -b is outside int64
+            # a % b == -((-a) % -b)
+            return neg(mod(neg(a), -b))
+        if b == 1:
+            return 0
+        assert isinstance(a, DimExpr)
+        lo, hi = _range(a)
+        if lo is not None and hi is not None and lo // b == hi // b:
+            # lo <= a <= hi with one quotient q everywhere: a % b == a - q*b
+            # ((x % k) % k == x % k, (x % 3) % 5 == x % 3).
+            return sub(a, b * (lo // b))
+        # (a + b*k) % b == a % b: reduce every coefficient modulo b; a term
+        # c*(X % k) with b | k is congruent to c*X ((x % 6) % 3 == x % 3).
+        a = _unwrap_mods(a, b)
+        if isinstance(a, int):
+            return a % b
+        rest = {m: c % b for m, c in a.terms if c % b}
+        k = a.const % b
+        if not rest:
+            return k
+        g = math.gcd(b, k, *rest.values())
+        if g > 1:
+            # (g*X) % (g*d) == g*(X % d) for g > 0
+            inner = mod(_from_terms({m: c // g for m, c in rest.items()}, k // g), b // g)
+            return mul(g, inner)
+        numerator = _finish(rest, k)
+        if isinstance(numerator, int):
+            return numerator % b
+        if numerator.unknown_reason is not None:
+            return numerator
+        lo, hi = _range(numerator)
+        if lo is not None and hi is not None and lo // b == hi // b:
+            # The reduced numerator may be bounded where a was not: -x%3 % 2.
+            return sub(numerator, b * (lo // b))
+        return _term(MOD, (numerator, b))
+    if a == 0:
+        return 0
+    if isinstance(a, DimExpr):
+        ca, cb = _cancel_common_factor(a, b)
+        if isinstance(cb, int) and cb in (1, -1):
+            return 0  # a is a multiple of b
+        if isinstance(ca, DimExpr) and isinstance(cb, DimExpr) and _as_multiple(ca, cb):
+            return 0
+    return _term(MOD, (a, b))
+
+
+def _exact_div_impl(a: Dim, b: Dim) -> Dim:
+    """Exact division ``a /: b``: the caller asserts that ``b`` divides ``a``.
+
+    Because the quotient is exact it cancels across multiplication:
+    ``2 * (H /: 2) == H`` (unlike ``2 * (H // 2)``).
+
+    Raises:
+        ZeroDivisionError: ``b`` is 0.
+        InexactDivisionError: both are constants and ``b`` does not divide ``a``.
+    """
+    if type(a) is int and type(b) is int:
+        if b == 0:
+            raise ZeroDivisionError("exact division by zero")
+        if a % b:
+            raise InexactDivisionError(f"{a} /: {b} is not exact")
+        r = a // b
+        return r if _in_int64(r) else unknown("overflow")
+    a, b = _check_dim(a), _check_dim(b)
+    if (p := _poison(a, b)) is not None:
+        return p
+    if b == 0:
+        raise ZeroDivisionError("exact division by zero")
+    if a == 0:
+        return 0
+    if isinstance(a, DimExpr) and len(a.terms) == 1 and not a.const:
+        ((mono, coeff),) = a.terms
+        inner = [atom for atom in mono if atom.kind == EXACT]
+        if inner:
+            # (c*m*(N/:D)) /: b == (c*m*N) /: (D*b): both are the same exact rational.
+            rest = list(mono)
+            rest.remove(inner[0])
+            num, den = inner[0].args
+            return exact_div(
+                mul(_from_terms({tuple(rest): coeff}, 0) if rest else coeff, num), mul(den, b)
+            )
+    a, b = _cancel_common_factor(a, b)
+    if isinstance(a, int) and isinstance(b, int):
+        return exact_div(a, b)
+    if not isinstance(b, int):
+        if isinstance(a, DimExpr) and (q := _as_multiple(a, b)) is not None:
+            return q
+        if _leading_sign(b) < 0:
+            a, b = neg(a), neg(b)
+        # Nothing is pulled out of a symbolic quotient: c*(N/:D) is exact only when D | N,
+        # which (c*N)/:D does not promise. Coefficients are absorbed instead (_finish).
+        return _term(EXACT, (a, b))
+    if b < 0:
+        if b == INT64_MIN:
+            return _term(EXACT, (a, b))  # -b is outside int64
+        a, b = neg(a), -b
+    if b == 1:
+        return a
+    if isinstance(a, int):
+        raise InexactDivisionError(f"{a} /: {b} is not exact")  # pragma: no cover
+    split = _split_exact_quotient(a, b)
+    if split is not None:
+        return split
+    # Pull the numerator's content and sign out: (c*N)/:d == c*(N/:d) because
+    # gcd(c, d) == 1 here (the common factor was cancelled), so d | c*N implies d | N.
+    content, _ = _content_and_common_monomial(a)
+    if _leading_sign(a) < 0:
+        content = -content
+    numerator = _divide_out(a, content, ()) if content not in (0, 1) else a
+    return mul(content, _term(EXACT, (numerator, b)))
+
+
+# ---------------------------------------------------------------------------------------
+# Memoized entry points
+# ---------------------------------------------------------------------------------------
+
+
+def floordiv(a: Dim, b: Dim) -> Dim:
+    """Floor division ``a // b`` (rounds toward negative infinity, like Python)."""
+    if type(a) is int and type(b) is int:
+        r = a // b
+        return r if _in_int64(r) else unknown("overflow")
+    return _memoized("//", _floordiv_impl, a, b)
+
+
+def mod(a: Dim, b: Dim) -> Dim:
+    """Floor modulo ``a % b`` (the sign of the divisor, like Python)."""
+    if type(a) is int and type(b) is int:
+        return a % b
+    return _memoized("%", _mod_impl, a, b)
+
+
+def exact_div(a: Dim, b: Dim) -> Dim:
+    """Exact division ``a /: b``: the caller asserts that ``b`` divides ``a``.
+
+    Because the quotient is exact it cancels across multiplication:
+    ``2 * (H /: 2) == H`` (unlike ``2 * (H // 2)``).
+
+    Raises:
+        ZeroDivisionError: ``b`` is 0.
+        InexactDivisionError: both are constants and ``b`` does not divide ``a``.
+    """
+    return _memoized("/:", _exact_div_impl, a, b)

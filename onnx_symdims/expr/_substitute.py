@@ -1,0 +1,163 @@
+"""Substitution of symbols and replacement of sub-expressions, re-canonicalised.
+
+Rebuilding a function term over new arguments goes through the public constructors, so the
+result is canonical again; where it is undefined everywhere (a divisor became 0) it is an
+unknown rather than an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from onnx_symdims.expr._atoms import (
+    BCAST,
+    EXACT,
+    FLOOR,
+    MAX,
+    MIN,
+    MOD,
+    SYM,
+    Atom,
+    BroadcastError,
+    InexactDivisionError,
+)
+from onnx_symdims.expr._dimexpr import Dim, DimExpr, _atom_expr, _from_terms, unknown
+from onnx_symdims.expr._divisions import exact_div, floordiv, mod
+from onnx_symdims.expr._extremum import broadcast, call, dmax, dmin
+from onnx_symdims.expr._ring import add, mul
+
+
+def _rebuild_atom(atom: Atom, args: tuple[Dim, ...]) -> Dim:
+    """The atom over new arguments; an unknown where that is undefined everywhere.
+
+    Substituting can turn a divisor into the constant 0 (``batch/:((-1)//max(-5,batch))``
+    with ``max(-5,batch) -> -5``) or a quotient into an inexact one: the expression has no
+    value there, so any value is sound, and callers (proofs by cases, renames) must never
+    see an exception for a valid expression.
+    """
+    try:
+        return _rebuild_atom_raw(atom, args)
+    except (ZeroDivisionError, InexactDivisionError, BroadcastError):
+        return unknown("undefined")
+
+
+def _rebuild_atom_raw(atom: Atom, args: tuple[Dim, ...]) -> Dim:
+    kind = atom.kind
+    if kind == FLOOR:
+        return floordiv(*args)
+    if kind == MOD:
+        return mod(*args)
+    if kind == EXACT:
+        return exact_div(*args)
+    if kind == MAX:
+        return dmax(*args)
+    if kind == MIN:
+        return dmin(*args)
+    if kind == BCAST:
+        return broadcast(*args)
+    return call(atom.name, args)
+
+
+def _map_atoms(d: Dim, atom_fn, arg_fn) -> Dim:
+    """Rebuilds ``d`` with ``atom_fn(atom)`` for symbols and ``arg_fn`` on function args."""
+    if isinstance(d, int) or d.unknown_reason is not None:
+        return d
+    result: Dim = d.const
+    for mono, coeff in d.terms:
+        term: Dim = coeff
+        for atom in mono:
+            if atom.kind == SYM:
+                factor = atom_fn(atom)
+            else:
+                new_args = tuple(arg_fn(a) for a in atom.args)
+                factor = (
+                    _atom_expr(atom)
+                    if new_args == atom.args
+                    else _rebuild_atom(atom, new_args)
+                )
+            term = mul(term, factor)
+        result = add(result, term)
+    return result
+
+
+def substitute(d: Dim, mapping: Mapping[str, Dim]) -> Dim:
+    """Replaces symbols by dims simultaneously (no chaining) and re-canonicalises."""
+    if not mapping or isinstance(d, int) or not (d.symbols() & mapping.keys()):
+        return d
+
+    def on_symbol(atom: Atom) -> Dim:
+        return mapping.get(atom.name, _atom_expr(atom))
+
+    def on_arg(a: Dim) -> Dim:
+        return substitute(a, mapping)
+
+    return _map_atoms(d, on_symbol, on_arg)
+
+
+def _replace_once(d: Dim, mapping: Mapping[DimExpr, Dim]) -> Dim:
+    if isinstance(d, int) or d.unknown_reason is not None:
+        return d
+    hit = mapping.get(d)
+    if hit is not None:
+        return hit
+    # A compound key that is a sub-sum, term by term: d == k*key + rest.
+    d_terms = dict(d.terms)
+    for key, target in mapping.items():
+        if key.atom is not None or not key.terms:
+            continue
+        lead_m, lead_c = key.terms[0]
+        c = d_terms.get(lead_m)
+        if c is None or c % lead_c:
+            continue
+        k = c // lead_c
+        if any(d_terms.get(m) != k * kc for m, kc in key.terms):
+            continue
+        remaining = {m: dc for m, dc in d_terms.items() if all(m != km for km, _ in key.terms)}
+        rest = (
+            _from_terms(remaining, d.const - k * key.const)
+            if remaining
+            else (d.const - k * key.const)
+        )
+        return add(mul(k, target), _replace_once(rest, mapping))
+    atom_targets = {
+        key.atom: target for key, target in mapping.items() if key.atom is not None
+    }
+
+    def on_symbol(atom: Atom) -> Dim:
+        return atom_targets.get(atom, _atom_expr(atom))
+
+    result: Dim = d.const
+    for mono, coeff in d.terms:
+        term: Dim = coeff
+        for atom in mono:
+            if atom in atom_targets:
+                factor = atom_targets[atom]
+            elif atom.kind == SYM:
+                factor = _atom_expr(atom)
+            else:
+                new_args = tuple(_replace_once(a, mapping) for a in atom.args)
+                factor = (
+                    _atom_expr(atom)
+                    if new_args == atom.args
+                    else _rebuild_atom(atom, new_args)
+                )
+            term = mul(term, factor)
+        result = add(result, term)
+    return result
+
+
+def replace_subexpressions(d: Dim, mapping: Mapping[DimExpr, Dim], max_rounds: int = 8) -> Dim:
+    """Replaces sub-expressions equal (in canonical form) to a key, to a fixed point.
+
+    A key matches a whole expression, an atom anywhere (also inside function
+    terms), or a sub-sum: with the key ``past_seq+seq``, ``past_seq+seq+1``
+    becomes ``target+1``. Broadcast terms whose arguments become equal collapse.
+    """
+    if not mapping:
+        return d
+    for _ in range(max_rounds):
+        new = _replace_once(d, mapping)
+        if new is d or new == d:
+            return new
+        d = new
+    return d

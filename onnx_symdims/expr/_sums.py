@@ -1,0 +1,152 @@
+"""Sum-level identities over function terms, applied by :func:`._ring._finish`.
+
+Each holds for every integer value of the symbols:
+
+* an exact division absorbs a coefficient or factor it shares with its divisor
+  (``c*(N /: D) == (c*N) /: D``);
+* ``d`` consecutive floors collapse (``sum((y+i)//d for i in range(d)) == y``) and so does
+  the division identity (``d*(y//d) + y % d == y``);
+* a sum with an extremum folds into it when that is smaller
+  (``x - max(x-8, 0) == min(8, x)``).
+
+They sit above the divisions and extrema they build, so the ring reaches them through
+:data:`._atoms.late`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from onnx_symdims.expr._atoms import _ATOMS, EXACT, FLOOR, MAX, MIN, MOD, Monomial
+from onnx_symdims.expr._dimexpr import Dim, DimExpr, _atom_expr, _from_terms, _split
+from onnx_symdims.expr._divisions import exact_div
+from onnx_symdims.expr._extremum import _extremum
+from onnx_symdims.expr._ring import add, mul, sub
+
+
+def _size(d: Dim) -> int:
+    return 1 if isinstance(d, int) else d.size
+
+
+_MAX_FOLDED_EXTREMUM_ARGS = 8
+
+
+def _fold_sum_into_extremum(terms: dict[Monomial, int], const: int) -> Dim | None:
+    """``r - max(a, b) == min(r-a, r-b)`` (and the three sibling identities), when smaller.
+
+    Exact for all integers; used only when it shrinks the expression, e.g.
+    ``x - max(x-8, 0) == min(8, x)``.
+    """
+    for m, c in terms.items():
+        if len(m) != 1 or c not in (1, -1) or m[0].kind not in (MAX, MIN):
+            continue
+        atom = m[0]
+        if len(atom.args) > _MAX_FOLDED_EXTREMUM_ARGS:
+            continue  # rebuilding every argument on every sum would be quadratic
+        rest_terms = dict(terms)
+        del rest_terms[m]
+        rest = _from_terms(rest_terms, const) if rest_terms else const
+        if isinstance(rest, DimExpr) and rest.unknown_reason is not None:
+            return None
+        args = [add(rest, a) if c == 1 else sub(rest, a) for a in atom.args]
+        if not any(isinstance(a, int) or len(a.terms) < len(rest_terms) for a in args):
+            continue
+        flips = c == -1
+        kind = (MIN if atom.kind == MAX else MAX) if flips else atom.kind
+        folded = _extremum(kind, tuple(args), None)
+        if _size(folded) < _size(rest) + 1 + _size(_atom_expr(atom)):
+            return folded
+    return None
+
+
+def _absorb_exact_divisions(terms: dict[Monomial, int], const: int) -> Dim | None:
+    """Cancels ``c * m * (N /: D)`` when c or m shares a factor with D.
+
+    Holds because ``N /: D`` is the exact quotient: ``c*(N/:D) == (c*N)/:D``.
+    Returns None when nothing cancels.
+    """
+    changed = False
+    out: dict[Monomial, int] = {}
+    extra: list[Dim] = []
+    for m, c in terms.items():
+        exacts = [a for a in m if a.kind == EXACT]
+        if not exacts:
+            out[m] = out.get(m, 0) + c
+            continue
+        rest = tuple(a for a in m if a.kind != EXACT)
+        if len(exacts) == 1:
+            den = exacts[0].args[1]
+            if isinstance(den, int):
+                shares = math.gcd(c, den) > 1
+            else:
+                # A symbolic quotient keeps nothing outside: c*m*(N/:D) -> (c*m*N)/:D.
+                shares = c != 1 or bool(rest)
+            if not shares:
+                out[m] = out.get(m, 0) + c
+                continue
+        num_product: Dim = _from_terms({rest: c}, 0) if rest else c
+        den_product: Dim = 1
+        for atom in exacts:
+            num_product = mul(num_product, atom.args[0])
+            den_product = mul(den_product, atom.args[1])
+        merged = exact_div(num_product, den_product)
+        if isinstance(merged, DimExpr) and merged.unknown_reason is not None:
+            # The merged numerator or denominator leaves int64 (60 exact divisions by
+            # 2..61): the product of the separate quotients is just as exact.
+            out[m] = out.get(m, 0) + c
+            continue
+        changed = True
+        extra.append(merged)
+    if not changed:
+        return None
+    result: Dim = _from_terms(out, const) if out else const
+    for e in extra:
+        result = add(result, e)
+    return result
+
+
+def _collapse_floor_identities(
+    terms: dict[Monomial, int], const: int
+) -> tuple[dict[Monomial, int], int]:
+    """Applies two identities that hold for every integer ``y`` and ``d > 0``.
+
+    * ring: ``sum(c*((y+i)//d) for i in range(d)) == c*y``;
+    * division identity: ``c*d*(y//d) + c*(y % d) == c*y``.
+    """
+    groups: dict[tuple[object, int], dict[int, tuple[Monomial, int]]] = {}
+    mods: list[tuple[Monomial, int]] = []
+    for m, c in terms.items():
+        if len(m) != 1 or m[0].kind not in (FLOOR, MOD):
+            continue
+        num, den = m[0].args
+        if not isinstance(den, int) or not isinstance(num, DimExpr):
+            continue
+        if m[0].kind == MOD:
+            mods.append((m, c))
+            continue
+        base = sub(num, num.const)
+        groups.setdefault((base, den), {})[num.const] = (m, c)
+    replacement: list[tuple[Dim, int]] = []
+    for (base, den), by_offset in groups.items():
+        if len(by_offset) != den:
+            continue
+        coeffs = {c for _, c in by_offset.values()}
+        if len(coeffs) != 1:
+            continue
+        for m, _ in by_offset.values():
+            del terms[m]
+        replacement.append((base, coeffs.pop()))
+    for m, c in mods:
+        num, den = m[0].args
+        floor_atom = _ATOMS.get((FLOOR, "", (num, den)))
+        if floor_atom is None or terms.get((floor_atom,)) != c * den or m not in terms:
+            continue
+        del terms[m]
+        del terms[(floor_atom,)]
+        replacement.append((num, c))
+    for base, c in replacement:
+        b_terms, b_const = _split(mul(base, c))
+        for bm, bc in b_terms.items():
+            terms[bm] = terms.get(bm, 0) + bc
+        const += b_const
+    return {m: c for m, c in terms.items() if c}, const

@@ -1,0 +1,111 @@
+"""Builders of exporter idioms.
+
+Pad to a multiple, split heads, position ids, flatten a batch, slice the last ``k``: the
+shape computations exporters emit around those.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from tests.fuzz._cases import INT64_MAX
+from tests.fuzz._generator import _Reject
+
+logger = logging.getLogger(__name__)
+
+
+class IdiomBuilders:
+    """Mixin of :class:`tests.fuzz._generator.GeneratorCore`: exporter idioms."""
+
+    # Exporter idioms ------------------------------------------------------------------
+    def p_pad_to_multiple(self) -> None:
+        """``pad = (c - d % c) % c`` on one axis, then ``Pad``."""
+        data = self.pick_float(1, 4)
+        rank = data.rank(self.alive)
+        axis = self.rng.randrange(rank)
+        multiple = self.const([self.rng.choice((2, 3, 4))])
+        size = self.dim_vec(data, axis)
+        pad = self.emit1(
+            "Mod",
+            [self.emit1("Sub", [multiple, self.emit1("Mod", [size, multiple])]), multiple],
+        )
+        before, after = rank + axis, rank - axis - 1  # zeros around the end pad of `axis`
+        pieces = [self.const([0] * before), pad] + ([self.const([0] * after)] if after else [])
+        pads = self.emit1("Concat", pieces, axis=0)
+        self.emit1("Pad", [data, pads])
+
+    def p_split_heads(self) -> None:
+        """``[B, S, H] -> [B, S, h, H/h] -> [B, h, S, H/h]`` and back to ``[B, S, -1]``."""
+        data = self.pick_float(3, 3)
+        hidden = {s[2] for s in data.shapes(self.alive)}
+        heads = self.rng.choice((1, 2, 3))
+        if len(hidden) != 1 or hidden.pop() % heads:
+            raise _Reject("hidden")
+        target = self.emit1(
+            "Concat",
+            [
+                self.dim_vec(data, 0),
+                self.dim_vec(data, 1),
+                self.const([heads]),
+                self.const([-1]),
+            ],
+            axis=0,
+        )
+        split = self.emit1(
+            "Transpose", [self.emit1("Reshape", [data, target])], perm=[0, 2, 1, 3]
+        )
+        merged = self.emit1("Transpose", [split], perm=[0, 2, 1, 3])
+        back = (
+            self.const([0, 0, -1])
+            if self.rng.random() < 0.5
+            else self.emit1("Concat", [self.shape_of(data, 0, 2), self.const([-1])], axis=0)
+        )
+        self.emit1("Reshape", [merged, back])
+
+    def p_position_ids(self) -> None:
+        """``Expand(Unsqueeze(Range(0, S, 1), 0), [B, S])``."""
+        data = self.pick_float(2)
+        axis = self.rng.randrange(1, data.rank(self.alive))
+        limit = self.dim_scalar(data, axis)
+        positions = self.emit1("Range", [self.const(0), limit, self.const(1)])
+        row = self.unsqueeze0(positions)
+        shape = self.emit1(
+            "Concat",
+            [
+                self.dim_vec(data, 0),
+                self.const([1]) if self.rng.random() < 0.3 else self.dim_vec(data, axis),
+            ],
+            axis=0,
+        )
+        self.emit1("Expand", [row, shape])
+
+    def p_flatten_batch(self) -> None:
+        """``Reshape(x, [-1, *x.shape[-k:]])`` and back with ``x.shape[:-k] + y.shape[1:]``."""
+        data = self.pick_float(2, 4)
+        rank = data.rank(self.alive)
+        k = self.rng.randint(1, rank - 1)
+        flat = self.emit1(
+            "Reshape",
+            [data, self.emit1("Concat", [self.const([-1]), self.shape_of(data, -k)], axis=0)],
+        )
+        flat = self.emit1(self.rng.choice(("Relu", "Neg")), [flat])
+        back = self.emit1(
+            "Concat", [self.shape_of(data, 0, -k), self.shape_of(flat, 1)], axis=0
+        )
+        self.emit1("Reshape", [flat, back])
+
+    def p_slice_last(self) -> None:
+        """``x[..., -k:]`` and ``x[..., :d-k]`` with ``k`` from another shape."""
+        data = self.pick_float(1)
+        rank = data.rank(self.alive)
+        axis = self.rng.randrange(rank)
+        source, source_axis = self._some_axis()
+        k = self.dim_vec(source, source_axis)
+        if self.rng.random() < 0.5:
+            self.emit1(
+                "Slice",
+                [data, self.emit1("Neg", [k]), self.const([INT64_MAX]), self.const([axis])],
+            )
+        else:
+            end = self.emit1("Sub", [self.dim_vec(data, axis), k])
+            self.emit1("Slice", [data, self.const([0]), end, self.const([axis - rank])])
