@@ -129,12 +129,33 @@ def _zero_set(d: Dim) -> frozenset[str] | None:
 
 
 def _zero_implies_copied_dim_zero(t: expr.DimExpr, copied: Dim) -> bool:
-    """True when ``t == 0`` forces ``copied == 0`` (so "copy" and ``t`` agree)."""
-    if copied is t:  # the usual Shape -> ... -> Reshape round trip: the same zero set
-        return _symbol_product_atoms(t) is not None
+    """True when ``t == 0`` forces ``copied == 0`` (so "copy" and ``t`` agree).
+
+    The cheap structural tests only: ``t`` is the copied dim (the usual ``Shape -> ... ->
+    Reshape`` round trip, whatever ``t``'s form: dims are hash-consed), or the symbols of
+    a product ``t`` are among those of a product ``copied``. See also
+    :func:`_is_multiple_of`.
+    """
+    if copied is t:
+        return True
     t_zero = _zero_set(t)
     copied_zero = _zero_set(copied)
     return t_zero is not None and copied_zero is not None and t_zero <= copied_zero
+
+
+def _is_multiple_of(copied: Dim, t: expr.DimExpr) -> bool:
+    """True when ``copied = t * q`` with ``q`` free of divisions (so ``t == 0`` forces 0).
+
+    E.g. ``copied = 8*(L//5-1)`` (a group-norm reshape's merged axis) and
+    ``t = L//5-1``. ``q`` must evaluate in every run, hence no division in it.
+    """
+    if isinstance(copied, int):
+        return copied == 0
+    try:
+        q = expr.exact_div(copied, t)
+    except (ArithmeticError, expr.ExprError):
+        return False
+    return not _has_division(q) and expr.mul(q, t) is copied
 
 
 def _zero_implies_empty_input(t: expr.DimExpr, data: Sequence[Dim]) -> bool:
@@ -232,6 +253,38 @@ def _vanishes_when_zero(d: Dim, t: Dim) -> bool:
         return False  # e.g. a division by an expression of those symbols: no proof
 
 
+def _same_numel(target: Sequence[Dim], data: Sequence[Dim], memo: list[bool]) -> bool:
+    """True when the target's elements multiply to the input's element count.
+
+    Then a target element ``t == 0`` means the input is empty (``Reshape(x, Shape(y))``
+    with ``y`` proven to have ``x``'s numel). Computed once per node (``memo``).
+    """
+    if not memo:
+        same = all((isinstance(t, int) and t > 0) or isinstance(t, expr.DimExpr) for t in target)
+        memo.append(same and product(target) is product(data))
+    return memo[0]
+
+
+def _note_nonzero_others(ctx: NodeContext, out: Sequence[Dim | None], infer_at: int) -> None:
+    """A ``-1`` is inferred only when the other output dims multiply to nonzero.
+
+    With ``allowzero=0`` onnxruntime and the reference implementation both reject
+    ``Reshape`` to ``[0, -1]``, so in every run that gets past this node each other dim
+    is nonzero (a product is nonzero exactly when each factor is): a fact from here on.
+    A dim ``c*s1*...*sk`` of plain symbols also gives each ``s >= 1``. Not noted under
+    ``allowzero=1``: the spec calls a 0 beside a -1 invalid there, but onnxruntime runs
+    it (an exported ``view`` of an empty batch does), so no fact may rest on it.
+    """
+    note = ctx.ctx.note_nonzero
+    for j, d in enumerate(out):
+        if j == infer_at or not isinstance(d, expr.DimExpr) or d.is_unknown:
+            continue
+        note(d)
+        atoms = None if d.is_symbol else _symbol_product_atoms(d)
+        for atom in atoms or ():
+            note(expr.sym(atom.name))
+
+
 def reshape_dims(
     ctx: NodeContext, data: Sequence[Dim] | None, target: Sequence[Dim], allowzero: bool
 ) -> list[Dim | None]:
@@ -249,6 +302,7 @@ def reshape_dims(
     out: list[Dim | None] = []
     infer_at: int | None = None
     needs_zero_check: list[int] = []
+    numel: list[bool] = []  # whether target and data have the same product, once computed
     for i, t in enumerate(target):
         if isinstance(t, int):
             if t == -1:
@@ -280,9 +334,12 @@ def reshape_dims(
                 and (i >= len(data) or _zero_implies_copied_dim_zero(t, data[i]))
             )
             or scope.prove_gt(t, 0)
+            or (data is not None and i < len(data) and _is_multiple_of(data[i], t))
         ):
             out.append(t)
-        elif data is not None and _zero_implies_empty_input(t, data):
+        elif data is not None and (
+            _zero_implies_empty_input(t, data) or _same_numel(target, data, numel)
+        ):
             out.append(t)
             needs_zero_check.append(i)
         else:
@@ -295,6 +352,8 @@ def reshape_dims(
         )
         if not others_positive:
             out[i] = _copied_when_zero(target[i], data, i, scope)  # type: ignore[arg-type]
+    if infer_at is not None and not allowzero:
+        _note_nonzero_others(ctx, out, infer_at)
     if infer_at is not None and data is not None:
         others = [d for j, d in enumerate(out) if j != infer_at]
         total = product(data)
