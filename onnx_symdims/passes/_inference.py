@@ -52,11 +52,11 @@ from onnx_symdims.shapes import (
     ShapesContext,
 )
 from onnx_symdims.shapes._anchors import declared_dims, merge_with_anchor
-from onnx_symdims.shapes._context import MISSING, is_anonymous_dim_text, untracked_reads
+from onnx_symdims.shapes._context import is_anonymous_dim_text, untracked_reads
 from onnx_symdims.shapes._convert import same_ir_dims
 from onnx_symdims.shapes._facts import FactScope
 from onnx_symdims.shapes._merge import merge_declared_shape
-from onnx_symdims.shapes._tensors import CONSTANT_INPUT_KEY, tensor_dims
+from onnx_symdims.shapes._tensors import CONSTANT_INPUT_KEY, read_int64_proto, tensor_dims
 
 logger = logging.getLogger(__name__)
 
@@ -143,11 +143,16 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
         # Deeply nested valid models (hundreds of nested Ifs or function calls) get the
         # stack they need; others run here as they are.
-        bound = nesting_bound(model)
         with without_gc():
-            return run_deep(lambda: self._call(model), bound)
+            # The snapshot's walk tells whether there is any nesting to bound (one walk
+            # of the graph's linked list less for the common, flat model).
+            snapshot = ModelSnapshot.of(model)
+            bound = nesting_bound(model) if snapshot.nested else 0
+            return run_deep(lambda: self._call(model, snapshot), bound)
 
-    def _call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
+    def _call(
+        self, model: ir.Model, snapshot: ModelSnapshot | None = None
+    ) -> SymbolicShapeInferenceResult:
         ctx = self.context if self.context is not None else ShapesContext()
         first_diagnostic = len(ctx.diagnostics)
         previous_strict = ctx.strict
@@ -157,7 +162,7 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
             engine = InferenceEngine(
                 model, ctx, self.policy, self.progress, self.value_info_anchors
             )
-            engine.prepare()
+            engine.prepare(snapshot)
             if self.nonempty_inputs:
                 for name in _input_symbols(model.graph, ctx):
                     ctx.scope.set_range(name, lower=1)
@@ -252,9 +257,30 @@ _LIST_ATTRIBUTES = frozenset(
 )
 
 
+#: DimExpr -> whether it is a bare symbol (``is_symbol`` is a chain of properties, and
+#: this runs for every output of every node; DimExprs are interned: identity keys).
+_IS_SYMBOL: dict[expr.DimExpr, bool] = {}
+
+
 def _all_plain(dims: Sequence[Dim]) -> bool:
     """True when every dim is an int or a bare symbol (nothing to refine or record)."""
-    return all(isinstance(d, int) or d.is_symbol for d in dims)
+    for d in dims:
+        if d.__class__ is int:
+            continue
+        plain = _IS_SYMBOL.get(d)  # type: ignore[call-overload]
+        if plain is None:
+            if isinstance(d, int):
+                continue
+            if len(_IS_SYMBOL) > 100_000:
+                _IS_SYMBOL.clear()
+            plain = _IS_SYMBOL[d] = d.is_symbol
+        if not plain:
+            return False
+    return True
+
+
+_TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
+_INT64 = ir.DataType.INT64
 
 
 def _stamp(ctx: ShapesContext) -> int:
@@ -284,10 +310,15 @@ class InferenceEngine:
             nodes are distinct and computing keys costs more than the hits save
             (measured: ~15 % slower on 120-500-node exported models, 30 % faster on
             a 3k-node decoder).
+        constant_fast_path: Infer the usual ``Constant`` nodes inline (see
+            :meth:`_constant_fast_path`); results are the same either way.
     """
 
     memoize = True
     memo_min_nodes = 1000
+    #: Infer int64 ``Constant`` nodes inline (:meth:`_constant_fast_path`); same results
+    #: as the hook (tests turn it off to check that).
+    constant_fast_path = True
 
     def __init__(
         self,
@@ -323,11 +354,17 @@ class InferenceEngine:
         self._memo_off: set[str] = set()  # op types whose keys do not repeat
 
     # ------------------------------------------------------------------------------------
-    def prepare(self) -> None:
-        """Walks the model once and reserves its names (:meth:`run` does it if needed)."""
+    def prepare(self, snapshot: ModelSnapshot | None = None) -> None:
+        """Walks the model once and reserves its names (:meth:`run` does it if needed).
+
+        ``snapshot``: a :class:`ModelSnapshot` of this model taken just before (saves
+        the walk).
+        """
         if self.snapshot is not None:
             return
-        self.snapshot = ModelSnapshot.of(self.model)
+        if snapshot is None or snapshot.model is not self.model:
+            snapshot = ModelSnapshot.of(self.model)
+        self.snapshot = snapshot
         if len(self.snapshot.main_nodes) < self.memo_min_nodes:
             self._memo_on = False
         self._reserve_model_names()
@@ -427,6 +464,15 @@ class InferenceEngine:
             hook, opset = self._dispatch(domain, op_type)
         else:
             hook, opset = None, self._dispatch(domain, op_type)[1]
+        if (
+            op_type == "Constant"
+            and self.constant_fast_path
+            and hook is not None
+            and not domain
+            and function is None
+            and self._constant_fast_path(node)
+        ):
+            return
         key = None
         if (
             self._memo_on
@@ -473,6 +519,38 @@ class InferenceEngine:
         for value in node.outputs:
             self._commit(node, value)
 
+    def _constant_fast_path(self, node: ir.Node) -> bool:
+        """Infers the usual ``Constant`` (an int64 ``value`` tensor) without the framework.
+
+        Exported models carry thousands of them (TorchScript writes one per literal).
+        Exactly what the ``Constant`` hook, :meth:`_settle` and :meth:`_commit` do for
+        such a node: int dims and elements leave nothing to refine or record, and the
+        hook never mints, records or reads anything else. ``False``: nothing was done,
+        the node takes the general path.
+        """
+        attributes = node.attributes.data
+        outputs = node.outputs
+        if len(attributes) != 1 or not outputs:
+            return False
+        attr = attributes.get("value")
+        if attr is None or attr.type is not _TENSOR_ATTRIBUTE or attr.is_ref():
+            return False
+        read = read_int64_proto(attr.value)
+        if read is None:
+            return False
+        dims, elements = read
+        for d in dims:
+            if d < 0:
+                return False  # the hook fails the node
+        value = outputs[0]
+        ctx = self.ctx
+        ctx._shapes[value] = dims
+        ctx._dtypes[value] = _INT64
+        ctx._values[value] = elements
+        for value in outputs:
+            self._commit(node, value)
+        return True
+
     def _replay(self, node: ir.Node, entry: tuple) -> None:
         """Sets the outputs of ``node`` from a memoized hook result and commits them."""
         for value, facts in zip(node.outputs, entry):
@@ -493,30 +571,35 @@ class InferenceEngine:
         if not isinstance(scope, FactScope):
             return
         refine = scope.version > 0
+        note = not ctx.conditional_depth
+        shapes = ctx._shapes
+        values = ctx._values
         for value in node.outputs:
+            shape = shapes.get(value)
+            plain = shape is None or _all_plain(shape)
             if refine:
-                shape = ctx.peek_shape(value)
-                if shape is not None and not _all_plain(shape):
-                    new = tuple(ctx.refine(d) for d in shape)
+                if not plain:
+                    new = tuple(ctx.refine(d) for d in shape)  # type: ignore[union-attr]
                     if new != shape:
                         ctx.set_shape(value, new)
-                elements = ctx.facts_of(value)[1]
-                if (
-                    elements is not MISSING
-                    and elements is not None
-                    and not _all_plain(elements)  # type: ignore[arg-type]
-                ):
-                    new = tuple(ctx.refine(e) for e in elements)  # type: ignore[union-attr]
+                        shape = shapes.get(value)
+                        plain = shape is None or _all_plain(shape)
+                elements = values.get(value)
+                if elements is not None and not _all_plain(elements):
+                    new = tuple(ctx.refine(e) for e in elements)
                     if new != elements:
                         ctx.set_value(value, new)
-            if not ctx.conditional_depth:
-                self._note_dims(value)
+            if note and not plain:
+                self._note_compound_dims(shape)  # type: ignore[arg-type]
 
     def _note_dims(self, value: ir.Value) -> None:
         """Records ``d >= 0`` for each compound dim of ``value`` (it exists in the run)."""
         shape = self.ctx.peek_shape(value)
         if shape is None or _all_plain(shape):
             return
+        self._note_compound_dims(shape)
+
+    def _note_compound_dims(self, shape: Shape) -> None:
         for d in shape:
             if not isinstance(d, int) and not d.is_symbol and not d.is_unknown:
                 self.ctx.note_nonneg(d)
@@ -625,7 +708,7 @@ class InferenceEngine:
                 self.modified = True
             else:
                 ctx.set_shape(value, None)
-            if value.type is None and not ctx.has_non_tensor_types():
+            if value.type is None and not ctx._other_types:
                 # _commit_type's common case: an untyped tensor gets the inferred dtype.
                 dtype = ctx.peek_dtype(value)
                 if dtype is not None:

@@ -171,6 +171,8 @@ class ModelSnapshot:
         main_values: Inputs, outputs and node outputs of the main graph (no subgraphs).
         main_sorted: Whether every main-graph node comes after the producers of its
             inputs (so the graph order is a topological order).
+        nested: Whether the model has a subgraph or a model-local function (else its
+            nesting bound is 0, see :func:`onnx_symdims.passes._deep.nesting_bound`).
     """
 
     model: ir.Model
@@ -179,6 +181,7 @@ class ModelSnapshot:
     anchors: frozenset[ir.Value]
     main_values: list[ir.Value]
     main_sorted: bool = False
+    nested: bool = True
 
     @classmethod
     def of(cls, model: ir.Model) -> ModelSnapshot:
@@ -217,6 +220,7 @@ class ModelSnapshot:
             frozenset((*main.inputs, *main.outputs)),
             main_values,
             in_topological_order(main_nodes),
+            bool(nested),
         )
 
 
