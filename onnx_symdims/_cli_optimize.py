@@ -1,8 +1,36 @@
-"""The body of ``onnx-symdims optimize`` (imported when the command runs)."""
+"""The body of ``onnx-symdims optimize`` (imported when the command runs).
+
+Report schema (``"schema": "onnx-symdims.optimize-report/1"``; every key is always
+present; the keys shared with ``infer``'s report have the same form)::
+
+    schema        "onnx-symdims.optimize-report/1"
+    tool          {"name": "onnx-symdims", "version": str}
+    command       "optimize"
+    model         {"path": str, "graph": str, "nodes": int, "opsets": {domain: int}}
+                  (as loaded)
+    options       {"fusions", "max_rounds", "verify", "verify_runs", "verify_sizes",
+                   "verify_bind", "save_as_external_data"}
+    inputs        [{"name": str, "dtype": str | null, "shape": [int | str | null] | null}]
+    outputs       same, after optimizing (dims in the model's own names)
+    nodes         {"before": n, "after": n, "before_by_op": {op: n}, "after_by_op": {op: n}}
+                  main-graph nodes
+    rounds        int: rounds of the rewrite loop
+    fired         {rule: n}: rewrites applied ("fusion.<name>" for fusions)
+    declined      {"rule: reason": n}: why our rules left a node alone
+    diagnostics   {"total", "by_severity", "by_op": {op: {"count", "severity",
+                  "examples"}}}: of the final inference; the optimizer's own notes (a
+                  fusion step undone) under "<optimize>"
+    written       {"model": str | null, "external_data": str | null, "json": str | null}
+    verify        null, or {"runs", "compared_outputs", "differences": [{"output",
+                  "kind", "detail", "sizes", "max_abs"}], "errors": [str],
+                  "relations": [str]}
+    timings       {"load", "optimize", "save", "verify", "total"}: seconds (those that
+                  ran; "total" is the whole command, imports included)
+"""
 
 from __future__ import annotations
 
-__all__ = ["run_optimize"]
+__all__ = ["SCHEMA", "run_optimize"]
 
 import argparse
 import logging
@@ -14,9 +42,13 @@ import onnx_ir as ir
 
 from onnx_symdims import __version__
 from onnx_symdims._cli_infer import _example_model
+from onnx_symdims._cli_report import diagnostic_lines, group_diagnostics, io_entries, io_lines
 from onnx_symdims.cli import CliError, Run, check_output_paths, verify_options, wants_verify
 
 logger = logging.getLogger(__name__)
+
+SCHEMA = "onnx-symdims.optimize-report/1"
+_MAX_DECLINED = 3
 
 
 def run_optimize(args: argparse.Namespace) -> int:
@@ -40,9 +72,15 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
     verify = wants_verify(args)
     checked = verify_options(args, model) if verify else None  # before any write
     original = ir.serde.deserialize_model(ir.serde.serialize_model(model)) if verify else None
+    loaded = {
+        "path": path,
+        "graph": model.graph.name or "",
+        "nodes": sum(1 for _ in model.graph),
+        "opsets": dict(model.opset_imports),
+    }
     with run.stage("optimize", "optimizing"):
         result = OptimizePass(fusions=args.fusions, max_rounds=args.max_rounds)(model)
-    report = _report(path, args, result)
+    report = _report(loaded, args, result, model)
     if not run.quiet:
         _print_summary(report, result)
     if output:
@@ -55,22 +93,38 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
     if args.json:
         run.write_json(report, args.json)
     if not output:
-        run.say("nothing written: pass -o OUT.onnx to save the optimized model (or -i)")
+        run.say(
+            ("model not written" if args.json else "nothing written")
+            + ": pass -o OUT.onnx to save the optimized model (or -i to update MODEL in place)"
+        )
+    timings = run.timings
     total = run.total()
-    stages = ", ".join(
-        f"{k} {run.timings[k]:.3f}s" for k in ("load", "optimize", "save", "verify")
-        if k in run.timings
-    )
-    run.say(f"time: {total:.2f}s ({stages})")
+    names = ("load", "optimize", "save", "verify")
+    other = total - sum(timings.get(k, 0.0) for k in names)  # imports, summary, report
+    stages = ", ".join(f"{k} {timings[k]:.3f}s" for k in names if k in timings)
+    run.say(f"time: {total:.2f}s ({stages}; imports and the rest {other:.2f}s)")
     return status
 
 
-def _report(path: str, args: argparse.Namespace, result) -> dict[str, Any]:
+def _report(
+    loaded: dict[str, Any], args: argparse.Namespace, result, model: ir.Model
+) -> dict[str, Any]:
     return {
-        "schema": "onnx-symdims.optimize-report/1",
+        "schema": SCHEMA,
         "tool": {"name": "onnx-symdims", "version": __version__},
-        "model": {"path": path},
-        "options": {"fusions": args.fusions, "max_rounds": args.max_rounds},
+        "command": "optimize",
+        "model": loaded,
+        "options": {
+            "fusions": args.fusions,
+            "max_rounds": args.max_rounds,
+            "verify": wants_verify(args),
+            "verify_runs": args.verify_runs,
+            "verify_sizes": list(args.verify_sizes),
+            "verify_bind": list(args.verify_bind),
+            "save_as_external_data": args.save_as_external_data,
+        },
+        "inputs": io_entries(model.graph.inputs),
+        "outputs": io_entries(model.graph.outputs),
         "nodes": {
             "before": sum(result.before.values()),
             "after": sum(result.after.values()),
@@ -80,28 +134,43 @@ def _report(path: str, args: argparse.Namespace, result) -> dict[str, Any]:
         "rounds": result.rounds,
         "fired": dict(result.fired.most_common()),
         "declined": dict(result.declined.most_common()),
-        "diagnostics": [str(d) for d in result.diagnostics],
-        "written": {},
+        "diagnostics": group_diagnostics(result.diagnostics),
+        "written": {"model": None, "external_data": None, "json": None},
+        "verify": None,
+        "timings": {},
     }
 
 
 def _print_summary(report: dict[str, Any], result) -> None:
     nodes = report["nodes"]
     before, after = nodes["before"], nodes["after"]
-    print(f"model: {report['model']['path']}")
-    print(
-        f"nodes: {before} -> {after} ({after - before:+d}) in {result.rounds} rounds, "
+    lines = [f"model: {report['model']['path']}"]
+    io_lines(lines, "inputs", report["inputs"])
+    io_lines(lines, "outputs", report["outputs"])
+    lines.append(
+        f"nodes: {before} -> {after} ({after - before:+d}) in {result.rounds} "
+        f"round{'s' * (result.rounds != 1)}, "
         f"{result.seconds:.2f}s"
     )
     changes = Counter(result.after)
     changes.subtract(result.before)
     changed = sorted((k for k, v in changes.items() if v), key=lambda k: (changes[k], k))
     if changed:
-        print("by op: " + ", ".join(f"{k} {changes[k]:+d}" for k in changed[:16]))
-    if result.fired:
-        print("rules fired: " + ", ".join(f"{k} {v}" for k, v in result.fired.most_common()))
-    for diagnostic in report["diagnostics"][:10]:
-        print(f"  {diagnostic}")
+        lines.append("by op: " + ", ".join(f"{k} {changes[k]:+d}" for k in changed[:16]))
+    fired = report["fired"]
+    lines.append(
+        "rules fired: " + (", ".join(f"{k} {v}" for k, v in fired.items()) or "none")
+    )
+    declined = report["declined"]
+    if declined:
+        # Why a node was left alone: the first thing to read when a model stays big.
+        lines.append(
+            f"rules declined ({sum(declined.values())} checks, {len(declined)} reasons; "
+            f"all in --json under \"declined\"), most often:"
+        )
+        lines.extend(f"  {n} x {reason}" for reason, n in list(declined.items())[:_MAX_DECLINED])
+    diagnostic_lines(lines, report["diagnostics"])
+    print("\n".join(lines), flush=True)
 
 
 def _verify(run: Run, original, model, options: dict[str, Any], report) -> int:
@@ -113,9 +182,9 @@ def _verify(run: Run, original, model, options: dict[str, Any], report) -> int:
         ) from e
     from onnx_symdims import infer_symbolic_shapes
 
-    infer_symbolic_shapes(original)  # relations are read from the dims of either model
     try:
         with run.stage("verify", "comparing outputs in onnxruntime"):
+            infer_symbolic_shapes(original)  # relations are read from either model's dims
             compared = compare_models(
                 original,
                 model,
@@ -123,26 +192,45 @@ def _verify(run: Run, original, model, options: dict[str, Any], report) -> int:
                 sizes=options["sizes"],
                 equalities=options["equalities"],
             )
+    except ImportError as e:
+        raise CliError("--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2) from e
     except VerifyError as e:
         raise CliError(f"{report['model']['path']}: {e}") from e
     report["verify"] = {
         "runs": compared.runs,
         "compared_outputs": compared.compared_outputs,
-        "differences": [str(d) for d in compared.differences],
+        "differences": [
+            {
+                "output": d.output,
+                "kind": d.kind,
+                "detail": d.detail,
+                "sizes": dict(d.binding),
+                "max_abs": d.max_abs,
+            }
+            for d in compared.differences
+        ],
         "errors": list(compared.errors),
+        "relations": list(compared.relations),
     }
+    for relation in compared.relations:
+        run.say(f"verify: sizes follow {relation}")
     run.say(
         f"verify: {compared.runs} onnxruntime runs, {compared.compared_outputs} outputs "
         f"compared, {len(compared.differences)} differences"
     )
     for difference in compared.differences[:20]:
         print(f"  DIFFERENCE {difference}")
+    if len(compared.differences) > 20:
+        print(f"  ... {len(compared.differences) - 20} more differences (see --json)")
     if compared.differences:
         return 1
     if not compared.runs:
+        for error in compared.errors[:3]:
+            print(f"  run failed: {error[:300]}", file=sys.stderr)
         print(
             "error: verify: no onnxruntime run of the original succeeded, nothing was "
-            "compared; give sizes with --verify-sizes NAME=V,...",
+            "compared; give sizes that run with --verify-sizes NAME=V,... or relate "
+            "inputs with --verify-bind NAME=EXPR",
             file=sys.stderr,
         )
         return 1

@@ -31,18 +31,27 @@ Report schema (``"schema": "onnx-symdims.report/1"``; every key is always presen
 
 from __future__ import annotations
 
-__all__ = ["SCHEMA", "build_report", "print_summary", "shape_text"]
+__all__ = [
+    "SCHEMA",
+    "build_report",
+    "diagnostic_lines",
+    "group_diagnostics",
+    "io_entries",
+    "io_lines",
+    "print_summary",
+    "shape_text",
+]
 
 import collections
 import logging
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import onnx_ir as ir
 
 from onnx_symdims import __version__, expr
-from onnx_symdims.shapes import ShapesContext
+from onnx_symdims.shapes import Diagnostic, ShapesContext
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +82,8 @@ def shape_text(entry: dict[str, Any]) -> str:
     return f"{dtype}[{dims}]"
 
 
-def _io(values: Sequence[ir.Value]) -> list[dict[str, Any]]:
+def io_entries(values: Sequence[ir.Value]) -> list[dict[str, Any]]:
+    """The ``inputs`` / ``outputs`` entries of a report: name, dtype and dims of each value."""
     return [
         {
             "name": v.name,
@@ -151,8 +161,8 @@ def build_report(
             "opsets": dict(model.opset_imports),
         },
         "options": options,
-        "inputs": _io(model.graph.inputs),
-        "outputs": _io(model.graph.outputs),
+        "inputs": io_entries(model.graph.inputs),
+        "outputs": io_entries(model.graph.outputs),
         "values": counts["values"],
         "dims": {"int": counts["int"], "symbolic": counts["symbolic"], "fresh": counts["fresh"]},
         "unknown_rank_values": counts["unknown_rank"],
@@ -161,26 +171,35 @@ def build_report(
         "bounds": [{"lhs": a, "rhs": b} for a, b in ctx.less_equal_constraints()],
         "renames": [{"from": k, "to": v} for k, v in (renames or {}).items()],
         "implied_equalities": list(implied_equalities),
-        "diagnostics": _diagnostics(ctx),
+        "diagnostics": group_diagnostics(ctx.diagnostics),
         "written": {"model": None, "external_data": None, "json": None},
         "verify": None,
         "timings": {},
     }
 
 
-def _diagnostics(ctx: ShapesContext) -> dict[str, Any]:
+def group_diagnostics(diagnostics: Iterable[Diagnostic | str]) -> dict[str, Any]:
+    """The ``diagnostics`` entry of a report: counts by severity, by op with examples.
+
+    A plain string (the optimizer's own notes, such as a fusion step that was undone) is
+    counted as a ``warning`` of ``"<optimize>"``.
+    """
     by_op: dict[str, dict[str, Any]] = {}
     by_severity: collections.Counter[str] = collections.Counter()
-    for diagnostic in ctx.diagnostics:
-        op = (
-            f"{diagnostic.domain}::{diagnostic.op_type}"
-            if diagnostic.domain
-            else diagnostic.op_type
-        )
-        entry = by_op.setdefault(op or "<graph>", {"count": 0, "severity": {}, "examples": []})
+    for diagnostic in diagnostics:
+        if isinstance(diagnostic, str):
+            op, severity = "<optimize>", "warning"
+        else:
+            op = (
+                f"{diagnostic.domain}::{diagnostic.op_type}"
+                if diagnostic.domain
+                else diagnostic.op_type
+            ) or "<graph>"
+            severity = diagnostic.severity
+        entry = by_op.setdefault(op, {"count": 0, "severity": {}, "examples": []})
         entry["count"] += 1
-        entry["severity"][diagnostic.severity] = entry["severity"].get(diagnostic.severity, 0) + 1
-        by_severity[diagnostic.severity] += 1
+        entry["severity"][severity] = entry["severity"].get(severity, 0) + 1
+        by_severity[severity] += 1
         if len(entry["examples"]) < 3:
             entry["examples"].append(str(diagnostic))
     return {"total": sum(by_severity.values()), "by_severity": dict(by_severity), "by_op": by_op}
@@ -192,7 +211,8 @@ def _listed(lines: list[str], items: Sequence[str], indent: str = "  ") -> None:
         lines.append(f"{indent}... {len(items) - _MAX_LISTED} more (see --json)")
 
 
-def _io_lines(lines: list[str], title: str, entries: list[dict[str, Any]]) -> None:
+def io_lines(lines: list[str], title: str, entries: list[dict[str, Any]]) -> None:
+    """Appends ``title (n):`` and one ``name  dtype[dims]`` line per entry to ``lines``."""
     lines.append(f"{title} ({len(entries)}):")
     width = min(max((len(e["name"]) for e in entries), default=0), 32)
     _listed(lines, [f"{e['name']:<{width}}  {shape_text(e)}" for e in entries])
@@ -203,8 +223,8 @@ def print_summary(report: dict[str, Any], file=None) -> None:
     file = file or sys.stdout
     model = report["model"]
     lines = [f"model: {model['path']}   {model['nodes']} nodes, {report['values']} values"]
-    _io_lines(lines, "inputs", report["inputs"])
-    _io_lines(lines, "outputs", report["outputs"])
+    io_lines(lines, "inputs", report["inputs"])
+    io_lines(lines, "outputs", report["outputs"])
     dims = report["dims"]
     rank = report["unknown_rank_values"]
     lines.append(
@@ -243,14 +263,20 @@ def print_summary(report: dict[str, Any], file=None) -> None:
     if report["implied_equalities"]:
         lines.append(f"implied equalities ({len(report['implied_equalities'])}):")
         _listed(lines, report["implied_equalities"])
-    diagnostics = report["diagnostics"]
-    if diagnostics["total"]:
-        severities = ", ".join(f"{n} {s}" for s, n in sorted(diagnostics["by_severity"].items()))
-        lines.append(f"diagnostics ({diagnostics['total']}: {severities}), by op:")
-        ordered = sorted(diagnostics["by_op"].items(), key=lambda item: -item[1]["count"])
-        for op, entry in ordered[:_MAX_LISTED]:
-            lines.append(f"  {op}: {entry['count']}")
-            lines.extend(f"    {example}" for example in entry["examples"][:2])
-    else:
-        lines.append("diagnostics: none")
+    diagnostic_lines(lines, report["diagnostics"])
     print("\n".join(lines), file=file)
+
+
+def diagnostic_lines(lines: list[str], diagnostics: dict[str, Any]) -> None:
+    """Appends the ``diagnostics`` entry of a report, grouped by op, to ``lines``."""
+    if not diagnostics["total"]:
+        lines.append("diagnostics: none")
+        return
+    severities = ", ".join(f"{n} {s}" for s, n in sorted(diagnostics["by_severity"].items()))
+    lines.append(f"diagnostics ({diagnostics['total']}: {severities}), by op:")
+    ordered = sorted(diagnostics["by_op"].items(), key=lambda item: -item[1]["count"])
+    for op, entry in ordered[:_MAX_LISTED]:
+        lines.append(f"  {op}: {entry['count']}")
+        lines.extend(f"    {example}" for example in entry["examples"][:2])
+    if len(ordered) > _MAX_LISTED:
+        lines.append(f"  ... {len(ordered) - _MAX_LISTED} more ops (see --json)")

@@ -1,14 +1,22 @@
-"""``onnx-symdims optimize``: counts, report, writing, --verify, one-line errors."""
+"""``onnx-symdims optimize``: counts, report, writing, --verify, the guard, one-line errors."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import onnx
 import pytest
 
+import onnx_symdims
 from onnx_symdims import cli
-from tests.cli._cli_testing import GOOD, example_path, write_external_model, write_text_model
+from tests.cli._cli_testing import (
+    GOOD,
+    assert_one_line_error,
+    example_path,
+    write_external_model,
+    write_text_model,
+)
 
 pytest.importorskip("onnxruntime")
 
@@ -66,3 +74,141 @@ def test_optimize_failures_are_one_line(argv, tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:")
     assert not (tmp_path / "x.onnx").exists()
+
+
+# A Mul by a constant that is not all ones: nothing to rewrite, the rule says why.
+MUL = "g (float[N, 4] x) => (y) <float[4] w = {1.0, 2.0, 3.0, 4.0}> { y = Mul(x, w) }"
+
+REPORT_KEYS = {
+    "schema", "tool", "command", "model", "options", "inputs", "outputs", "nodes", "rounds",
+    "fired", "declined", "diagnostics", "written", "verify", "timings",
+}
+
+
+def test_optimize_report_has_every_documented_key(tmp_path):
+    src = write_text_model(tmp_path / "m.onnx", GOOD)
+    report = tmp_path / "r.json"
+    assert cli.main(["optimize", src, "--json", str(report), "-q"]) == 0
+    data = json.loads(report.read_text())
+    assert set(data) == REPORT_KEYS
+    assert data["command"] == "optimize"
+    assert data["tool"] == {"name": "onnx-symdims", "version": onnx_symdims.__version__}
+    assert data["model"] == {"path": src, "graph": "g", "nodes": 3, "opsets": {"": 18}}
+    assert data["inputs"] == [{"name": "x", "dtype": "FLOAT", "shape": ["batch", "seq", 64]}]
+    assert data["outputs"] == [
+        {"name": "y", "dtype": "FLOAT", "shape": ["batch", "seq", 4, 16]}
+    ]
+    assert data["options"] == {
+        "fusions": None,
+        "max_rounds": 6,
+        "verify": False,
+        "verify_runs": 3,
+        "verify_sizes": [],
+        "verify_bind": [],
+        "save_as_external_data": None,
+    }
+    assert data["written"] == {"model": None, "external_data": None, "json": str(report)}
+    assert data["verify"] is None
+    assert data["diagnostics"] == {"total": 0, "by_severity": {}, "by_op": {}}
+    assert set(data["timings"]) == {"load", "optimize", "total"}
+
+
+def test_optimize_prints_why_rules_declined(tmp_path, capsys):
+    src = write_text_model(tmp_path / "m.onnx", MUL)
+    report = tmp_path / "r.json"
+    assert cli.main(["optimize", src, "--json", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "rules fired: none" in out
+    reason = "MulByOne: the other operand is not proven to be all 1"
+    assert f"  1 x {reason}" in out
+    assert json.loads(report.read_text())["declined"][reason] == 1
+    # The JSON was written, the model was not: the last lines say which.
+    assert "model not written: pass -o OUT.onnx" in out
+    assert "nothing written" not in out
+    assert "in 1 round," in out
+
+
+def test_optimize_summary_shapes_and_nothing_written(tmp_path, capsys):
+    src = write_text_model(tmp_path / "m.onnx", GOOD)
+    assert cli.main(["optimize", src]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  y  float[batch, seq, 4, 16]" in lines
+    assert (
+        "nothing written: pass -o OUT.onnx to save the optimized model (or -i to update "
+        "MODEL in place)"
+    ) in lines
+    assert lines[-1].startswith("time: ") and "imports and the rest" in lines[-1]
+    assert len(set(lines)) == len(lines)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+def test_optimize_in_place_and_quiet(tmp_path, capsys):
+    src = write_text_model(tmp_path / "m.onnx", GOOD)
+    assert cli.main(["optimize", src, "-i", "-q"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+    assert [n.op_type for n in onnx.load(src).graph.node] == ["Reshape"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]  # no temp file left
+    assert cli.main(["optimize", "-i"]) == 2  # never into the bundled example
+    assert_one_line_error(capsys.readouterr().err, "needs a MODEL")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--verify-bind", "total"], "--verify-bind expects NAME=EXPR"),
+        (["--verify-bind", "nosuch=batch"], "nosuch is not a symbol"),
+        (["--verify-sizes", "batch=x"], "--verify-sizes expects"),
+        (["--verify-sizes", "batch=1,sek=2"], "sek is not a symbol"),
+    ],
+)
+def test_optimize_bad_verify_values_are_reported_before_anything_is_written(
+    argv, needle, tmp_path, capsys
+):
+    out, report = tmp_path / "o.onnx", tmp_path / "r.json"
+    status = cli.main(["optimize", example_path(), "-o", str(out), "--json", str(report), *argv])
+    assert status == 2
+    assert_one_line_error(capsys.readouterr().err, needle)
+    assert not out.exists() and not report.exists()
+
+
+def test_optimize_verify_reports_a_difference_as_structured_json(tmp_path, monkeypatch, capsys):
+    # The real pass, then a deliberate corruption (Relu -> Neg) the comparison must catch.
+    import onnx_symdims.rewrite
+
+    real = onnx_symdims.rewrite.OptimizePass
+
+    class Corrupting(real):
+        def call(self, model):
+            result = super().call(model)
+            for node in model.graph:
+                if node.op_type == "Relu":
+                    node.op_type = "Neg"
+            return result
+
+    monkeypatch.setattr(onnx_symdims.rewrite, "OptimizePass", Corrupting)
+    src = write_text_model(
+        tmp_path / "m.onnx", "g (float[N, 4] x) => (y) { a = Add(x, x) \n y = Relu(a) }"
+    )
+    report = tmp_path / "r.json"
+    assert cli.main(["optimize", src, "--verify", "--verify-runs", "1", "--json", str(report)]) == 1
+    assert "  DIFFERENCE y: values: " in capsys.readouterr().out
+    verify = json.loads(report.read_text())["verify"]
+    assert verify["runs"] >= 1 and verify["compared_outputs"] >= 1
+    difference = verify["differences"][0]
+    assert set(difference) == {"output", "kind", "detail", "sizes", "max_abs"}
+    assert difference["output"] == "y" and difference["kind"] == "values"
+    assert set(difference["sizes"]) == {"N"} and difference["max_abs"] > 0
+
+
+def test_a_fusion_undone_by_the_guard_is_a_diagnostic_of_the_report(tmp_path, capsys):
+    # On this GPT-2 export the guard undoes the ort fusions (tests/rewrite/test_pipeline.py).
+    src = str(Path(__file__).resolve().parents[1] / "data" / "gpt2_kv_legacy.onnx")
+    report = tmp_path / "r.json"
+    assert cli.main(["optimize", src, "--fusions", "ort", "--json", str(report)]) == 0
+    entry = json.loads(report.read_text())["diagnostics"]["by_op"]["<optimize>"]
+    assert entry["severity"] == {"warning": entry["count"]}
+    assert "fusions 'ort' undone: the proven shape of" in entry["examples"][0]
+    out = capsys.readouterr().out
+    assert "  <optimize>: 1" in out and "fusions 'ort' undone" in out
+    assert "fusion." not in out.split("rules fired:")[1].splitlines()[0]
