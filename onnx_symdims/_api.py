@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING, Any, overload
 import onnx_ir as ir
 
 from onnx_symdims._modelio import deserialize_proto, load_model
-from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
-from onnx_symdims.passes._gc import without_gc
+from onnx_symdims.passes import (
+    AnchorConstraintPropagationPass,
+    SymbolicShapeInferencePass,
+    without_gc,
+)
 
 if TYPE_CHECKING:
     import onnx

@@ -16,13 +16,38 @@ See :class:`onnx_symdims.shapes.NodeContext` for what a hook can read and write,
 :class:`OnnxFallback` for what happens to ops without a hook.
 
 This is the ops layer's one seam: the passes take :func:`lookup`, :data:`Hook`,
-:func:`normalize_domain` and :class:`OnnxFallback` from here, never from ``_registry`` or
+:func:`normalize_domain`, :func:`infer_function_call` and :class:`OnnxFallback` from here, never from ``_registry`` or
 ``_fallback``.
 """
 
 from __future__ import annotations
 
-__all__ = ["Hook", "OnnxFallback", "lookup", "normalize_domain", "register", "registered_ops"]
+__all__ = [
+    "Hook",
+    "OnnxFallback",
+    "infer_function_call",
+    "lookup",
+    "normalize_domain",
+    "register",
+    "registered_ops",
+]
+
+from typing import TYPE_CHECKING
 
 from onnx_symdims.ops._fallback import OnnxFallback
 from onnx_symdims.ops._registry import Hook, lookup, normalize_domain, register, registered_ops
+
+if TYPE_CHECKING:
+    import onnx_ir as ir
+
+    from onnx_symdims.shapes import NodeContext
+
+
+def infer_function_call(ctx: NodeContext, node: ir.Node, function: ir.Function) -> None:
+    """Infers a call of a model-local function by inferring its body in the caller's context.
+
+    See :func:`onnx_symdims.ops.control_flow.infer_function_call`.
+    """
+    from onnx_symdims.ops import control_flow  # a family: loaded with the registry
+
+    control_flow.infer_function_call(ctx, node, function)

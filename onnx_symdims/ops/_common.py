@@ -34,8 +34,14 @@ import numpy as np
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext, ShapesContext
-from onnx_symdims.shapes._context import constant_tensor, note_untracked_read, tensor_dims
+from onnx_symdims.shapes import (
+    MAX_VALUE_ELEMENTS,
+    NodeContext,
+    ShapesContext,
+    constant_tensor,
+    note_untracked_read,
+    tensor_dims,
+)
 
 logger = logging.getLogger(__name__)
 

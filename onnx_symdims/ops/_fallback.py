@@ -22,8 +22,7 @@ import onnx.shape_inference
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.shapes import NodeContext
-from onnx_symdims.shapes._context import INTEGER_DTYPES
+from onnx_symdims.shapes import INTEGER_DTYPES, NodeContext
 
 logger = logging.getLogger(__name__)
 

@@ -86,8 +86,11 @@ class Registry:
 
         def decorator(hook: Hook) -> Hook:
             # Families register first, so that a user's duplicate fails here, loudly,
-            # instead of later breaking a family's import.
-            self._ensure_loaded()
+            # instead of later breaking a family's import. A family registering while it
+            # is imported does not load the others: one of them may import from this
+            # half-initialized module (they all load on the first lookup).
+            if self._package is None or not hook.__module__.startswith(f"{self._package}."):
+                self._ensure_loaded()
             for op in op_types:
                 key = (domain, op)
                 versions = self._since.setdefault(key, [])

@@ -41,8 +41,11 @@ from onnx_symdims.ops._common import (
     single_element,
 )
 from onnx_symdims.ops._registry import register
-from onnx_symdims.shapes import NodeContext
-from onnx_symdims.shapes import _values as values
+from onnx_symdims.shapes import (
+    NodeContext,
+    is_fully_unknown,
+    unknown_element,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -434,8 +437,8 @@ def _merge_branch_values(
             merged.append(a)
         else:
             selected = _select(ctx, cond, a, b)
-            merged.append(values.unknown_element() if selected is None else selected)
-    return None if values.is_fully_unknown(merged) else tuple(merged)
+            merged.append(unknown_element() if selected is None else selected)
+    return None if is_fully_unknown(merged) else tuple(merged)
 
 
 @register("", "If", since=1)

@@ -20,9 +20,17 @@ import onnx_ir as ir
 from onnx_symdims import expr
 from onnx_symdims.ops._common import is_static, same_dim
 from onnx_symdims.ops._registry import register
-from onnx_symdims.shapes import NodeContext
-from onnx_symdims.shapes import _values as values
-from onnx_symdims.shapes._tensors import INTEGER_DTYPES
+from onnx_symdims.shapes import (
+    INTEGER_DTYPES,
+    NodeContext,
+    broadcast_elements,
+    element_compare,
+    element_div,
+    element_mod,
+    element_pow,
+    is_fully_unknown,
+    unknown_element,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -53,14 +61,14 @@ def _value_abs(ctx: NodeContext, a: Dim) -> Dim:
         return a
     if ctx.scope.prove_nonneg(expr.neg(a)):
         return expr.neg(a)
-    return values.unknown_element()
+    return unknown_element()
 
 
 def _value_not(ctx: NodeContext, a: Dim) -> Dim:
     if isinstance(a, int):
         return int(not a)
     if a.is_unknown:
-        return values.unknown_element()
+        return unknown_element()
     return expr.sub(1, a)  # boolean elements are 0/1
 
 
@@ -81,7 +89,7 @@ def infer_unary(ctx: NodeContext, node: ir.Node) -> None:
         elements = ctx.input_value(0)
         if elements is not None:
             computed = [value_fn(ctx, e) for e in elements]
-            ctx.set_output_value(0, None if values.is_fully_unknown(computed) else computed)
+            ctx.set_output_value(0, None if is_fully_unknown(computed) else computed)
 
 
 @register("", BOOL_UNARY_OPS)
@@ -122,7 +130,7 @@ def _propagate_values(
         operands.append((shape, elements))
     if not any_known:
         return
-    result = values.broadcast_elements(fn, operands)
+    result = broadcast_elements(fn, operands)
     if result is not None and result[0] == out_shape:
         ctx.set_output_value(0, result[1])
 
@@ -136,13 +144,13 @@ def _binary_value_fn(scope: expr.Scope, op: str, fmod: bool) -> ElementFn | None
     if op == "Mul":
         return expr.mul
     if op == "Div":
-        return functools.partial(values.element_div, scope)
+        return functools.partial(element_div, scope)
     if op == "Mod":
-        return functools.partial(values.element_mod, scope, fmod=fmod)
+        return functools.partial(element_mod, scope, fmod=fmod)
     if op == "Pow":
-        return values.element_pow
+        return element_pow
     if op in ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"):
-        return functools.partial(values.element_compare, scope, op)
+        return functools.partial(element_compare, scope, op)
     if op == "And":
         return _and
     if op == "Or":
@@ -154,7 +162,7 @@ def _and(a: Dim, b: Dim) -> Dim:
     if a == 0 or b == 0:
         return 0
     if _either_unknown(a, b):
-        return values.unknown_element()
+        return unknown_element()
     return expr.dmin(a, b)  # boolean elements are 0/1
 
 
@@ -162,7 +170,7 @@ def _or(a: Dim, b: Dim) -> Dim:
     if (isinstance(a, int) and a != 0) or (isinstance(b, int) and b != 0):
         return 1
     if _either_unknown(a, b):
-        return values.unknown_element()
+        return unknown_element()
     return expr.dmax(a, b)  # boolean elements are 0/1
 
 
@@ -279,7 +287,7 @@ def _where(cond: Dim, x: Dim, y: Dim) -> Dim:
     if same_dim(x, y):
         return x
     if _either_unknown(cond, x) or _either_unknown(cond, y):
-        return values.unknown_element()
+        return unknown_element()
     return expr.add(expr.mul(cond, x), expr.mul(expr.sub(1, cond), y))  # cond is 0/1
 
 

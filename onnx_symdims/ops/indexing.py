@@ -42,8 +42,14 @@ from onnx_symdims.ops._common import (
     single_element,
 )
 from onnx_symdims.ops._registry import register
-from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext, ShapesContext
-from onnx_symdims.shapes._context import constant_tensor, note_untracked_read, tensor_dims
+from onnx_symdims.shapes import (
+    MAX_VALUE_ELEMENTS,
+    NodeContext,
+    ShapesContext,
+    constant_tensor,
+    note_untracked_read,
+    tensor_dims,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,6 @@ import numpy as np
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.expr import _core as expr_core
 from onnx_symdims.ops._common import (
     is_static,
     object_array,
@@ -28,14 +27,18 @@ from onnx_symdims.ops._common import (
     static_length,
 )
 from onnx_symdims.ops._registry import register
-from onnx_symdims.shapes import MAX_VALUE_ELEMENTS, NodeContext
-from onnx_symdims.shapes import _values as values
-from onnx_symdims.shapes._context import (
+from onnx_symdims.shapes import (
     INTEGER_DTYPES,
+    MAX_VALUE_ELEMENTS,
+    NodeContext,
+    boolean_of,
+    broadcast_elements,
     constant_tensor,
     int_elements,
+    is_fully_unknown,
     read_int64_proto,
     tensor_dims,
+    unknown_element,
 )
 
 logger = logging.getLogger(__name__)
@@ -100,32 +103,15 @@ def infer_size(ctx: NodeContext, node: ir.Node) -> None:
 # ----------------------------------------------------------------------------------------
 # Reshape
 # ----------------------------------------------------------------------------------------
-def _symbol_product_atoms(d: Dim) -> tuple[expr_core.Atom, ...] | None:
-    """The atoms ``s1..sk`` of ``d = c*s1*...*sk`` (``c > 0``, plain symbols), else ``None``.
-
-    Read off the canonical terms directly: this runs for every symbolic Reshape target.
-    """
-    if not isinstance(d, expr.DimExpr):
-        return None
-    terms = d.terms
-    if d.const != 0 or len(terms) != 1:
-        return None
-    ((atoms, coefficient),) = terms
-    if coefficient <= 0:
-        return None
-    for atom in atoms:
-        if atom.kind != expr_core.SYM:
-            return None
-    return atoms
-
-
 def _zero_set(d: Dim) -> frozenset[str] | None:
     """For ``d = c*s1*...*sk`` (``c > 0``, plain symbols): ``{s1..sk}``, else ``None``.
 
     Then ``d == 0`` exactly when one of these symbols is 0.
     """
-    atoms = _symbol_product_atoms(d)
-    return None if atoms is None else frozenset(atom.name for atom in atoms)
+    if not isinstance(d, expr.DimExpr):
+        return None
+    names = d.symbol_factors()
+    return None if names is None else frozenset(names)
 
 
 def _zero_implies_copied_dim_zero(t: expr.DimExpr, copied: Dim) -> bool:
@@ -211,14 +197,7 @@ def _solve_inferred_with_copies(
 
 def _has_division(d: Dim) -> bool:
     """True when ``d`` holds a division or modulo term (it may not evaluate everywhere)."""
-    if isinstance(d, int):
-        return False
-    return any(
-        atom.kind in (expr_core.FLOOR, expr_core.MOD, expr_core.EXACT)
-        or any(_has_division(a) for a in atom.args)
-        for mono, _ in d.terms
-        for atom in mono
-    )
+    return not isinstance(d, int) and d.has_division()
 
 
 def _copied_when_zero(
@@ -280,9 +259,9 @@ def _note_nonzero_others(ctx: NodeContext, out: Sequence[Dim | None], infer_at: 
         if j == infer_at or not isinstance(d, expr.DimExpr) or d.is_unknown:
             continue
         note(d)
-        atoms = None if d.is_symbol else _symbol_product_atoms(d)
-        for atom in atoms or ():
-            note(expr.sym(atom.name))
+        names = None if d.is_symbol else d.symbol_factors()
+        for name in names or ():
+            note(expr.sym(name))
 
 
 def reshape_dims(
@@ -498,9 +477,9 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
                     or shape[0] > MAX_VALUE_ELEMENTS
                 ):
                     return
-                elements = [values.unknown_element() for _ in range(shape[0])]
+                elements = [unknown_element() for _ in range(shape[0])]
             pieces.extend(elements)
-        if not values.is_fully_unknown(pieces):
+        if not is_fully_unknown(pieces):
             ctx.set_output_value(0, pieces)
 
 
@@ -673,11 +652,11 @@ _WIDE_INTS = frozenset({ir.DataType.INT32, ir.DataType.INT64, ir.DataType.UINT64
 
 def _cast_element(scope: expr.Scope, e: Dim, to: ir.DataType) -> Dim:
     if to == ir.DataType.BOOL:
-        return values.boolean_of(scope, e)
+        return boolean_of(scope, e)
     if isinstance(e, int):
         low, high = _INT_RANGES[to]
-        return e if low <= e <= high else values.unknown_element()
-    return e if to in _WIDE_INTS else values.unknown_element()
+        return e if low <= e <= high else unknown_element()
+    return e if to in _WIDE_INTS else unknown_element()
 
 
 def _set_cast(ctx: NodeContext, to: ir.DataType) -> None:
@@ -690,7 +669,7 @@ def _set_cast(ctx: NodeContext, to: ir.DataType) -> None:
     ):
         return
     cast = [_cast_element(ctx.scope, e, to) for e in elements]
-    if not values.is_fully_unknown(cast):
+    if not is_fully_unknown(cast):
         ctx.set_output_value(0, cast)
 
 
@@ -864,7 +843,7 @@ def infer_expand(ctx: NodeContext, node: ir.Node) -> None:
     target = ctx.input_value(1)
     if target is None:
         length = static_length(ctx, 1)
-        target = None if length is None else [values.unknown_element()] * length
+        target = None if length is None else [unknown_element()] * length
     if data is None or target is None:
         ctx.set_output(0, None, dtype)
         return
@@ -882,6 +861,6 @@ def infer_expand(ctx: NodeContext, node: ir.Node) -> None:
     ctx.set_output(0, out, dtype)
     elements = ctx.input_value(0)
     if elements is not None and is_static(data) and is_static(out):
-        result = values.broadcast_elements(lambda e, _: e, [(data, elements), (out, None)])
+        result = broadcast_elements(lambda e, _: e, [(data, elements), (out, None)])
         if result is not None:
             ctx.set_output_value(0, result[1])

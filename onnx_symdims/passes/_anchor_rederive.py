@@ -15,13 +15,16 @@ from collections.abc import Sequence
 
 import onnx_ir as ir
 
-from onnx_symdims import expr
-from onnx_symdims.ops import _registry
-from onnx_symdims.ops._fallback import OnnxFallback
+from onnx_symdims import expr, ops
 from onnx_symdims.passes._model_dims import dim_symbols, dim_texts, model_values
-from onnx_symdims.shapes import NodeContext, ShapeInferenceError, ShapesContext
-from onnx_symdims.shapes._anchors import declared_dims, merge_with_anchor
-from onnx_symdims.shapes._context import INTEGER_DTYPES
+from onnx_symdims.shapes import (
+    INTEGER_DTYPES,
+    NodeContext,
+    ShapeInferenceError,
+    ShapesContext,
+    declared_dims,
+    merge_with_anchor,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +43,9 @@ class _ModelShapesEngine:
     def __init__(self, model: ir.Model, ctx: ShapesContext) -> None:
         self._model = model
         self._ctx = ctx
-        self._onnx = OnnxFallback(model)
+        self._onnx = ops.OnnxFallback(model)
         self._opsets = {
-            _registry.normalize_domain(domain): version
+            ops.normalize_domain(domain): version
             for domain, version in model.opset_imports.items()
         }
 
@@ -59,12 +62,12 @@ class _ModelShapesEngine:
 
     def infer(self, node_ctx: NodeContext, node: ir.Node) -> bool:
         """Infers ``node`` into the context; False when it could not be inferred."""
-        opset = self._opsets.get(_registry.normalize_domain(node.domain))
+        opset = self._opsets.get(ops.normalize_domain(node.domain))
         node_ctx.reset(node, opset if opset is not None else 0)
         if node.op_identifier() in self._model.functions:
             hook = None
         else:
-            hook = _registry.lookup(node.domain, node.op_type, opset)
+            hook = ops.lookup(node.domain, node.op_type, opset)
         try:
             if hook is None:
                 self.fallback(node_ctx)

@@ -37,26 +37,28 @@ from typing import Literal
 
 import onnx_ir as ir
 
-from onnx_symdims import expr
-from onnx_symdims.ops import _registry, control_flow
-from onnx_symdims.ops._fallback import OnnxFallback
+from onnx_symdims import expr, ops
 from onnx_symdims.passes._deep import nesting_bound, run_deep
 from onnx_symdims.passes._gc import without_gc
 from onnx_symdims.passes._model_dims import ModelSnapshot, node_subgraphs, topological_order
 from onnx_symdims.shapes import (
+    CONSTANT_INPUT_KEY,
     Diagnostic,
+    FactScope,
     IRDimWriter,
     NodeContext,
     NodeInferenceFailure,
     ShapeInferenceError,
     ShapesContext,
+    declared_dims,
+    is_anonymous_dim_text,
+    merge_declared_shape,
+    merge_with_anchor,
+    read_int64_proto,
+    same_ir_dims,
+    tensor_dims,
+    untracked_reads,
 )
-from onnx_symdims.shapes._anchors import declared_dims, merge_with_anchor
-from onnx_symdims.shapes._context import is_anonymous_dim_text, untracked_reads
-from onnx_symdims.shapes._convert import same_ir_dims
-from onnx_symdims.shapes._facts import FactScope
-from onnx_symdims.shapes._merge import merge_declared_shape
-from onnx_symdims.shapes._tensors import CONSTANT_INPUT_KEY, read_int64_proto, tensor_dims
 
 logger = logging.getLogger(__name__)
 
@@ -335,10 +337,10 @@ class InferenceEngine:
         self.progress = progress
         self.modified = False
         self._writer = IRDimWriter()
-        self._onnx = OnnxFallback(model)
+        self._onnx = ops.OnnxFallback(model)
         self._functions = model.functions
         self._opsets = {
-            _registry.normalize_domain(domain): version
+            ops.normalize_domain(domain): version
             for domain, version in model.opset_imports.items()
         }
         self.snapshot: ModelSnapshot | None = None
@@ -347,7 +349,7 @@ class InferenceEngine:
         self._memo_hits: dict[str, int] = {}
         self._anchor_memo: dict[tuple, tuple[Dim, ...]] = {}
         self._dispatch_cache: dict[
-            tuple[str, str], tuple[_registry.Hook | None, int | None]
+            tuple[str, str], tuple[ops.Hook | None, int | None]
         ] = {}
         self._memo_misses: dict[str, int] = {}
         self._memo_on = self.memoize  # and the model is large enough (see run)
@@ -444,14 +446,14 @@ class InferenceEngine:
                 progress(done, total)
 
     # ------------------------------------------------------------------------------------
-    def _dispatch(self, domain: str, op_type: str) -> tuple[_registry.Hook | None, int | None]:
+    def _dispatch(self, domain: str, op_type: str) -> tuple[ops.Hook | None, int | None]:
         """The hook and opset for ``(domain, op_type)`` in this model (cached per model)."""
         found = self._dispatch_cache.get((domain, op_type))
         if found is None:
             opset = self._opsets.get(domain)
             if opset is None:
-                opset = self._opsets.get(_registry.normalize_domain(domain))
-            found = (_registry.lookup(domain, op_type, opset), opset)
+                opset = self._opsets.get(ops.normalize_domain(domain))
+            found = (ops.lookup(domain, op_type, opset), opset)
             self._dispatch_cache[(domain, op_type)] = found
         return found
 
@@ -493,7 +495,7 @@ class InferenceEngine:
         node_ctx.reset(node, opset if opset is not None else _LATEST_OPSET)
         try:
             if function is not None:
-                control_flow.infer_function_call(node_ctx, node, function)
+                ops.infer_function_call(node_ctx, node, function)
             elif hook is None:
                 self.fallback(node_ctx)
             else:

@@ -28,7 +28,6 @@ __all__ = ["FactScope", "refine_dim"]
 import logging
 
 from onnx_symdims import expr
-from onnx_symdims.expr import _core
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +51,8 @@ class FactScope(expr.Scope):
 
     def __init__(self, nonnegative: bool = True) -> None:
         super().__init__(nonnegative)
-        # terms of e (constant 0) -> the lower bound of that sum
-        self._lower: dict[Terms, int] = {}
+        # terms of e -> (the lower bound of e with constant 0, e with constant 0)
+        self._lower: dict[Terms, tuple[int, expr.DimExpr]] = {}
         self._nonzero: set[Dim] = set()
         # (divisor, dividend) pairs: divisor divides dividend exactly.
         self._divides: set[tuple[Dim, Dim]] = set()
@@ -99,9 +98,9 @@ class FactScope(expr.Scope):
             return False
         bound = k - d.const
         known = self._lower.get(d.terms)
-        if known is not None and known >= bound:
+        if known is not None and known[0] >= bound:
             return False
-        self._lower[d.terms] = bound
+        self._lower[d.terms] = (bound, d.without_constant())
         self._changed()
         return True
 
@@ -157,9 +156,9 @@ class FactScope(expr.Scope):
     def _interval(self, d: Dim, depth: int = 0) -> tuple[int | None, int | None]:
         lo, hi = super()._interval(d, depth)
         if self._lower and not isinstance(d, int):
-            bound = self._lower.get(d.terms)
-            if bound is not None:
-                fact = bound + d.const
+            known = self._lower.get(d.terms)
+            if known is not None:
+                fact = known[0] + d.const
                 lo = fact if lo is None else max(lo, fact)
         return lo, hi
 
@@ -170,11 +169,10 @@ class FactScope(expr.Scope):
             return False
         # d - f >= 0 for a recorded f >= k >= 0 proves d >= 0: e.g. d = f + s.
         syms = d.symbols()
-        for terms, bound in list(self._lower.items())[-64:]:
+        for bound, fact in list(self._lower.values())[-64:]:
             if bound < 0:
                 continue
-            fact = _core._from_terms(dict(terms), 0)
-            if isinstance(fact, int) or not fact.symbols() <= syms:
+            if not fact.symbols() <= syms:
                 continue
             rest = expr.sub(d, fact)
             smaller = isinstance(rest, int) or rest.size < d.size
@@ -189,33 +187,26 @@ class FactScope(expr.Scope):
         )
 
 
-_REFINED_KINDS = frozenset({_core.MIN, _core.MAX, _core.FLOOR, _core.MOD})
+_REFINED_FUNCTIONS = frozenset({"min", "max", "floordiv", "mod"})
 
 
-def _refine_atom(atom: _core.Atom, scope: FactScope) -> Dim | None:
-    """What ``atom`` is under the scope's facts, or ``None`` when unchanged."""
-    args = tuple(refine_dim(a, scope) for a in atom.args)
-    kind = atom.kind
-    if kind == _core.MIN:
+def _refine_function(term: expr.DimExpr, scope: FactScope) -> Dim | None:
+    """What the function term ``term`` is under the scope's facts, or ``None`` if unchanged."""
+    raw = term.args
+    args = tuple(refine_dim(a, scope) for a in raw)
+    kind = term.function
+    if kind == "min":
         new = expr.dmin(*args, scope=scope)
-    elif kind == _core.MAX:
+    elif kind == "max":
         new = expr.dmax(*args, scope=scope)
-    elif kind == _core.FLOOR:
+    else:  # floordiv or mod
         num, den = args
-        if scope.known_divides(den, num) or scope.known_divides(atom.args[1], atom.args[0]):
-            new = expr.exact_div(num, den)
+        divides = scope.known_divides(den, num) or scope.known_divides(raw[1], raw[0])
+        if kind == "floordiv":
+            new = expr.exact_div(num, den) if divides else expr.floordiv(num, den)
         else:
-            new = expr.floordiv(num, den)
-    elif kind == _core.MOD:
-        num, den = args
-        if scope.known_divides(den, num) or scope.known_divides(atom.args[1], atom.args[0]):
-            new = 0
-        else:
-            new = expr.mod(num, den)
-    else:
-        return None
-    atom_expr = _core._atom_expr(atom)
-    return None if new is atom_expr or new == atom_expr else new
+            new = 0 if divides else expr.mod(num, den)
+    return None if new is term or new == term else new
 
 
 def refine_dim(d: Dim, scope: FactScope) -> Dim:
@@ -228,15 +219,14 @@ def refine_dim(d: Dim, scope: FactScope) -> Dim:
     if isinstance(d, int) or d.is_unknown:
         return d
     mapping: dict[expr.DimExpr, Dim] = {}
-    for mono, _ in d.terms:
-        for atom in mono:
-            if atom.kind in _REFINED_KINDS:
-                try:
-                    new = _refine_atom(atom, scope)
-                except (ArithmeticError, expr.ExprError):
-                    new = None  # e.g. a division the refined arguments make undefined
-                if new is not None:
-                    mapping[_core._atom_expr(atom)] = new
+    for term in d.function_terms():
+        if term.function in _REFINED_FUNCTIONS:
+            try:
+                new = _refine_function(term, scope)
+            except (ArithmeticError, expr.ExprError):
+                new = None  # e.g. a division the refined arguments make undefined
+            if new is not None:
+                mapping[term] = new
     if not mapping:
         return d
     return expr.replace_subexpressions(d, mapping)

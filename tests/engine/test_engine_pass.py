@@ -9,7 +9,7 @@ import pytest
 
 import onnx_symdims
 from onnx_symdims import expr
-from onnx_symdims.ops import _registry
+from onnx_symdims import ops
 from onnx_symdims.passes import SymbolicShapeInferencePass, SymbolicShapeInferenceResult
 from onnx_symdims.shapes import ShapeInferenceError, ShapesContext
 from tests.engine._engine_testing import (
@@ -236,9 +236,9 @@ def test_a_bug_in_a_hook_is_reported_and_ONNX_takes_over(monkeypatch):
     def broken(ctx, node):
         raise RuntimeError("boom")
 
-    real_lookup = _registry.lookup
+    real_lookup = ops.lookup
     monkeypatch.setattr(
-        _registry,
+        ops,
         "lookup",
         lambda d, op, v: broken if op == "Transpose" else real_lookup(d, op, v),
     )
@@ -255,9 +255,9 @@ def no_hook(monkeypatch):
     """Pretend the listed ops have no hook."""
 
     def install(*op_types):
-        real_lookup = _registry.lookup
+        real_lookup = ops.lookup
         monkeypatch.setattr(
-            _registry,
+            ops,
             "lookup",
             lambda d, op, v: None if op in op_types else real_lookup(d, op, v),
         )

@@ -117,3 +117,21 @@ def test_user_duplicate_registration_fails_loudly_and_keeps_the_families():
 
     assert not _registry.registry.load_errors
     assert _registry.lookup("", "Add", 21) is not None
+
+
+@pytest.mark.parametrize("family", ["shape_ops", "contrib_misc", "control_flow", "indexing"])
+def test_a_family_imported_first_loads_every_family(family):
+    # A family registering while it is imported must not import the others mid-way: one
+    # of them may import from the half-initialized module (contrib_misc uses shape_ops').
+    import subprocess
+    import sys
+
+    code = (
+        f"import onnx_symdims.ops.{family}\n"
+        "from onnx_symdims.ops import _registry, lookup\n"
+        "assert lookup('', 'Range', 21) is not None\n"
+        "assert lookup('com.microsoft', 'Range', 1) is not None\n"
+        "print(_registry.registry.load_errors)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
