@@ -4,8 +4,9 @@ Imports nothing from onnx. A dim is ``int | DimExpr``; the canonical form is des
 :mod:`._atoms` and built by :mod:`._dimexpr` (the expression), :mod:`._ring` (``+ - *``),
 :mod:`._extremum` (max, min, broadcast), :mod:`._divisions` (``// % /:``), :mod:`._sums`
 (sum-level identities) and :mod:`._substitute`; :mod:`._scope` holds assumptions,
-:mod:`._print` and :mod:`._parse` the spellings, and :mod:`._seed_api` the string API
-compatible with the seed library. Code outside this package imports from here only.
+:mod:`._print` and :mod:`._parse` the spellings (the parser's rooms: :mod:`._lex`,
+:mod:`._parse_tree`, :mod:`._parse_lower`, :mod:`._parse_eval`), and :mod:`._seed_api` the
+string API compatible with the seed library. Code outside this package imports from here only.
 """
 
 from __future__ import annotations

@@ -8,8 +8,7 @@ import onnx_ir as ir
 import pytest
 
 import onnx_symdims
-from onnx_symdims import expr
-from onnx_symdims import ops
+from onnx_symdims import expr, ops
 from onnx_symdims.passes import SymbolicShapeInferencePass, SymbolicShapeInferenceResult
 from onnx_symdims.shapes import ShapeInferenceError, ShapesContext
 from tests.engine._engine_testing import (
