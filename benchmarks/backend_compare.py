@@ -6,8 +6,8 @@ Usage::
 
 For every tool and mode prints exact / incomplete / wrong / exception counts over the
 declared output shapes (see ``tests/integration/backend_cases.py`` for the rules). In
-``inject`` mode the test inputs become initializers and are removed from the graph
-inputs, so they are true constants for every tool.
+``inject`` mode the test inputs (0-d ones included) become initializers and are removed
+from the graph inputs, so they are true constants for every tool.
 """
 
 from __future__ import annotations

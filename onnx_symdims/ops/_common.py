@@ -9,20 +9,26 @@ from __future__ import annotations
 
 __all__ = [
     "constant_array",
+    "count_symbol",
     "default_domain_producer",
     "divide",
     "dtype_attr",
+    "element_array",
     "fresh_at_most",
     "is_static",
     "merge_dims",
     "non_tensor_type",
     "object_array",
     "output_name",
+    "output_symbol",
     "product",
     "replace_axis",
     "same_dim",
+    "set_value_array",
+    "scalar_input",
     "single_element",
     "static_length",
+    "string_elements",
 ]
 
 import functools
@@ -244,3 +250,95 @@ def constant_array(value: ir.Value | None) -> np.ndarray | None:
     except Exception as e:  # external data missing, string tensors, ...: unknown
         logger.debug("cannot read constant %r: %s", value.name, e)
         return None
+
+
+def string_elements(value: ir.Value | None) -> list[bytes] | None:
+    """The elements of a small constant string tensor, as the bytes they hold."""
+    if value is None:
+        return None
+    tensor = constant_tensor(value)
+    if tensor is None:
+        producer = default_domain_producer(value, "Constant")
+        attr = None if producer is None else producer.attributes.get("value")
+        if attr is not None and attr.type == ir.AttributeType.TENSOR:
+            tensor = attr.value
+        elif producer is not None and "value_strings" in producer.attributes:
+            strings = producer.attributes["value_strings"].value
+            return [w.encode() if isinstance(w, str) else w for w in strings]
+    if tensor is None or tensor.dtype != ir.DataType.STRING:
+        return None
+    if math.prod(tensor_dims(tensor)) > MAX_VALUE_ELEMENTS:
+        return None
+    read = getattr(tensor, "string_data", None)
+    try:
+        return None if read is None else list(read())
+    except Exception as e:  # unreadable (external data...): unknown
+        logger.debug("cannot read string constant %r: %s", value.name, e)
+        return None
+
+
+# ----------------------------------------------------------------------------------------
+# Data-dependent sizes
+# ----------------------------------------------------------------------------------------
+def output_symbol(ctx: NodeContext, hint: str, output: int = 0) -> expr.DimExpr:
+    """A fresh symbol named ``{op_type}_{output name}_{hint}`` (e.g. ``NonZero_y_nnz``)."""
+    name = output_name(ctx, output, str(output))
+    return ctx.ctx.new_symbol(f"{ctx.node.op_type}_{name}_{hint}")
+
+
+def count_symbol(ctx: NodeContext, hint: str, bound: Dim | None, output: int = 0) -> Dim:
+    """A data-dependent size ``0 <= s <= bound``.
+
+    ``0`` when the bound is ``0``; otherwise a fresh symbol whose upper bound (when
+    known) is recorded in the context.
+    """
+    if bound is not None and isinstance(bound, expr.DimExpr) and bound.is_unknown:
+        bound = None
+    if bound == 0:
+        return 0
+    symbol = output_symbol(ctx, hint, output)
+    if bound is not None:
+        ctx.ctx.add_less_equal_constraint(symbol, bound)
+    return symbol
+
+
+def scalar_input(ctx: NodeContext, i: int, what: str) -> Dim | None:
+    """The one element of input ``i`` (scalar or 1-element tensor), ``None`` if unknown.
+
+    Integer values come from value propagation (elements may be symbolic); float
+    constants are truncated to integers as onnxruntime casts them.
+    """
+    shape = ctx.input_shape(i)
+    if shape is not None and len(shape) > 1:
+        ctx.fail(f"{what} must be a scalar or a 1-D tensor, got rank {len(shape)}")
+    if shape and isinstance(shape[0], int) and shape[0] != 1:
+        ctx.fail(f"{what} must have exactly one element, got {shape[0]}")
+    elements = ctx.input_value(i)
+    if elements is None:
+        array = constant_array(ctx.input(i))
+        if array is None or array.dtype.kind not in "fiub":
+            return None
+        flat = array.reshape(-1)
+        if flat.size != 1:
+            ctx.fail(f"{what} must have exactly one element, got {flat.size}")
+        if not np.isfinite(flat[0]) or abs(flat[0]) >= 2**63:
+            return None  # the int64 cast is undefined there
+        return int(np.trunc(flat[0]))
+    if len(elements) != 1:
+        ctx.fail(f"{what} must have exactly one element, got {len(elements)}")
+    return single_element(elements)
+
+
+def element_array(ctx: NodeContext, i: int) -> np.ndarray | None:
+    """Input ``i``'s known elements as an object array of its (all-int) shape."""
+    shape = ctx.input_shape(i)
+    elements = ctx.input_value(i)
+    if elements is None or not is_static(shape) or math.prod(shape) != len(elements):
+        return None
+    return object_array(elements, shape)
+
+
+def set_value_array(ctx: NodeContext, i: int, array: np.ndarray | None) -> None:
+    """Stores ``array`` (row-major) as output ``i``'s value; nothing for ``None``."""
+    if array is not None:
+        ctx.set_output_value(i, tuple(array.reshape(-1).tolist()))

@@ -423,6 +423,8 @@ def infer_optional(ctx: NodeContext, node: ir.Node) -> None:
     element = _element_type(ctx, value)
     ctx.set_output(0, ctx.ctx.shape_of(value), element.dtype)
     ctx.set_output_type(0, ir.OptionalType(element))
+    if isinstance(element, ir.TensorType):  # its contents, for OptionalGetElement
+        ctx.set_output_value(0, ctx.ctx.value_of(value))
 
 
 @register("", "OptionalGetElement", since=15)
@@ -439,6 +441,7 @@ def infer_optional_get_element(ctx: NodeContext, node: ir.Node) -> None:
     element = other.elem_type if isinstance(other, ir.OptionalType) else other
     if isinstance(element, ir.TensorType):
         ctx.set_output(0, shape, element.dtype)
+        ctx.set_output_value(0, facts.value_of(value))
     elif isinstance(element, ir.SequenceType):
         _set_sequence(ctx, 0, shape, element.dtype)
     else:

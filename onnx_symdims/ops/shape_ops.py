@@ -20,6 +20,8 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.ops._common import (
+    constant_array,
+    default_domain_producer,
     is_static,
     object_array,
     product,
@@ -33,7 +35,6 @@ from onnx_symdims.shapes import (
     NodeContext,
     boolean_of,
     broadcast_elements,
-    constant_tensor,
     int_elements,
     is_fully_unknown,
     read_int64_proto,
@@ -797,10 +798,37 @@ def _scalar(ctx: NodeContext, i: int) -> Dim | float | None:
     if elements is not None:
         return elements[0] if len(elements) == 1 else None
     value = ctx.input(i)
-    tensor = constant_tensor(value) if value is not None else None
-    if tensor is not None and tensor.size == 1 and tensor.dtype.is_floating_point():
-        return float(tensor.numpy().reshape(-1)[0])
-    return None
+    array = constant_array(value)  # an initializer or a Constant node
+    if array is not None and array.size == 1 and array.dtype.kind == "f":
+        return float(array.reshape(-1)[0])
+    return _cast_integer(ctx, value)
+
+
+#: The integers each float type holds exactly: ``|n| <= 2**bits``.
+_EXACT_INTEGER_BITS = {
+    ir.DataType.FLOAT: 24,
+    ir.DataType.DOUBLE: 53,
+    ir.DataType.FLOAT16: 11,
+    ir.DataType.BFLOAT16: 8,
+}
+
+
+def _cast_integer(ctx: NodeContext, value: ir.Value | None) -> float | None:
+    """A float scalar cast from a known integer it holds exactly (``Cast(size)``)."""
+    producer = default_domain_producer(value, "Cast")
+    if producer is None or not producer.inputs or producer.inputs[0] is None:
+        return None
+    attr = producer.attributes.get("to")
+    if attr is None or attr.type != ir.AttributeType.INT:
+        return None
+    bits = _EXACT_INTEGER_BITS.get(ir.DataType(attr.value))
+    elements = ctx.ctx.value_of(producer.inputs[0])
+    if bits is None or elements is None or len(elements) != 1:
+        return None
+    n = elements[0]
+    if not isinstance(n, int) or abs(n) > 2**bits:
+        return None
+    return float(n)
 
 
 @register("", "Range", since=11)

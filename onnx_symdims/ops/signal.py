@@ -5,7 +5,8 @@ shape at all, DFT a fresh dim); these hooks keep it:
 
 * ``DFT``: the transformed axis has ``dft_length`` (default: the signal length) bins,
   ``n // 2 + 1`` of them when ``onesided``; the last axis becomes 2 (complex), or 1 for
-  the real result of an inverse onesided transform;
+  the real result of an inverse onesided transform (irfft), whose default length is
+  ``2 * (n - 1)``; with a runtime axis, the dims a transform keeps stay known;
 * ``STFT``: ``(B, frames, bins, 2)`` with ``frames = (L - frame_length) // step + 1``;
 * windows: ``(size,)``, MelWeightMatrix: ``(dft_length // 2 + 1, num_mel_bins)``, with the
   sizes read from the inputs' values (shape quantities computed in the graph included).
@@ -20,7 +21,7 @@ import logging
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.ops._common import dtype_attr, single_element
+from onnx_symdims.ops._common import dtype_attr, same_dim, single_element
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import NodeContext
 
@@ -48,7 +49,7 @@ def _bins(n: MaybeDim, onesided: bool) -> MaybeDim:
 
 
 def _infer_dft(ctx: NodeContext, axis: int | None) -> None:
-    """Output of DFT along ``axis`` (``None``: unknown axis, every dim but the last fresh)."""
+    """Output of DFT along ``axis`` (``None``: an axis known only at run time)."""
     ctx.require_input(0)
     x = ctx.input_shape(0)
     dtype = ctx.input_dtype(0)
@@ -61,28 +62,49 @@ def _infer_dft(ctx: NodeContext, axis: int | None) -> None:
         ctx.fail(f"the last dim must be 1 (real) or 2 (complex), got {x[-1]}")
     onesided = bool(ctx.attr_int("onesided", 0))
     inverse = bool(ctx.attr_int("inverse", 0))
+    length = _length(ctx, 1, "dft_length") if ctx.has_input(1) else None
+    if ctx.has_input(1) and length is None:
+        length = _UNKNOWN
+    last = 1 if onesided and inverse else 2
     if axis is None:
-        # Any axis but the last may be transformed (axis 0 included): only the rank and
-        # the last dim are known.
-        last = 1 if onesided and inverse else 2
-        ctx.set_output(0, (*[None] * (len(x) - 1), last), dtype)
+        # Any axis but the last may be transformed (axis 0 included): a dim is known
+        # only where transforming it gives the same size (a full-length transform).
+        out: list[MaybeDim] = []
+        for d in x[:-1]:
+            n = _transformed(d, length, onesided, inverse)
+            out.append(d if n is not None and same_dim(n, d) else None)
+        ctx.set_output(0, (*out, last), dtype)
         return
     rank = len(x)
     # The last axis holds the real/imaginary parts and is never transformed.
     axis = ctx.normalize_axis(axis, rank)
     if axis == rank - 1:
         ctx.fail("axis must not be the last (complex) axis")
-    n = _length(ctx, 1, "dft_length") if ctx.has_input(1) else x[axis]
-    out = [*x[:-1], 2]
-    if onesided and inverse:
-        # The inverse of a onesided transform (irfft) is real: a last dim of 1. Its
-        # length is dft_length; without it, how the half spectrum is extended is the
-        # runtime's choice (numpy: 2 * (bins - 1)), hence fresh.
-        out[-1] = 1
-        out[axis] = _length(ctx, 1, "dft_length") if ctx.has_input(1) else None
-    else:
-        out[axis] = _bins(n, onesided)
+    out = [*x[:-1], last]
+    out[axis] = _transformed(x[axis], length, onesided, inverse)
     ctx.set_output(0, out, dtype)
+
+
+#: A ``dft_length`` input whose value is unknown.
+_UNKNOWN = object()
+
+
+def _transformed(d: Dim, length: object, onesided: bool, inverse: bool) -> MaybeDim:
+    """The size of a transformed axis of size ``d`` (``None``: unknown).
+
+    ``length`` is the ``dft_length`` (``None``: absent, ``_UNKNOWN``: a runtime value).
+    The inverse of a onesided transform (irfft) is real and ``dft_length`` long, by
+    default ``2 * (d - 1)`` (the spec, and onnxruntime); a forward onesided transform
+    has ``n // 2 + 1`` bins.
+    """
+    if length is _UNKNOWN:
+        return None
+    if onesided and inverse:
+        if length is not None:
+            return length  # type: ignore[return-value]
+        return expr.mul(2, expr.sub(d, 1))
+    n = d if length is None else length
+    return _bins(n, onesided)  # type: ignore[arg-type]
 
 
 @register("", "DFT", since=17)

@@ -84,7 +84,9 @@ def cases(mode: str) -> Iterator[Case]:
             names = [i.name for i in model.graph.input]
             injected = set()
             for name, array in zip(names, inputs):
-                if isinstance(array, np.ndarray):
+                # 0-d inputs come as numpy scalars (np.float32(...)), not arrays.
+                if isinstance(array, (np.ndarray, np.generic)):
+                    array = np.asarray(array)
                     model.graph.initializer.append(numpy_helper.from_array(array, name))
                     injected.add(name)
             # An initializer that stays a graph input is only a default (it can be fed at

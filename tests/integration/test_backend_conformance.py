@@ -14,7 +14,7 @@ import onnx_symdims
 from tests.integration import backend_cases
 
 # Measured floors: raise them when coverage improves, never lower them to make a test pass.
-MIN_EXACT_RATIO = {"pure": 0.86, "inject": 0.97}
+MIN_EXACT_RATIO = {"pure": 0.865, "inject": 0.985}
 
 
 def _ours(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -8,7 +8,7 @@ import pytest
 from onnx_symdims import expr
 from onnx_symdims.ops import control_flow
 from onnx_symdims.passes import _inference
-from tests.ops._ort_oracle import check_runs, infer, infer_graph
+from tests.ops._ort_oracle import check_against_ort, check_runs, infer, infer_graph
 
 
 # ----------------------------------------------------------------------------------------
@@ -627,3 +627,54 @@ g (int64 M, float[T, D] xs, float[D] s0) => (sf, ys) {
     check_runs(
         result, [{"M": i64(m), "xs": f32(t, 3), "s0": f32(3)} for m in (0, 2) for t in (1, 4)]
     )
+
+
+RANGE_FUNCTION_MODEL = """
+<ir_version: 9, opset_import: ["" : 18, "local" : 1]>
+g (float[N, 3] x) => (int64[] y, int64[] z, int64[] w, float[] v) {
+  five = Constant<value = int64 {5}>()
+  y = local.Upto(five)
+  shape = Shape(x)
+  zero = Constant<value = int64 {0}>()
+  n = Gather<axis = 0>(shape, zero)
+  z = local.Upto(n)
+  w = local.Same(shape)
+  v = Reshape(x, w)
+}
+<domain: "local", opset_import: ["" : 18]>
+Upto (limit) => (r) {
+  start = Constant<value = int64 {0}>()
+  step = Constant<value = int64 {1}>()
+  r = Range(start, limit, step)
+}
+<domain: "local", opset_import: ["" : 18]>
+Same (a) => (b) {
+  b = Identity(a)
+}
+"""
+
+
+def test_function_body_reads_the_call_inputs_values():
+    # A constant (and a shape quantity) passed into a function reaches the Range in
+    # its body, as onnx's inference does; a body output that is its input keeps it.
+    result = check_against_ort(RANGE_FUNCTION_MODEL, [{"N": 2}, {"N": 0}, {"N": 7}])
+    assert result.shape("y") == [5]
+    assert result.elements("y") == [0, 1, 2, 3, 4]
+    assert result.shape("z") == ["N"]
+    assert result.elements("w") == ["N", 3]
+    assert result.shape("v") == ["N", 3]
+
+
+def test_function_call_leaves_no_use_of_the_callers_values():
+    result = infer(RANGE_FUNCTION_MODEL)
+    five = result.value("five")
+    assert [user.op_type for user, _ in five.uses()] == ["Upto"]
+    assert {user.op_type for user, _ in result.value("shape").uses()} == {"Gather", "Same"}
+
+
+def test_function_output_that_is_its_input_keeps_the_value():
+    # onnxruntime refuses a function without nodes; onnx's IR allows it.
+    text = RANGE_FUNCTION_MODEL.replace("b = Identity(a)", "").replace("(a) => (b)", "(a) => (a)")
+    result = infer(text)
+    assert result.elements("w") == ["N", 3]
+    assert result.shape("v") == ["N", 3]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from onnx_symdims import expr
-from tests.ops._ort_oracle import check_runs, infer_graph
+from tests.ops._ort_oracle import check_against_ort, check_runs, infer_graph, model_text
 
 
 def f32(*shape: int) -> np.ndarray:
@@ -144,3 +144,20 @@ g (float[N] x) => (h) {
     assert result.dims("e") is None
     assert result.shape("h") == []
     check_runs(result, [{"x": f32(2)}])
+
+
+def test_optional_get_element_of_a_constant_keeps_its_contents():
+    # The element of Optional(constant) is the constant: a Reshape target stays known.
+    text = model_text(
+        18,
+        "float[N, 6] x",
+        """
+        target = Constant<value = int64[2] {-1, 3}>()
+        o = Optional(target)
+        t = OptionalGetElement(o)
+        y = Reshape(x, t)
+        """,
+    )
+    result = check_against_ort(text, [{"N": 2}, {"N": 0}, {"N": 5}])
+    assert result.elements("t") == [-1, 3]
+    assert result.shape("y") == ["2*N", 3]

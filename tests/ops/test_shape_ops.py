@@ -1,4 +1,4 @@
-"""``Squeeze`` with runtime axes, checked against onnxruntime on several sizes."""
+"""``Squeeze`` with runtime axes and float ``Range`` over cast integers, against onnxruntime."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from onnx_symdims import expr
-from tests.ops._ort_oracle import check_against_ort, model_text
+from tests.ops._ort_oracle import check_against_ort, infer, model_text
 
 
 def _axes(values):
@@ -62,3 +62,40 @@ def test_squeeze_two_runtime_axes_over_two_candidates_has_unknown_rank(axes):
     text = model_text(13, "float[N, 1, 3] x, int64[2] a", "y = Squeeze(x, a)")
     inferred = check_against_ort(text, [{"N": 1}], _axes(axes))
     assert inferred.shape("y") is None
+
+
+# (float type, its code, integer size cast to it, expected length)
+FLOAT_RANGE_CASES = [
+    ("float", 1, 10, [10]),
+    ("double", 11, 7, [7]),
+    ("float", 1, 0, [0]),
+]
+
+
+@pytest.mark.parametrize(("name", "code", "size", "expected"), FLOAT_RANGE_CASES)
+def test_float_range_up_to_a_cast_integer(name, code, size, expected):
+    # The expanded window functions: Range(0.0, Cast(size), 1.0) over Constant nodes.
+    inferred = check_against_ort(_float_range(name, code, size), [{"N": 1}])
+    assert inferred.shape("y") == expected
+
+
+def test_float_range_up_to_an_integer_float_rounds_is_fresh():
+    # float32 holds integers up to 2**24 exactly; 2**24 + 1 is rounded by the Cast.
+    inferred = infer(_float_range("float", 1, 2**24 + 1))
+    (length,) = inferred.dims("y")
+    assert inferred.context.is_generated(length.name)
+
+
+def _float_range(name: str, code: int, size: int) -> str:
+    return model_text(
+        18,
+        "float[N] q",
+        f"""
+        start = Constant<value = {name} {{0}}>()
+        step = Constant<value = {name} {{1}}>()
+        size = Constant<value = int32 {{{size}}}>()
+        limit = Cast<to = {code}>(size)
+        y = Range(start, limit, step)
+        """,
+        f"{name} y",
+    )

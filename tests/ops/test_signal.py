@@ -94,14 +94,12 @@ def test_signal(opset, inputs, body, expected):
 
 @pytest.mark.parametrize(("opset", "args"), [(17, "x"), (20, "x, , ax")])
 def test_inverse_onesided_dft_is_real(opset, args):
-    """irfft (ONNX's backend test): a real result, length not fixed without dft_length."""
+    """irfft (ONNX's backend test): real, ``2 * (bins - 1)`` long without dft_length."""
     text = model_text(opset, "float[B, M, 10, 2] x", f"""
         ax = Constant<value=int64 {{1}}>()
         y = DFT<onesided=1, inverse=1{", axis=1" if opset == 17 else ""}>({args})""")  # fmt: skip
-    inferred = infer(text)
-    dims = inferred.dims("y")
-    assert dims[0] == expr.sym("B") and dims[2:] == (10, 1)
-    assert inferred.context.is_generated(dims[1].name)
+    inferred = check_against_ort(text, [{"B": 2, "M": 6}, {"B": 1, "M": 5}, {"B": 0, "M": 2}])
+    assert inferred.shape("y") == ["B", "2*M-2", 10, 1]
 
 
 def test_runtime_axis_leaves_every_signal_dim_fresh():
@@ -110,6 +108,30 @@ def test_runtime_axis_leaves_every_signal_dim_fresh():
     inferred = check_against_ort(text, [{"B": 6, "L": 4}], feeds)
     assert inferred.dims("y")[2] == 2
     assert all(inferred.context.is_generated(d.name) for d in inferred.dims("y")[:2])
+
+
+@pytest.mark.parametrize("inverse", [0, 1])
+@pytest.mark.parametrize("axis", [0, 1, -2])
+def test_runtime_axis_of_a_full_transform_keeps_every_dim(inverse, axis):
+    # Without onesided or dft_length, whichever axis is transformed keeps its size.
+    text = model_text(
+        20, "float[B, L, 2] x, int64 ax", f"y = DFT<inverse={inverse}>(x, , ax)"
+    )
+    feeds = {"ax": np.array(axis, dtype=np.int64)}
+    inferred = check_against_ort(text, [{"B": 3, "L": 4}, {"B": 1, "L": 7}], feeds)
+    assert inferred.shape("y") == ["B", "L", 2]
+
+
+def test_runtime_axis_with_a_dft_length_keeps_the_dims_of_that_length():
+    text = model_text(20, "float[B, 8, 1] x, int64 ax", """
+        n = Constant<value=int64 {8}>()
+        y = DFT(x, n, ax)""")  # fmt: skip
+    for axis in (0, 1):
+        feeds = {"ax": np.array(axis, dtype=np.int64)}
+        inferred = check_against_ort(text, [{"B": 3}], feeds)
+        first, second, last = inferred.dims("y")
+        assert (second, last) == (8, 2)
+        assert inferred.context.is_generated(first.name)
 
 
 def test_stft_records_that_the_frame_fits():
