@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import onnx
@@ -212,3 +213,36 @@ def test_a_fusion_undone_by_the_guard_is_a_diagnostic_of_the_report(tmp_path, ca
     out = capsys.readouterr().out
     assert "  <optimize>: 1" in out and "fusions 'ort' undone" in out
     assert "fusion." not in out.split("rules fired:")[1].splitlines()[0]
+
+
+def test_optimize_shows_progress_on_big_models_and_times_the_whole_run(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setattr(cli, "BIG_FILE", 0)
+    monkeypatch.setattr(cli, "PROGRESS_THRESHOLD", 1)
+    path = write_text_model(tmp_path / "good.onnx", GOOD)
+    out, report = tmp_path / "o.onnx", tmp_path / "r.json"
+    argv = ["optimize", path, "-o", str(out), "--json", str(report), "--verify-runs", "1"]
+    assert cli.main([*argv, "--verify"]) == 0
+    captured = capsys.readouterr()
+    stages = [line.split("...")[0] for line in captured.err.splitlines()]
+    assert stages == [
+        f"loading {path}",
+        "optimizing",
+        f"saving {out}",
+        "comparing outputs in onnxruntime",
+    ]
+    # The printed total is the whole command: at least every stage it lists.
+    last = captured.out.strip().splitlines()[-1]
+    total = float(re.match(r"time: ([\d.]+)s \(", last).group(1))
+    listed = dict(re.findall(r"(\w+) ([\d.]+)s", last.split("(", 1)[1]))
+    assert set(listed) == {"load", "optimize", "save", "verify", "rest"}, last
+    assert total + 0.01 >= sum(float(v) for v in listed.values())
+    timings = json.loads(report.read_text())["timings"]
+    assert set(timings) >= {"load", "optimize", "save", "verify", "total"}
+    assert timings["total"] >= sum(timings[k] for k in ("load", "optimize", "save", "verify"))
+    # Small models and --quiet stay silent.
+    monkeypatch.setattr(cli, "BIG_FILE", 2**40)
+    monkeypatch.setattr(cli, "PROGRESS_THRESHOLD", 10**6)
+    assert cli.main(argv[:4]) == 0
+    assert capsys.readouterr().err == ""

@@ -23,6 +23,8 @@ from __future__ import annotations
 import dataclasses
 import doctest
 import importlib
+import importlib.util
+import json
 import os
 import pathlib
 import pkgutil
@@ -373,3 +375,63 @@ def _looks_like_a_repo_path(path: str) -> bool:
     return first in {"onnx_symdims", "tests", "docs", "tools", "benchmarks", ".ci", "shared"} or (
         path.startswith("../")
     )
+
+
+_LINK = re.compile(r"\]\((?!https?:|mailto:|#)([^)\s]+)\)")
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: str(d.relative_to(ROOT)))
+def test_relative_links_point_to_files_that_exist(doc: pathlib.Path):
+    # `[compatibility.md](compatibility.md)`, `[cli.md](cli.md#errors-and-exit-codes)`.
+    text = doc.read_text(encoding="utf-8")
+    text = re.sub(r"^(`{3,}).*?^\1", "", text, flags=re.M | re.S)
+    missing = [
+        target
+        for target in (m.group(1).split("#")[0] for m in _LINK.finditer(text))
+        if target and not (doc.parent / target).exists()
+    ]
+    assert not missing, f"{doc.name} links to {missing}"
+
+
+def test_readme_starts_with_the_two_quick_start_commands():
+    # .ci/run runs these two lines verbatim: they install and test, in this order.
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"^## Quick start.*?^```[a-z]*\n(.*?)^```", text, re.S | re.M).group(1)
+    lines = [ln for ln in block.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    assert len(lines) == 2, lines
+    assert '".[verify]"' in lines[0] and "onnx-symdims" in lines[0]
+    assert '".[test]"' in lines[1] and "pytest" in lines[1]
+
+
+def test_measurements_reproduce_from_the_repository_alone(tmp_path, monkeypatch, capsys):
+    # Without the dev corpus (shared/, beside the repository) the README's scoring command
+    # falls back to the committed models and says so; onnx-symdims has no wrong dim there.
+    spec = importlib.util.spec_from_file_location(
+        "score_dev_corpus", ROOT / "benchmarks" / "score_dev_corpus.py"
+    )
+    score = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(score)
+    monkeypatch.chdir(tmp_path)
+    assert score.main(["--corpus", str(tmp_path / "no_corpus")]) == 0
+    out, err = capsys.readouterr()
+    assert "no dev corpus at" in err and "committed models" in err
+    rows = [line for line in out.splitlines() if "% (" in line]
+    assert len(rows) >= 20, out
+    assert "onnx-symdims total wrong dims: 0" in out
+    # The scorer finds wrong dims: a model whose written dims are off by one scores wrong.
+    models = score.committed_models()
+    model_path, truth_path = models["bert_dynamo"]
+    import onnx
+
+    truth = json.loads(pathlib.Path(truth_path).read_text())
+    inferred = score.TOOLS["onnx-symdims"](onnx.load(model_path))
+    good = score.score_committed(truth, inferred)
+    assert good["wrong"] == 0 and good["correct"] > 0
+    for info in inferred.graph.value_info:
+        for d in info.type.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                d.dim_value += 1
+            elif d.dim_param:
+                d.dim_param = f"({d.dim_param})+1"
+    bad = score.score_committed(truth, inferred)
+    assert bad["wrong"] > 0 and bad["correct"] < good["correct"]
