@@ -164,7 +164,7 @@ FIXED_BUGS = [
         """,
         {"K": 3},
         id="reshape_copy_check_divides_by_zero",
-        # shape_ops._vanishes_when_zero substituted 0 for the symbols of the target
+        # reshape._vanishes_when_zero substituted 0 for the symbols of the target
         # element into a dim holding an exact division by an expression of them:
         # ZeroDivisionError, the hook crashed and the ONNX fallback took over.
     ),
