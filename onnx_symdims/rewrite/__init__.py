@@ -14,12 +14,15 @@ from __future__ import annotations
 __all__ = [
     "CollapseReshapeChainsPass",
     "FlattenConcatsPass",
+    "GroupedTransposePass",
     "OptimizePass",
     "OptimizeResult",
     "ProvenValuesPass",
+    "ReduceDropsKeptAxesPass",
     "ShapeFacts",
     "ShapeRulesPass",
     "SlicesToSplitPass",
+    "VectorizeShapeLanesPass",
     "analyze",
     "count_nodes",
     "optimize",
@@ -27,8 +30,14 @@ __all__ = [
 ]
 
 from onnx_symdims.rewrite._facts import ShapeFacts, analyze
-from onnx_symdims.rewrite._layout import CollapseReshapeChainsPass, FlattenConcatsPass
+from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
+from onnx_symdims.rewrite._layout import (
+    CollapseReshapeChainsPass,
+    FlattenConcatsPass,
+    GroupedTransposePass,
+)
 from onnx_symdims.rewrite._pipeline import OptimizePass, OptimizeResult, count_nodes, optimize
+from onnx_symdims.rewrite._reduce import ReduceDropsKeptAxesPass
 from onnx_symdims.rewrite._rules import ShapeRulesPass, shape_rules
 from onnx_symdims.rewrite._split import SlicesToSplitPass
 from onnx_symdims.rewrite._values import ProvenValuesPass

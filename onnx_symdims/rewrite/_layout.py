@@ -14,7 +14,7 @@ Proof relied on: the proven shapes of ``r`` and ``y``
 
 from __future__ import annotations
 
-__all__ = ["CollapseReshapeChainsPass", "FlattenConcatsPass"]
+__all__ = ["CollapseReshapeChainsPass", "FlattenConcatsPass", "GroupedTransposePass"]
 
 import dataclasses
 import logging
@@ -23,6 +23,7 @@ from collections import Counter
 import numpy as np
 import onnx_ir as ir
 
+from onnx_symdims import expr
 from onnx_symdims.rewrite._facts import ShapeFacts
 from onnx_symdims.rewrite._rules import constant_reshape_target
 
@@ -104,12 +105,13 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
 class FlattenConcatsPass(ir.passes.InPlacePass):
     """Replaces ``Concat(a, Concat(b, c), d)`` by ``Concat(a, b, c, d)`` on one axis.
 
-    Concatenation along one axis is associative. The inner ``Concat`` must have no
+    Concatenation along one axis is associative. On axis 0, adjacent inputs
+    ``Shape(x, a, b)``, ``Shape(x, b, c)`` become one ``Shape(x, a, c)`` (opset >= 15). The inner ``Concat`` must have no
     other use (else nothing is saved) and the same axis once negative axes are read
     against the proven rank.
 
     Attributes:
-        fired: ``{"flatten_concat": n}``.
+        fired: ``{"flatten_concat": n, "merge_shapes": m}``.
     """
 
     facts: ShapeFacts
@@ -118,6 +120,7 @@ class FlattenConcatsPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         self.fired = Counter()
         graph = model.graph
+        self._opset = model.opset_imports.get("", 0)
         for node in list(graph):
             if node.graph is None or node.op_type != "Concat" or node.domain != "":
                 continue
@@ -141,7 +144,10 @@ class FlattenConcatsPass(ir.passes.InPlacePass):
                     merged.append(inner)
                 else:
                     flat.append(value)
-            if not merged:
+            shapes = 0
+            if axis == 0 and self._opset >= 15:
+                flat, shapes = self._merge_shapes(graph, node, flat)
+            if not merged and not shapes:
                 continue
             concat = ir.node("Concat", flat, attributes={"axis": axis})
             graph.insert_before(node, concat)
@@ -154,8 +160,68 @@ class FlattenConcatsPass(ir.passes.InPlacePass):
             out.replace_all_uses_with(concat.outputs[0])
             concat.outputs[0].name = out.name
             out.name = None
-            self.fired["flatten_concat"] += len(merged)
+            if merged:
+                self.fired["flatten_concat"] += len(merged)
+            if shapes:
+                self.fired["merge_shapes"] += shapes
         return ir.passes.PassResult(model, modified=bool(self.fired))
+
+    def _merge_shapes(self, graph, node, inputs: list) -> tuple[list, int]:
+        """Merges adjacent ``Shape(x, a, b)``, ``Shape(x, b, c)`` inputs into ``Shape(x, a, c)``.
+
+        ``Shape(x, a, b)`` is dims ``a..b-1`` of ``x`` (bounds read against ``x``'s proven
+        rank and clamped, as the spec says), so two adjacent runs of one tensor are one run.
+        Only pieces used by this ``Concat`` alone merge, so each merge removes a node.
+        """
+        out: list = []
+        runs: list = []  # (x, start, end) of out's entries, or None
+        merges = 0
+        for value in inputs:
+            run = self._shape_run(value)
+            last = runs[-1] if runs else None
+            if (
+                run is not None
+                and last is not None
+                and last[0] is run[0]
+                and last[2] == run[1]
+                # Both pieces die with the merge (else it adds a node and saves none); a
+                # piece merged here before has no use yet.
+                and len(value.uses()) == 1
+                and len(out[-1].uses()) <= 1
+                and not value.is_graph_output()
+                and not out[-1].is_graph_output()
+            ):
+                x, start, end = last[0], last[1], run[2]
+                shape = ir.node("Shape", [x], attributes={"start": start, "end": end})
+                graph.insert_before(node, shape)
+                shape.outputs[0].dtype = ir.DataType.INT64
+                shape.outputs[0].shape = ir.Shape([end - start])
+                out[-1] = shape.outputs[0]
+                runs[-1] = (x, start, end)
+                merges += 1
+                continue
+            out.append(value)
+            runs.append(run)
+        return out, merges
+
+    def _shape_run(self, value) -> tuple | None:
+        """``(x, start, end)`` of a non-empty ``Shape`` output, bounds normalized."""
+        producer = value.producer() if value is not None else None
+        if producer is None or producer.op_type != "Shape" or producer.domain != "":
+            return None
+        x = producer.inputs[0]
+        shape = self.facts.shape(x)
+        if x is None or shape is None:
+            return None
+        rank = len(shape)
+
+        def bound(name: str, default: int) -> int:
+            attr = producer.attributes.get(name)
+            b = default if attr is None else attr.as_int()
+            return min(max(b + rank if b < 0 else b, 0), rank)
+
+        start, end = bound("start", 0), bound("end", rank)
+        return (x, start, end) if start < end else None
 
     def _axis(self, node: ir.Node) -> int | None:
         attr = node.attributes.get("axis")
@@ -166,3 +232,111 @@ class FlattenConcatsPass(ir.passes.InPlacePass):
             return axis
         shape = self.facts.shape(node.outputs[0])
         return None if shape is None else axis + len(shape)
+
+
+@dataclasses.dataclass
+class GroupedTransposePass(ir.passes.InPlacePass):
+    """Replaces ``Reshape(Transpose(Reshape(x)))`` by ``Transpose(x)`` when the reshapes only group axes.
+
+    The first reshape-like op merges consecutive axes of ``x`` into groups (each mid dim
+    proven equal to the product of a run of ``x``'s dims), the ``Transpose`` permutes the
+    groups, and the last one splits each group back into the same dims (its output
+    shape proven equal to the groups' dims in permuted order). A row-major reshape that
+    merges (or splits) consecutive axes keeps every element's linear index, so the chain
+    moves each group of axes as a block: it is ``Transpose(x, perm)`` with ``perm`` the
+    groups' axes in permuted order (whisper's ``k.transpose(-1, -2)`` through
+    ``[B*H, T, D]``).
+
+    Attributes:
+        fired: ``{"grouped_transpose": n}``.
+        declined: Why candidate chains were kept, counted by reason.
+    """
+
+    facts: ShapeFacts
+    fired: Counter = dataclasses.field(default_factory=Counter)
+    declined: Counter = dataclasses.field(default_factory=Counter)
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        self.fired = Counter()
+        self.declined = Counter()
+        graph = model.graph
+        for node in list(graph):
+            if node.graph is None or not _is_reshape_like(node):
+                continue
+            t = node.inputs[0]
+            transpose = t.producer() if t is not None else None
+            if transpose is None or transpose.op_type != "Transpose" or transpose.domain != "":
+                continue
+            m = transpose.inputs[0]
+            first = m.producer() if m is not None else None
+            if not _is_reshape_like(first) or first.graph is not graph:  # type: ignore[union-attr]
+                continue
+            if len(t.uses()) != 1 or t.is_graph_output():
+                self.declined["an intermediate value has other uses or is a graph output"] += 1
+                continue
+            perm = self._perm(first.inputs[0], m, node.outputs[0], transpose)  # type: ignore[union-attr]
+            if perm is None:
+                continue
+            x, y = first.inputs[0], node.outputs[0]  # type: ignore[union-attr]
+            new = ir.node("Transpose", [x], attributes={"perm": perm})
+            graph.insert_before(node, new)
+            out = new.outputs[0]
+            out.dtype = self.facts.dtype(y)
+            out.shape = y.shape
+            if y.is_graph_output():  # the new value takes over the output and its name
+                name = y.name
+                y.replace_all_uses_with(out, replace_graph_outputs=True)
+                y.name, out.name = None, name
+            else:
+                out.name = f"{y.name}_transposed" if y.name else None
+                y.replace_all_uses_with(out)
+            self.fired["grouped_transpose"] += 1
+        return ir.passes.PassResult(model, modified=bool(self.fired))
+
+    def _perm(self, x, m, y, transpose: ir.Node) -> list[int] | None:
+        """The permutation of ``x``'s axes the chain computes, or ``None`` (reason recorded)."""
+        facts = self.facts
+        sx, sm, sy = facts.shape(x), facts.shape(m), facts.shape(y)
+        if sx is None or sm is None or sy is None or not sm:
+            self.declined["a rank in the chain is not proven"] += 1
+            return None
+        if facts.dtype(x) is None or facts.dtype(x) != facts.dtype(y):
+            self.declined["input and output dtypes are not proven equal"] += 1
+            return None
+        attr = transpose.attributes.get("perm")
+        p = list(attr.as_ints()) if attr is not None else list(range(len(sm)))[::-1]
+        if sorted(p) != list(range(len(sm))):
+            self.declined["the perm is not a permutation of the mid axes"] += 1
+            return None
+        groups = self._groups(sx, sm)
+        if groups is None:
+            self.declined["the first reshape does not group consecutive axes"] += 1
+            return None
+        perm = [a for k in p for a in groups[k]]
+        if not facts.same_shape([sx[a] for a in perm], sy):
+            self.declined["the last reshape does not split the groups back"] += 1
+            return None
+        return perm
+
+    def _groups(self, sx, sm) -> list[list[int]] | None:
+        """Runs of ``sx``'s axes whose dim products are proven equal to ``sm``'s dims."""
+        facts = self.facts
+        groups: list[list[int]] = []
+        i = 0
+        for d in sm:
+            group: list[int] = []
+            product: expr.Dim = 1
+            while not facts.same_dim(product, d):
+                if i == len(sx):
+                    return None
+                product = product * sx[i]
+                group.append(i)
+                i += 1
+            groups.append(group)
+        # Trailing axes proven 1 belong to the last group (its product is unchanged).
+        while i < len(sx):
+            if sx[i] != 1:
+                return None
+            groups[-1].append(i)
+            i += 1
+        return groups

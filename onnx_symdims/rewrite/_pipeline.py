@@ -27,7 +27,13 @@ import onnx_ir.passes.common as common_passes
 
 from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
 from onnx_symdims.rewrite._facts import analyze
-from onnx_symdims.rewrite._layout import CollapseReshapeChainsPass, FlattenConcatsPass
+from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
+from onnx_symdims.rewrite._layout import (
+    CollapseReshapeChainsPass,
+    FlattenConcatsPass,
+    GroupedTransposePass,
+)
+from onnx_symdims.rewrite._reduce import ReduceDropsKeptAxesPass
 from onnx_symdims.rewrite._rules import ShapeRulesPass
 from onnx_symdims.rewrite._split import SlicesToSplitPass
 from onnx_symdims.rewrite._values import ProvenValuesPass
@@ -166,12 +172,21 @@ class OptimizePass(ir.passes.InPlacePass):
         chains = CollapseReshapeChainsPass(facts)
         chains(model)
         _merge_counts(result, chains.fired, chains.declined, "CollapseReshapeChains")
+        grouped = GroupedTransposePass(facts)
+        grouped(model)
+        _merge_counts(result, grouped.fired, grouped.declined, "GroupedTranspose")
+        reduces = ReduceDropsKeptAxesPass(facts)
+        reduces(model)
+        _merge_counts(result, reduces.fired, reduces.declined, "ReduceDropsKeptAxes")
         splits = SlicesToSplitPass(facts)
         splits(model)
         _merge_counts(result, splits.fired, splits.declined, "SlicesToSplit")
         concats = FlattenConcatsPass(facts)
         concats(model)
         _merge_counts(result, concats.fired, {}, "FlattenConcats")
+        lanes = VectorizeShapeLanesPass(facts)
+        lanes(model)
+        _merge_counts(result, lanes.fired, lanes.declined, "VectorizeShapeLanes")
         common_passes.RemoveUnusedNodesPass()(model)
         values = ProvenValuesPass(facts, max_constant_elements=self.max_constant_elements)
         values(model)

@@ -1,0 +1,214 @@
+"""GroupedTransposePass and FlattenConcatsPass's Shape merging: firing and declining.
+
+Firing cases run before and after in onnxruntime (empty and one-sized dims included);
+declining cases name their reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from onnx_symdims.rewrite import FlattenConcatsPass, GroupedTransposePass, analyze
+from tests.rewrite._rewrite_testing import assert_equivalent, cleanup, model, ops, proto
+
+
+def _run(pass_type, body: str):
+    m = model(body)
+    before = proto(m)
+    rewrite = pass_type(analyze(m))
+    rewrite(m)
+    cleanup(m)
+    return before, m, rewrite
+
+
+SIZES = [{"B": 0, "T": 3}, {"B": 1, "T": 1}, {"B": 2, "T": 5}]
+
+# whisper's k.transpose(-1, -2) through [B*H, T, D]: [B,H,T,D] -> [B*H,T,D] -> [B*H,D,T]
+# -> [B,H,D,T] is Transpose(perm=[0,1,3,2]).
+WHISPER_K = """
+    g (float[B, 2, T, 4] x) => (float[B, 2, 4, T] y) {
+        sx = Shape(x)
+        b = Constant<value = int64[1] {0}>()
+        t = Constant<value = int64[1] {2}>()
+        bb = Gather(sx, b)
+        tt = Gather(sx, t)
+        d4 = Constant<value = int64[1] {4}>()
+        h2 = Constant<value = int64[1] {2}>()
+        bh = Mul(bb, h2)
+        s1 = Concat<axis = 0>(bh, tt, d4)
+        r1 = Reshape<allowzero = 1>(x, s1)
+        tr = Transpose<perm = [0, 2, 1]>(r1)
+        s2 = Concat<axis = 0>(bb, h2, d4, tt)
+        y = Reshape<allowzero = 1>(tr, s2)
+    }
+"""
+
+
+def test_grouped_transpose_fires_on_whisper_key_transpose():
+    before, m, rewrite = _run(GroupedTransposePass, WHISPER_K)
+    assert rewrite.fired == {"grouped_transpose": 1}
+    assert ops(m) == ["Transpose"]
+    (node,) = list(m.graph)
+    assert list(node.attributes["perm"].as_ints()) == [0, 1, 3, 2]
+    assert_equivalent(before, m, SIZES)
+
+
+def test_grouped_transpose_declines_when_a_zero_in_the_target_copies_a_dim():
+    # Without allowzero, T == 0 makes the first target's 0 copy x's dim 1 (2): the mid
+    # shape is [2B, 2, 4], not a grouping of x's axes, and the chain is kept.
+    m = model(WHISPER_K.replace("<allowzero = 1>", ""))
+    rewrite = GroupedTransposePass(analyze(m))
+    rewrite(m)
+    assert not rewrite.fired
+    assert "the first reshape does not group consecutive axes" in rewrite.declined
+
+
+def test_grouped_transpose_fires_on_split_heads_with_trailing_one():
+    # [B, T, 8] -> [B, T, 2, 4] -> perm [0, 2, 1, 3] -> [B, 2, T, 4] is not a grouped
+    # transpose of x (the heads split a group), so the chain stays; the converse
+    # direction, [B, T, 2, 4, 1] -> [B, T, 8] -> [T, B, 8] -> [T, B, 2, 4, 1], is.
+    before, m, rewrite = _run(
+        GroupedTransposePass,
+        """
+        g (float[B, T, 2, 4, 1] x) => (float[T, B, 2, 4, 1] y) {
+            s1 = Constant<value = int64[3] {0, 0, 8}>()
+            r1 = Reshape(x, s1)
+            tr = Transpose<perm = [1, 0, 2]>(r1)
+            s2 = Constant<value = int64[5] {0, 0, 2, 4, 1}>()
+            y = Reshape(tr, s2)
+        }
+        """,
+    )
+    assert rewrite.fired == {"grouped_transpose": 1}
+    (node,) = list(m.graph)
+    assert list(node.attributes["perm"].as_ints()) == [1, 0, 2, 3, 4]
+    assert_equivalent(before, m, SIZES)
+
+
+DECLINES = {
+    "the last reshape regroups": (
+        """
+        g (float[B, T, 8] x) => (float[B, 2, T, 4] y) {
+            s1 = Constant<value = int64[4] {0, 0, 2, 4}>()
+            r1 = Reshape(x, s1)
+            tr = Transpose<perm = [0, 2, 1, 3]>(r1)
+            s2 = Constant<value = int64[4] {0, 0, 0, 4}>()
+            y = Reshape(tr, s2)
+        }
+        """,
+        "the first reshape does not group consecutive axes",
+    ),
+    "split back into other dims": (
+        # groups {B}, {6}, {4}; the transposed groups are [B, 4, 6], not [B, 4, 2, 3]
+        """
+        g (float[B, 6, 4] x) => (float[B, 4, 2, 3] y) {
+            s1 = Constant<value = int64[3] {0, 6, 4}>()
+            r1 = Reshape(x, s1)
+            tr = Transpose<perm = [0, 2, 1]>(r1)
+            s2 = Constant<value = int64[4] {0, 4, 2, 3}>()
+            y = Reshape(tr, s2)
+        }
+        """,
+        "the last reshape does not split the groups back",
+    ),
+    "the transposed value has another use": (
+        """
+        g (float[B, 2, T, 4] x) => (float[B, 2, 4, T] y, float[B, 4, T] z) {
+            s1 = Constant<value = int64[3] {-1, 0, 4}>()
+            r1 = Reshape(x, s1)
+            z = Transpose<perm = [0, 2, 1]>(r1)
+            s2 = Constant<value = int64[4] {0, 2, 4, 0}>()
+            y = Reshape(z, s2)
+        }
+        """,
+        "an intermediate value has other uses or is a graph output",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DECLINES))
+def test_grouped_transpose_declines_with_reason(case):
+    body, reason = DECLINES[case]
+    m = model(body)
+    rewrite = GroupedTransposePass(analyze(m))
+    rewrite(m)
+    assert not rewrite.fired
+    assert reason in rewrite.declined
+
+
+# ------------------------------------------------------------------------------------
+# FlattenConcatsPass: adjacent Shape slices of one tensor
+# ------------------------------------------------------------------------------------
+MERGE = """
+    g (float[B, T, 4] x) => (float[B, T, 2, 2] y) {
+        a = Shape<start = 0, end = 1>(x)
+        b = Shape<start = -2, end = -1>(x)
+        c = Constant<value = int64[2] {2, 2}>()
+        s = Concat<axis = 0>(a, b, c)
+        y = Reshape(x, s)
+    }
+"""
+
+
+def test_adjacent_shape_slices_merge_into_one_shape():
+    before, m, rewrite = _run(FlattenConcatsPass, MERGE)
+    assert rewrite.fired == {"merge_shapes": 1}
+    assert ops(m) == ["Shape", "Concat", "Reshape"]
+    shape = next(n for n in m.graph if n.op_type == "Shape")
+    assert (shape.attributes["start"].as_int(), shape.attributes["end"].as_int()) == (0, 2)
+    assert_equivalent(before, m, SIZES)
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "Shape<start = 2, end = 3>(x)",  # not adjacent: dims 0 and 2
+        "Shape<start = 1, end = 2>(w)",  # another tensor
+        "Shape<start = 1, end = 1>(x)",  # empty run
+    ],
+)
+def test_shape_slices_that_are_not_adjacent_runs_of_one_tensor_stay(second):
+    m = model(
+        f"""
+        g (float[B, T, 4] x, float[B, T, 4] w) => (int64[?] s) {{
+            a = Shape<start = 0, end = 1>(x)
+            b = {second}
+            s = Concat<axis = 0>(a, b)
+        }}
+        """
+    )
+    before = proto(m)
+    rewrite = FlattenConcatsPass(analyze(m))
+    rewrite(m)
+    cleanup(m)
+    assert not rewrite.fired
+    assert ops(m) == ["Shape", "Shape", "Concat"]
+    assert_equivalent(before, m, SIZES)
+
+
+def test_merged_shapes_keep_outputs_for_empty_tensors():
+    before, m, _ = _run(FlattenConcatsPass, MERGE)
+    from tests.rewrite._rewrite_testing import run
+
+    feeds = {"x": np.zeros((0, 3, 4), np.float32)}
+    assert run(before, feeds)[0].shape == run(m, feeds)[0].shape == (0, 3, 2, 2)
+
+
+def test_shape_slices_used_elsewhere_stay():
+    # Merging would add Shape(x, 0, 2) and remove nothing: both pieces feed another node.
+    m = model(
+        """
+        g (float[B, T, 4] x) => (int64[?] s, int64[?] u) {
+            a = Shape<start = 0, end = 1>(x)
+            b = Shape<start = 1, end = 2>(x)
+            s = Concat<axis = 0>(a, b)
+            u = Add(a, b)
+        }
+        """
+    )
+    rewrite = FlattenConcatsPass(analyze(m))
+    rewrite(m)
+    cleanup(m)
+    assert not rewrite.fired
+    assert ops(m) == ["Shape", "Shape", "Concat", "Add"]
