@@ -33,8 +33,8 @@ from onnx_symdims.ops._registry import register
 from onnx_symdims.ops.attention import require_rank
 from onnx_symdims.ops.conv_pool import infer_conv_transpose, infer_pool
 from onnx_symdims.ops.indexing import infer_gather_nd
+from onnx_symdims.ops.movement import infer_pad_v11, infer_trilu
 from onnx_symdims.ops.shape_ops import infer_range
-from onnx_symdims.ops.slicing import infer_pad_v11, infer_trilu
 from onnx_symdims.shapes import NodeContext
 
 logger = logging.getLogger(__name__)
