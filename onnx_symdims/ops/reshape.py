@@ -140,19 +140,33 @@ def _copied_when_zero(
 
 
 def _vanishes_when_zero(d: Dim, t: Dim) -> bool:
-    """True when ``t == 0`` forces ``d == 0``, for ``t`` a positive sum of plain symbols.
+    """True when ``t == 0`` forces ``d == 0``, for ``t`` a positive sum of zero-only-at-0 terms.
 
-    Such a ``t`` (``a + 2*b``, all symbols ``>= 0``) is 0 exactly when each symbol is 0.
+    Such a ``t`` (``a + 2*b``, or ``s + min(8, p)`` for a sliding window: every symbol
+    ``>= 0``, every term a symbol or ``min(k, symbol)`` with ``k > 0``, each of which is 0
+    exactly when its symbol is) is 0 exactly when each of its symbols is 0.
     """
     if not isinstance(t, expr.DimExpr):
         return t == 0 and d == 0
     monomials, constant = t.coefficients()
-    if constant or not all(c > 0 and m.is_symbol for m, c in monomials.items()):
+    if constant or not all(c > 0 and _zero_only_at_zero(m) for m, c in monomials.items()):
         return False
     try:
         return expr.substitute(d, dict.fromkeys(t.symbols(), 0)) == 0
     except (ArithmeticError, expr.ExprError):
         return False  # e.g. a division by an expression of those symbols: no proof
+
+
+def _zero_only_at_zero(m: expr.DimExpr) -> bool:
+    """True for a symbol ``s`` or ``min(k, s)`` with an int ``k > 0`` (0 exactly when ``s`` is)."""
+    if m.is_symbol:
+        return True
+    if m.function != "min" or len(m.args) != 2:
+        return False
+    a, b = m.args
+    if isinstance(b, int):
+        a, b = b, a
+    return isinstance(a, int) and a > 0 and isinstance(b, expr.DimExpr) and b.is_symbol
 
 
 def _same_numel(target: Sequence[Dim], data: Sequence[Dim], memo: list[bool]) -> bool:

@@ -148,3 +148,42 @@ def test_allowzero_reshape_gives_no_nonzero_fact():
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     y, _, after = session.run(None, {"x": np.zeros((0, 3), np.float32)})
     assert y.shape[0] == 0 and not after
+
+
+# ----------------------------------------------------------------------------------------
+# A sliding-window cache: the copied target element s + min(8, p) is 0 only when s and p are
+# ----------------------------------------------------------------------------------------
+SLIDING_WINDOW = model_text(
+    18,
+    "float[b, 6, p, 8] k, float[b, 6, s, 8] x",
+    """
+    st = Constant<value = int64[1] {-8}>()
+    en = Constant<value = int64[1] {9223372036854775807}>()
+    ax = Constant<value = int64[1] {2}>()
+    window = Slice(k, st, en, ax)
+    cat = Concat<axis = 2>(window, x)
+    sh = Shape<start = 2, end = 3>(cat)
+    m1 = Constant<value = int64[1] {-1}>()
+    eight = Constant<value = int64[1] {8}>()
+    target = Concat<axis = 0>(m1, sh, eight)
+    y = Reshape(cat, target)
+    """,
+    "float[?, ?, ?] y",
+)
+
+
+def test_sliding_window_reshape_has_the_short_piecewise_form():
+    inferred = infer(SLIDING_WINDOW)
+    assert inferred.shape("cat") == ["b", 6, "s+min(8,p)", 8]
+    # The same form as a plain cache's (4*batch*min(1,seq)), not an exact division by it.
+    assert inferred.shape("y") == ["6*b*min(s+min(8,p),1)", "s-6*min(s+min(8,p),1)+min(8,p)+6", 8]
+    check_against_ort(
+        SLIDING_WINDOW,
+        [
+            {"b": 1, "p": 0, "s": 0},  # empty: the 0 copies the 6
+            {"b": 2, "p": 0, "s": 1},
+            {"b": 2, "p": 12, "s": 3},
+            {"b": 0, "p": 3, "s": 2},
+            {"b": 1, "p": 5, "s": 0},
+        ],
+    )
