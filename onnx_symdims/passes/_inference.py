@@ -354,6 +354,10 @@ class InferenceEngine:
         self._memo_misses: dict[str, int] = {}
         self._memo_on = self.memoize  # and the model is large enough (see run)
         self._memo_off: set[str] = set()  # op types whose keys do not repeat
+        # compound dim -> the scope version after it was last noted >= 0 (see
+        # _note_compound_dims), valid for _noted_scope
+        self._noted: dict[expr.DimExpr, int] = {}
+        self._noted_scope: object = None
 
     # ------------------------------------------------------------------------------------
     def prepare(self, snapshot: ModelSnapshot | None = None) -> None:
@@ -462,10 +466,13 @@ class InferenceEngine:
         op_type = node.op_type
         ctx = self.ctx
         function = self._functions.get(node.op_identifier()) if self._functions else None
+        found = self._dispatch_cache.get((domain, op_type))  # _dispatch's hit, inline
+        if found is None:
+            found = self._dispatch(domain, op_type)
         if function is None:
-            hook, opset = self._dispatch(domain, op_type)
+            hook, opset = found
         else:
-            hook, opset = None, self._dispatch(domain, op_type)[1]
+            hook, opset = None, found[1]
         if (
             op_type == "Constant"
             and self.constant_fast_path
@@ -549,6 +556,15 @@ class InferenceEngine:
         ctx._shapes[value] = dims
         ctx._dtypes[value] = _INT64
         ctx._values[value] = elements
+        if len(outputs) == 1 and value.shape is None and value.type is None:
+            # _commit's common case, inline: nothing declared, a plain tensor type.
+            value.shape = self._writer.shape(dims)
+            if not ctx._other_types:
+                value.type = ir.TensorType(_INT64)
+            else:
+                self._commit_type(node, value, had_shape=False)
+            self.modified = True
+            return True
         for value in outputs:
             self._commit(node, value)
         return True
@@ -602,9 +618,27 @@ class InferenceEngine:
         self._note_compound_dims(shape)
 
     def _note_compound_dims(self, shape: Shape) -> None:
+        ctx = self.ctx
+        scope = ctx.scope
+        # Repeated layers note the same dims again and again: a dim noted at the same
+        # scope version (no fact changed since) would meet the same facts, prove the
+        # same and record nothing, so the call is skipped. Only at depth 0: inside a
+        # subgraph nothing is recorded, and a skip entry made there would be wrong.
+        memo = self._noted if not ctx.conditional_depth else None
+        if memo is not None and scope is not self._noted_scope:
+            memo.clear()
+            self._noted_scope = scope
         for d in shape:
             if not isinstance(d, int) and not d.is_symbol and not d.is_unknown:
-                self.ctx.note_nonneg(d)
+                if memo is None:
+                    ctx.note_nonneg(d)
+                    continue
+                if memo.get(d) == scope.version:
+                    continue
+                ctx.note_nonneg(d)
+                if len(memo) > 100_000:
+                    memo.clear()
+                memo[d] = scope.version
 
     def _count_miss(self, op_type: str) -> None:
         """Stops keying ``op_type`` once its keys rarely repeat.
@@ -703,16 +737,16 @@ class InferenceEngine:
     def _commit(self, node: ir.Node, value: ir.Value) -> None:
         """Merges the inferred facts of ``value`` with the declared ones and writes them."""
         ctx = self.ctx
-        inferred = ctx.peek_shape(value)
+        inferred = ctx._shapes.get(value)  # peek_shape, inline (once per output)
         if value.shape is None:  # the common case: nothing declared, nothing to merge
             if inferred is not None:
                 value.shape = self._writer.shape(inferred)
                 self.modified = True
             else:
-                ctx.set_shape(value, None)
+                ctx._shapes[value] = None  # set_shape(value, None)
             if value.type is None and not ctx._other_types:
                 # _commit_type's common case: an untyped tensor gets the inferred dtype.
-                dtype = ctx.peek_dtype(value)
+                dtype = ctx._dtypes.get(value)  # peek_dtype
                 if dtype is not None:
                     value.type = ir.TensorType(dtype)
                     self.modified = True

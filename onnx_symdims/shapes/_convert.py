@@ -45,8 +45,8 @@ class IRDimWriter:
         ``merge_shapes`` copies it first); most models repeat a few shapes thousands of
         times, so this saves most of the writing cost.
         """
-        key = tuple(dims)
-        shape = self._shapes.get(key)
+        key = dims if dims.__class__ is tuple else tuple(dims)
+        shape = self._shapes.get(key)  # type: ignore[arg-type]
         if shape is None:
             shape = self._shapes[key] = ir.Shape(self.dims(key), frozen=True)
         return shape

@@ -292,10 +292,16 @@ class NodeContext:
                 ``DimExpr`` becomes a fresh symbol; a negative int fails the node.
             dtype: The element type; ``None`` keeps whatever is known already.
         """
-        if i >= len(self._outputs):
+        outputs = self._outputs
+        if i >= len(outputs):
             return
-        value = self._outputs[i]
-        if dims is not None and not _valid_dims(dims):
+        value = outputs[i]
+        if dims is None:
+            self.ctx._shapes[value] = None  # set_shape, inline (every hook calls this)
+            if dtype is not None:
+                self.ctx._dtypes[value] = dtype
+            return
+        if not _valid_dims(dims):
             checked: list[Dim] = []
             for k, d in enumerate(dims):
                 if isinstance(d, int):
@@ -307,9 +313,10 @@ class NodeContext:
                 else:
                     checked.append(d)
             dims = tuple(checked)
-        self.ctx.set_shape(value, dims)
+        ctx = self.ctx
+        ctx._shapes[value] = dims if dims.__class__ is tuple else tuple(dims)  # set_shape
         if dtype is not None:
-            self.ctx.set_dtype(value, dtype)
+            ctx._dtypes[value] = dtype  # set_dtype
 
     def set_output_value(self, i: int, elements: Sequence[Dim] | None) -> None:
         """Sets the symbolic elements (value as shape) of output ``i``.

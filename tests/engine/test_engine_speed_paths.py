@@ -1,0 +1,128 @@
+"""The engine's inlined hot paths give exactly what the general paths give."""
+
+from __future__ import annotations
+
+import gc
+
+import onnx
+import onnx_ir as ir
+import pytest
+
+import onnx_symdims
+from onnx_symdims import expr
+from onnx_symdims.passes import _inference
+from onnx_symdims.shapes import IRDimWriter, NodeContext, ShapesContext
+from tests.engine._engine_testing import model
+from tests.engine.test_engine_constants import _facts
+
+# Constants whose outputs leave the inline commit: a sequence type known to the context
+# (the type commit is the general one), a declared intermediate shape (merged), a
+# declared type, and a Constant that is also a graph output (an anchor).
+CASES = {
+    "non-tensor types in the context": """
+        g (float[batch, seq] x) => (float[batch, seq] y) {
+            s = SequenceConstruct(x, x)
+            n = SequenceLength(s)
+            one = Constant<value = int64[1] {1}>()
+            minus = Constant<value = int64[1] {-1}>()
+            sh = Shape(x)
+            zero = Constant<value = int64 {0}>()
+            b = Gather<axis=0>(sh, zero)
+            bu = Unsqueeze(b, one)
+            t = Concat<axis=0>(bu, minus)
+            y = Reshape(x, t)
+        }""",
+    "declared intermediate shape and type": """
+        g (float[batch, seq] x) => (float[batch, seq] y) <int64[1] minus, int64 zero> {
+            zero = Constant<value = int64 {0}>()
+            minus = Constant<value = int64[1] {-1}>()
+            axes = Constant<value = int64[1] {0}>()
+            sh = Shape(x)
+            b = Gather<axis=0>(sh, zero)
+            bu = Unsqueeze(b, axes)
+            t = Concat<axis=0>(bu, minus)
+            y = Reshape(x, t)
+        }""",
+    "constant graph output": """
+        g (float[batch] x) => (int64[2] c, float[batch] y) {
+            c = Constant<value = int64[2] {3, 4}>()
+            y = Relu(x)
+        }""",
+}
+
+
+@pytest.mark.parametrize("text", CASES.values(), ids=CASES.keys())
+def test_inline_commit_matches_the_general_commit(text, monkeypatch):
+    assert _facts(text, True, monkeypatch) == _facts(text, False, monkeypatch)
+
+
+def _node_context() -> tuple[NodeContext, ir.Node]:
+    m = model(
+        """
+        g (float[batch] x) => (float[batch] y, float[batch] z) {
+            y, z = Split<num_outputs = 2>(x)
+        }"""
+    )
+    node = next(iter(m.graph))
+    node_ctx = NodeContext(ShapesContext(), None)  # type: ignore[arg-type]
+    node_ctx.reset(node, 21)
+    return node_ctx, node
+
+
+def test_set_output_stores_what_set_shape_stores():
+    node_ctx, node = _node_context()
+    ctx = node_ctx.ctx
+    batch = expr.sym("batch")
+    node_ctx.set_output(0, [batch, 2], ir.DataType.FLOAT)  # a list: stored as a tuple
+    assert ctx.peek_shape(node.outputs[0]) == (batch, 2)
+    assert type(ctx.peek_shape(node.outputs[0])) is tuple
+    assert ctx.peek_dtype(node.outputs[0]) == ir.DataType.FLOAT
+    node_ctx.set_output(1, None, ir.DataType.INT64)  # rank unknown, dtype still set
+    assert ctx.shape_of(node.outputs[1]) is None
+    assert ctx.peek_dtype(node.outputs[1]) == ir.DataType.INT64
+    node_ctx.set_output(0, (3,))  # no dtype: the known one stays
+    assert ctx.peek_shape(node.outputs[0]) == (3,)
+    assert ctx.peek_dtype(node.outputs[0]) == ir.DataType.FLOAT
+    node_ctx.set_output(5, (1,))  # past the outputs: ignored
+    with pytest.raises(Exception, match="negative dim"):
+        node_ctx.set_output(0, (-2,))
+
+
+def test_writer_shares_one_shape_for_lists_and_tuples():
+    writer = IRDimWriter()
+    batch = expr.sym("batch")
+    first = writer.shape((batch, 4))
+    assert writer.shape([batch, 4]) is first
+    assert [d if isinstance(d, int) else d.value for d in first] == ["batch", 4]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_proto_and_path_calls_restore_the_collector(enabled, tmp_path):
+    m = model(
+        """
+        g (float[batch, seq] x) => (float[batch, seq] y) {
+            y = Relu(x)
+        }"""
+    )
+    proto = ir.to_proto(m)
+    path = tmp_path / "m.onnx"
+    onnx.save(proto, path)
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        out = onnx_symdims.infer_symbolic_shapes(proto)
+        assert gc.isenabled() is enabled
+        loaded = onnx_symdims.infer_symbolic_shapes(path)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+    assert [d.dim_param for d in out.graph.output[0].type.tensor_type.shape.dim] == [
+        "batch",
+        "seq",
+    ]
+    assert [d.value for d in loaded.graph.outputs[0].shape] == ["batch", "seq"]
+
+
+def test_engine_module_keeps_the_inline_switch():
+    # The inline Constant path is a switch tests flip (results are the same either way).
+    assert _inference.InferenceEngine.constant_fast_path is True
