@@ -40,6 +40,7 @@ __all__ = [
 
 import argparse
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -104,10 +105,18 @@ class Run:
         if shown:
             sys.stderr.write(f"{label}...")
             sys.stderr.flush()
+        # Loading and saving build or walk millions of small objects and free none: the
+        # cyclic collector would scan them again and again (ir.load of a 100k-node
+        # model: 6.9 s with it, 2.4 s without).
+        paused = name in ("load", "save") and gc.isenabled()
+        if paused:
+            gc.disable()
         begin = time.perf_counter()
         try:
             yield
         finally:
+            if paused:
+                gc.enable()
             seconds = time.perf_counter() - begin
             self.timings[name] = round(self.timings.get(name, 0.0) + seconds, 4)
             if shown:
