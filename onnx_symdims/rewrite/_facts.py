@@ -32,7 +32,7 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["ShapeFacts", "analyze", "constant_tensor"]
+__all__ = ["ShapeFacts", "analyze", "constant_tensor", "shape_slice", "take_over"]
 
 import logging
 from collections.abc import Sequence
@@ -181,3 +181,37 @@ def analyze(model: ir.Model) -> ShapeFacts:
     context = ShapesContext()
     SymbolicShapeInferencePass(context=context)(model)
     return ShapeFacts(context)
+
+
+def shape_slice(node: ir.Node | None, facts: ShapeFacts) -> tuple[ir.Value, int, int] | None:
+    """``(x, start, end)`` of a ``Shape(x, start, end)`` node over a non-empty range.
+
+    The bounds are normalized as the spec does (negative ones count from ``x``'s proven
+    rank, then clamped into ``[0, rank]``); ``None`` for any other node or an unknown rank.
+    """
+    if node is None or node.op_type != "Shape" or node.domain != "" or not node.inputs:
+        return None
+    x = node.inputs[0]
+    shape = facts.shape(x) if x is not None else None
+    if shape is None:
+        return None
+    rank = len(shape)
+
+    def bound(name: str, default: int) -> int:
+        attr = node.attributes.get(name)
+        b = default if attr is None else attr.as_int()
+        return min(max(b + rank if b < 0 else b, 0), rank)
+
+    start, end = bound("start", 0), bound("end", rank)
+    return (x, start, end) if start < end else None  # type: ignore[return-value]
+
+
+def take_over(old: ir.Value, new: ir.Value, suffix: str) -> None:
+    """Points every use of ``old`` at ``new``; a graph output keeps its name on ``new``."""
+    if old.is_graph_output():
+        name = old.name
+        old.replace_all_uses_with(new, replace_graph_outputs=True)
+        old.name, new.name = None, name
+    else:
+        new.name = f"{old.name}_{suffix}" if old.name else None
+        old.replace_all_uses_with(new)

@@ -25,7 +25,7 @@ from collections import Counter
 import numpy as np
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import ShapeFacts, constant_tensor
+from onnx_symdims.rewrite._facts import ShapeFacts, constant_tensor, shape_slice, take_over
 
 logger = logging.getLogger(__name__)
 
@@ -107,13 +107,7 @@ class VectorizeShapeLanesPass(ir.passes.InPlacePass):
         old = node.outputs[0]
         new = concat.outputs[0]
         new.dtype, new.shape = old.dtype, old.shape
-        if old.is_graph_output():
-            name = old.name
-            old.replace_all_uses_with(new, replace_graph_outputs=True)
-            old.name, new.name = None, name
-        else:
-            new.name = f"{old.name}_lanes" if old.name else None
-            old.replace_all_uses_with(new)
+        take_over(old, new, "lanes")
 
     def _continues(self, previous: list, entry) -> bool:
         """True when ``entry``'s lanes extend the group of ``previous`` entries."""
@@ -216,21 +210,7 @@ class VectorizeShapeLanesPass(ir.passes.InPlacePass):
         return None
 
     def _shape_bounds(self, node: ir.Node | None) -> tuple | None:
-        if node is None or node.op_type != "Shape" or node.domain != "" or not node.inputs:
-            return None
-        x = node.inputs[0]
-        shape = self.facts.shape(x) if x is not None else None
-        if shape is None:
-            return None
-        rank = len(shape)
-
-        def bound(name: str, default: int) -> int:
-            attr = node.attributes.get(name)
-            b = default if attr is None else attr.as_int()
-            return min(max(b + rank if b < 0 else b, 0), rank)
-
-        start, end = bound("start", 0), bound("end", rank)
-        return (x, start, end) if start < end else None
+        return shape_slice(node, self.facts)
 
 
 def _scalar(value: ir.Value | None) -> int | None:

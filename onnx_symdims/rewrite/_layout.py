@@ -24,7 +24,7 @@ import numpy as np
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.rewrite._facts import ShapeFacts
+from onnx_symdims.rewrite._facts import ShapeFacts, shape_slice, take_over
 from onnx_symdims.rewrite._rules import constant_reshape_target
 
 logger = logging.getLogger(__name__)
@@ -206,22 +206,7 @@ class FlattenConcatsPass(ir.passes.InPlacePass):
 
     def _shape_run(self, value) -> tuple | None:
         """``(x, start, end)`` of a non-empty ``Shape`` output, bounds normalized."""
-        producer = value.producer() if value is not None else None
-        if producer is None or producer.op_type != "Shape" or producer.domain != "":
-            return None
-        x = producer.inputs[0]
-        shape = self.facts.shape(x)
-        if x is None or shape is None:
-            return None
-        rank = len(shape)
-
-        def bound(name: str, default: int) -> int:
-            attr = producer.attributes.get(name)
-            b = default if attr is None else attr.as_int()
-            return min(max(b + rank if b < 0 else b, 0), rank)
-
-        start, end = bound("start", 0), bound("end", rank)
-        return (x, start, end) if start < end else None
+        return shape_slice(value.producer() if value is not None else None, self.facts)
 
     def _axis(self, node: ir.Node) -> int | None:
         attr = node.attributes.get("axis")
@@ -283,13 +268,7 @@ class GroupedTransposePass(ir.passes.InPlacePass):
             out = new.outputs[0]
             out.dtype = self.facts.dtype(y)
             out.shape = y.shape
-            if y.is_graph_output():  # the new value takes over the output and its name
-                name = y.name
-                y.replace_all_uses_with(out, replace_graph_outputs=True)
-                y.name, out.name = None, name
-            else:
-                out.name = f"{y.name}_transposed" if y.name else None
-                y.replace_all_uses_with(out)
+            take_over(y, out, "transposed")
             self.fired["grouped_transpose"] += 1
         return ir.passes.PassResult(model, modified=bool(self.fired))
 

@@ -21,7 +21,7 @@ from collections import Counter
 
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import ShapeFacts
+from onnx_symdims.rewrite._facts import ShapeFacts, take_over
 
 logger = logging.getLogger(__name__)
 
@@ -125,11 +125,5 @@ class ReduceDropsKeptAxesPass(ir.passes.InPlacePass):
         y, out = node.outputs[0], new.outputs[0]
         out.dtype = self.facts.dtype(y)
         out.shape = y.shape
-        if y.is_graph_output():  # the new value takes over the output and its name
-            name = y.name
-            y.replace_all_uses_with(out, replace_graph_outputs=True)
-            y.name, out.name = None, name
-        else:
-            out.name = f"{y.name}_reduced" if y.name else None
-            y.replace_all_uses_with(out)
+        take_over(y, out, "reduced")
         self.fired["reduce_drops_kept_axes"] += 1
