@@ -12,7 +12,8 @@ For a model importing opset ``v`` of a domain, the hook with the largest ``since
 is used; the choice is resolved once per ``(domain, op_type, opset)`` and cached. The
 domain ``""`` and ``"ai.onnx"`` are the same. Family modules (``onnx_symdims/ops/*.py``
 without a leading underscore) are imported on first lookup, so a new family registers
-itself just by existing.
+itself just by existing; a lookup imports only the families that ``_family_index.py``
+names for its op (``tools/gen_family_index.py`` writes it; unknown ops load them all).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class Registry:
         self._since: dict[tuple[str, str], list[int]] = {}
         self._hooks: dict[tuple[str, str], list[Hook]] = {}
         self._cache: dict[tuple[str, str, int | None], Hook | None] = {}
+        self._imported: set[str] = set()  # families imported one by one (by the index)
 
     def register(
         self, domain: str, op_type: str | Iterable[str], *, since: int = 1
@@ -116,6 +118,33 @@ class Registry:
             if info.name.startswith("_"):
                 continue
             module = f"{self._package}.{info.name}"
+            if module in self._imported:
+                continue  # imported (or failed, and recorded) by _load_families_of
+            self._imported.add(module)
+            try:
+                importlib.import_module(module)
+            except Exception as e:  # one broken family must not disable the others
+                logger.exception("cannot import op family %s", module)
+                self.load_errors.append((module, repr(e)))
+
+    def _load_families_of(self, op_key: tuple[str, str]) -> None:
+        """Imports the families that register ``op_key`` (all of them when not indexed).
+
+        The index (``_family_index.py``, generated, checked by a test) keeps the first call
+        in a fresh process from importing every family; an op it does not name, such as
+        one only a user registers, loads them all as before.
+        """
+        from onnx_symdims.ops._family_index import FAMILIES
+
+        modules = FAMILIES.get(op_key)
+        if modules is None:
+            self._ensure_loaded()
+            return
+        for name in modules:
+            module = f"{self._package}.{name}"
+            if module in self._imported:
+                continue
+            self._imported.add(module)
             try:
                 importlib.import_module(module)
             except Exception as e:  # one broken family must not disable the others
@@ -129,8 +158,9 @@ class Registry:
             return self._cache[key]
         except KeyError:
             pass
-        self._ensure_loaded()
         op_key = (normalize_domain(domain), op_type)
+        if not self._loaded:
+            self._load_families_of(op_key)
         versions = self._since.get(op_key)
         hook = None
         if versions:

@@ -135,3 +135,34 @@ def test_a_family_imported_first_loads_every_family(family):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_family_index_is_current():
+    # A stale index would only cost time (unknown ops load every family), but the test
+    # keeps lookups loading exactly the families that register an op.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tool = Path(__file__).resolve().parents[2] / "tools" / "gen_family_index.py"
+    subprocess.run([sys.executable, str(tool), "--check"], check=True)
+
+
+def test_a_lookup_imports_only_the_families_of_its_op():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from onnx_symdims.ops import lookup, registered_ops\n"
+        "hook = lookup('', 'Relu', 21)\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('onnx_symdims.ops.')\n"
+        "                and not m.rpartition('.')[2].startswith('_'))\n"
+        "print(hook.__module__, loaded)\n"
+        "assert lookup('', 'NoSuchOp', 21) is None\n"  # not indexed: loads every family
+        "print(len(registered_ops()) > 300)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, second = out.stdout.splitlines()
+    assert first == "onnx_symdims.ops.elementwise ['onnx_symdims.ops.elementwise']"
+    assert second == "True"
