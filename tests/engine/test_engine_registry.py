@@ -137,15 +137,16 @@ def test_a_family_imported_first_loads_every_family(family):
     assert out.stdout.strip() == "[]"
 
 
-def test_the_family_index_is_current():
-    # A stale index would only cost time (unknown ops load every family), but the test
-    # keeps lookups loading exactly the families that register an op.
+@pytest.mark.parametrize("tool", ["gen_family_index.py", "gen_ops_doc.py"])
+def test_generated_registry_files_are_current(tool):
+    # A stale family index would only cost time (unknown ops load every family); a stale
+    # docs/ops.md would misdocument the hooks.
     import subprocess
     import sys
     from pathlib import Path
 
-    tool = Path(__file__).resolve().parents[2] / "tools" / "gen_family_index.py"
-    subprocess.run([sys.executable, str(tool), "--check"], check=True)
+    path = Path(__file__).resolve().parents[2] / "tools" / tool
+    subprocess.run([sys.executable, str(path), "--check"], check=True)
 
 
 def test_a_lookup_imports_only_the_families_of_its_op():
