@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 def infer_function_call(ctx: NodeContext, node: ir.Node, function: ir.Function) -> None:
     """Infers a call of a model-local function by inferring its body in the caller's context.
 
-    See :func:`onnx_symdims.ops.control_flow.infer_function_call`.
+    See :func:`onnx_symdims.ops.functions.infer_function_call`.
     """
-    from onnx_symdims.ops import control_flow  # a family: loaded with the registry
+    from onnx_symdims.ops import functions
 
-    control_flow.infer_function_call(ctx, node, function)
+    functions.infer_function_call(ctx, node, function)

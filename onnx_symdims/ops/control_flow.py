@@ -1,4 +1,4 @@
-"""Control flow (``If``, ``Loop``, ``Scan``) and model-local function calls.
+"""Control flow: ``If``, ``Loop`` and ``Scan``.
 
 Subgraphs are inferred through :meth:`NodeContext.infer_subgraph` (values of enclosing
 graphs are visible). The soundness rules, which the peers get wrong:
@@ -18,12 +18,13 @@ graphs are visible). The soundness rules, which the peers get wrong:
   a static int in the body's output type the size 0, so such a dim ``d`` is written
   ``d*min(1, count)``, which is exact in both cases.
 
-Sequence ops live in :mod:`onnx_symdims.ops.sequences`.
+Sequence ops live in :mod:`onnx_symdims.ops.sequences`, calls of model-local functions in
+:mod:`onnx_symdims.ops.functions`.
 """
 
 from __future__ import annotations
 
-__all__ = ["infer_function_call"]
+__all__ = ["body_values", "copy_type"]
 
 import contextlib
 import logging
@@ -74,7 +75,7 @@ def _graph_attr(ctx: NodeContext, name: str) -> ir.Graph:
     return attr.value
 
 
-def _copy_type(ctx: NodeContext, i: int, source: ir.Value) -> None:
+def copy_type(ctx: NodeContext, i: int, source: ir.Value) -> None:
     """Gives output ``i`` the non-tensor type of ``source`` (sequences, optionals)."""
     other = non_tensor_type(ctx.ctx, source)
     if other is not None:
@@ -89,7 +90,7 @@ def _constant_bool(ctx: NodeContext, i: int) -> bool | None:
     return None
 
 
-def _body_values(graph: ir.Graph) -> Iterator[ir.Value]:
+def body_values(graph: ir.Graph) -> Iterator[ir.Value]:
     """Every value defined in ``graph`` and its nested subgraphs."""
     yield from graph.inputs
     for node in ir.traversal.RecursiveGraphIterator(graph):
@@ -121,7 +122,7 @@ class _Transaction:
         self._equalities = dict(getattr(shapes, "_equalities", {}))
         self._bounds = dict(getattr(shapes, "_upper_bounds", {}))
         self._diagnostics = len(shapes.diagnostics)
-        self._annotations = [(v, v.type, v.shape) for v in _body_values(graph)]
+        self._annotations = [(v, v.type, v.shape) for v in body_values(graph)]
 
     def finish(self) -> None:
         """Undoes everything recorded since the start, unless :attr:`keep` is set."""
@@ -140,7 +141,7 @@ class _Transaction:
         for value, type_, shape in self._annotations:
             value.type = type_
             value.shape = shape
-        for value in _body_values(self._graph):
+        for value in body_values(self._graph):
             shapes.forget(value)
 
 
@@ -309,7 +310,7 @@ def _outer_symbols(ctx: NodeContext, body: ir.Graph) -> frozenset[str]:
     names: set[str] = set()
     for i in range(ctx.num_inputs):
         names |= _symbols(ctx.input_shape(i)) | _symbols(ctx.input_value(i))
-    inner = set(_body_values(body))
+    inner = set(body_values(body))
     for node in ir.traversal.RecursiveGraphIterator(body):
         for value in node.inputs:
             if value is not None and value not in inner:
@@ -381,7 +382,7 @@ def _set_state_outputs(
         source = body.outputs[first_output + k]
         dtype = ctx.input_dtype(offset + k) or ctx.ctx.dtype_of(source)
         ctx.set_output(k, None if shape is None else (*wrap, *shape), dtype)
-        _copy_type(ctx, k, source)
+        copy_type(ctx, k, source)
 
 
 # ----------------------------------------------------------------------------------------
@@ -479,7 +480,7 @@ def infer_if(ctx: NodeContext, node: ir.Node) -> None:
         dtype = shapes.dtype_of(source) or shapes.dtype_of(else_out)
         ctx.set_output(i, shape, dtype)
         ctx.set_output_value(i, element_values)
-        _copy_type(ctx, i, source)
+        copy_type(ctx, i, source)
 
 
 # ----------------------------------------------------------------------------------------
@@ -687,94 +688,3 @@ def infer_scan_8(ctx: NodeContext, node: ir.Node) -> None:
         per_iteration = outputs[states + j]
         shape = None if per_iteration is None else (batch, length, *per_iteration)
         ctx.set_output(states + j, shape, ctx.ctx.dtype_of(source))
-
-
-# ----------------------------------------------------------------------------------------
-# Model-local functions
-# ----------------------------------------------------------------------------------------
-def infer_function_call(ctx: NodeContext, node: ir.Node, function: ir.Function) -> None:
-    """Infers a call of a model-local function by inferring a copy of its body.
-
-    The body is cloned with the call's attributes substituted (defaults of the function
-    otherwise) and omitted optional inputs removed, then inferred with the body reading
-    the call's inputs themselves (their shapes, and their values as shape: a constant
-    passed in reaches a ``Range`` or ``Reshape`` in the body), so symbolic arithmetic
-    and values as shape flow through the call. Symbols the body mints are fresh for
-    each call.
-
-    Args:
-        ctx: The context of the calling node (reset to ``node``).
-        node: The call.
-        function: The function ``node`` calls (``model.functions[node.op_identifier()]``).
-    """
-    from onnx_ir import _cloner  # the public clone() cannot substitute attributes
-
-    calls = ctx.ctx.active_functions
-    identifier = node.op_identifier()
-    if identifier in calls:
-        chain = " -> ".join(_function_label(f) for f in (*calls, identifier))
-        ctx.fail(f"recursive call of function {_function_label(identifier)} ({chain})")
-    if len(node.inputs) > len(function.inputs):
-        ctx.fail(
-            f"call has {len(node.inputs)} inputs, the function at most {len(function.inputs)}"
-        )
-    if len(node.outputs) > len(function.outputs):
-        ctx.fail(f"call has {len(node.outputs)} outputs, the function {len(function.outputs)}")
-    attributes: dict[str, ir.Attr] = {
-        name: attr for name, attr in function.attributes.items() if attr.value is not None
-    }
-    attributes.update(node.attributes)
-    cloner = _cloner.Cloner(
-        attr_map=attributes, value_map={}, metadata_props={}, resolve_ref_attrs=True
-    )
-    body = cloner.clone_graph(function.graph)
-    present = [ctx.has_input(i) for i in range(len(body.inputs))]
-    for value, given in zip(body.inputs, present):
-        if not given:
-            for consumer, index in list(value.uses()):
-                consumer.replace_input_with(index, None)
-    shapes = [ctx.input_shape(i) for i in range(len(body.inputs))]
-    dtypes = [ctx.input_dtype(i) for i in range(len(body.inputs))]
-    # The body reads the call's inputs themselves (outer values are visible), so their
-    # values as shape (constants, Shape outputs) flow into it; undone afterwards, so
-    # that the caller's values never keep the clone's nodes as uses.
-    rewired = _read_call_inputs(body, node)
-    calls.append(identifier)
-    try:
-        outputs = ctx.infer_subgraph(body, shapes, dtypes)
-        for i, value in enumerate(body.outputs[: ctx.num_outputs]):
-            ctx.set_output(i, outputs[i], ctx.ctx.dtype_of(value))
-            source = _call_input(body, node, value)
-            ctx.set_output_value(i, ctx.ctx.value_of(source))
-            _copy_type(ctx, i, value)
-    finally:
-        calls.pop()
-        for consumer, index, value in rewired:
-            consumer.replace_input_with(index, value)
-        for value in _body_values(body):
-            ctx.ctx.forget(value)
-
-
-def _read_call_inputs(body: ir.Graph, node: ir.Node) -> list[tuple[ir.Node, int, ir.Value]]:
-    """Points every use of a body input at the call's input; returns what to undo."""
-    rewired = []
-    for value, given in zip(body.inputs, node.inputs):
-        if given is None:
-            continue
-        for consumer, index in list(value.uses()):
-            consumer.replace_input_with(index, given)
-            rewired.append((consumer, index, value))
-    return rewired
-
-
-def _call_input(body: ir.Graph, node: ir.Node, value: ir.Value) -> ir.Value:
-    """The call's input for a body output that is a body input, else ``value``."""
-    for i, body_input in enumerate(body.inputs):
-        if body_input is value and i < len(node.inputs) and node.inputs[i] is not None:
-            return node.inputs[i]
-    return value
-
-
-def _function_label(identifier: tuple[str, str, str]) -> str:
-    domain, name, overload = identifier
-    return f"{domain}::{name}" + (f":{overload}" if overload else "")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from onnx_symdims import expr
-from onnx_symdims.ops import control_flow
+from onnx_symdims.ops import functions
 from onnx_symdims.passes import _inference
 from tests.ops._ort_oracle import check_against_ort, check_runs, infer, infer_graph
 
@@ -452,7 +452,7 @@ def test_function_call_helper(monkeypatch):
         if function is None:
             original(self, node_ctx)
         else:
-            control_flow.infer_function_call(node_ctx, node_ctx.node, function)
+            functions.infer_function_call(node_ctx, node_ctx.node, function)
 
     monkeypatch.setattr(_inference.InferenceEngine, "fallback", fallback)
     result = infer(FUNCTION_MODEL)
