@@ -77,3 +77,22 @@ def test_parser_rooms_import_downward(index):
         later -= {"_parse_lower", "_parse_eval"}
     assert not GRAPH[PARSER_ORDER[index]] & later
     assert not GRAPH[PARSER_ORDER[index]] & {"__init__", "_print"}
+
+
+def test_tree_nodes_behave_like_frozen_dataclasses():
+    import dataclasses
+
+    from onnx_symdims.expr._parse_tree import BinOp, Call, Constant, Name
+
+    tree = BinOp("+", Constant(1), Name(id="x"))
+    assert repr(tree) == "BinOp(op='+', left=Constant(value=1), right=Name(id='x'))"
+    assert tree == BinOp(op="+", left=Constant(1), right=Name("x"))
+    assert hash(tree) == hash(BinOp("+", Constant(1), Name("x")))
+    assert tree != BinOp("-", Constant(1), Name("x")) and Constant(1) != Name("1")
+    assert len({Call("max", (Constant(1),)), Call("max", (Constant(1),))}) == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tree.op = "-"
+    with pytest.raises(TypeError):
+        Constant()
+    with pytest.raises(TypeError):
+        Constant(1, value=2)
