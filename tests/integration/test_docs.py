@@ -106,7 +106,7 @@ def _restorable_registry():
     from onnx_symdims.ops import _registry
 
     registry = _registry.registry
-    registry.lookup("", "Add", None)  # load the families before the snapshot
+    registry.registered_ops()  # load every family before the snapshot
     since = {key: list(v) for key, v in registry._since.items()}
     hooks = {key: list(v) for key, v in registry._hooks.items()}
 
