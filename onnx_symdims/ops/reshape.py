@@ -177,7 +177,7 @@ def _same_numel(target: Sequence[Dim], data: Sequence[Dim], memo: list[bool]) ->
     """
     if not memo:
         same = all((isinstance(t, int) and t > 0) or isinstance(t, expr.DimExpr) for t in target)
-        memo.append(same and product(target) is product(data))
+        memo.append(same and product(target) == product(data))
     return memo[0]
 
 
