@@ -32,7 +32,7 @@ __all__ = [
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Literal
 
 import onnx_ir as ir
@@ -115,6 +115,14 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
             constant (its shape and small integer contents are facts), for users who
             never feed those inputs. Models of IR version < 4 get this always: there
             every initializer must be listed as an input, and those are weights.
+        known_nodes: Nodes whose outputs' facts ``context`` already holds, from an
+            earlier run over this model (incremental inference, for a pipeline that
+            rewrites the model between runs): only the other nodes are inferred, and
+            graph inputs and names are not read again. The facts of a known node stay
+            valid only if every rewrite since kept the meaning of every value it left
+            in the model (a rewrite that changes what a value computes must create a
+            new node). A known node whose subgraph has a new node is inferred again.
+            Needs ``context``.
     """
 
     def __init__(
@@ -128,10 +136,13 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         symbol_ranges: Mapping[str, tuple[int | None, int | None]] | None = None,
         value_info_anchors: bool = False,
         constant_initializers: bool = False,
+        known_nodes: Collection[ir.Node] | None = None,
     ) -> None:
         super().__init__()
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        if known_nodes is not None and context is None:
+            raise ValueError("known_nodes needs the context that holds their facts")
         # One notion of strict: policy="strict" is refine with strict=True.
         self.policy = "refine" if policy == "strict" else policy
         self.strict = strict or policy == "strict"
@@ -141,6 +152,7 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         self.symbol_ranges = dict(symbol_ranges or {})
         self.value_info_anchors = value_info_anchors
         self.constant_initializers = constant_initializers
+        self.known_nodes = known_nodes
 
     def call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
         # Deeply nested valid models (hundreds of nested Ifs or function calls) get the
@@ -164,7 +176,7 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
             engine = InferenceEngine(
                 model, ctx, self.policy, self.progress, self.value_info_anchors
             )
-            engine.prepare(snapshot)
+            engine.prepare(snapshot, reserve_names=self.known_nodes is None)
             if self.nonempty_inputs:
                 for name in _input_symbols(model.graph, ctx):
                     ctx.scope.set_range(name, lower=1)
@@ -181,7 +193,7 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
                         f"{name!r}; the range constrains nothing",
                     )
                 ctx.scope.set_range(named, lower=lower, upper=upper)
-            engine.run()
+            engine.run(self.known_nodes)
         finally:
             ctx.strict = previous_strict
             for value in marked:
@@ -189,6 +201,18 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         return SymbolicShapeInferenceResult(
             model, engine.modified, ctx, ctx.diagnostics[first_diagnostic:], engine.snapshot
         )
+
+
+def _has_new_inner_node(node: ir.Node, known: Collection[ir.Node]) -> bool:
+    """True when a subgraph of ``node`` (at any depth) has a node not in ``known``."""
+    pending = list(node_subgraphs(node))
+    while pending:
+        graph = pending.pop()
+        for inner in graph:
+            if inner not in known:
+                return True
+            pending.extend(node_subgraphs(inner))
+    return False
 
 
 def _mark_constant_inputs(
@@ -360,11 +384,13 @@ class InferenceEngine:
         self._noted_scope: object = None
 
     # ------------------------------------------------------------------------------------
-    def prepare(self, snapshot: ModelSnapshot | None = None) -> None:
+    def prepare(
+        self, snapshot: ModelSnapshot | None = None, reserve_names: bool = True
+    ) -> None:
         """Walks the model once and reserves its names (:meth:`run` does it if needed).
 
         ``snapshot``: a :class:`ModelSnapshot` of this model taken just before (saves
-        the walk).
+        the walk). ``reserve_names=False``: the context has them from an earlier run.
         """
         if self.snapshot is not None:
             return
@@ -373,14 +399,30 @@ class InferenceEngine:
         self.snapshot = snapshot
         if len(self.snapshot.main_nodes) < self.memo_min_nodes:
             self._memo_on = False
-        self._reserve_model_names()
+        if reserve_names:
+            self._reserve_model_names()
 
-    def run(self) -> None:
-        """Infers the main graph."""
+    def run(self, known: Collection[ir.Node] | None = None) -> None:
+        """Infers the main graph; with ``known``, only its nodes not in ``known``.
+
+        ``known``: nodes whose outputs' facts the context holds from an earlier run
+        (see ``known_nodes`` of :class:`SymbolicShapeInferencePass`); the graph inputs
+        are then not read again.
+        """
         self.prepare()
         graph = self.model.graph
-        self._seed_inputs(graph, None, None)
-        self._walk(graph, self.progress, self.snapshot.main_nodes, self.snapshot.main_sorted)
+        snapshot = self.snapshot
+        if known is None:
+            self._seed_inputs(graph, None, None)
+            self._walk(graph, self.progress, snapshot.main_nodes, snapshot.main_sorted)
+            return
+        order = topological_order(graph, snapshot.main_nodes, snapshot.main_sorted)
+        new = [
+            node
+            for node in order
+            if node not in known or (snapshot.nested and _has_new_inner_node(node, known))
+        ]
+        self._walk(graph, self.progress, new, presorted=True)
 
     def _reserve_model_names(self) -> None:
         texts: set[str] = set()

@@ -11,7 +11,8 @@ accepts).
 
 Values created after the analysis (by a rule, or by onnxscript's passes between two
 rounds) have no facts except when they are constants; a rule asking about them
-declines. The pipeline analyzes again at the start of each round.
+declines. The pipeline analyzes again at the start of each round, incrementally: only
+the nodes created since are inferred (``analyze(model, previous)``).
 
 Example::
 
@@ -32,7 +33,14 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["ShapeFacts", "analyze", "constant_tensor", "shape_slice", "take_over"]
+__all__ = [
+    "ShapeFacts",
+    "analyze",
+    "clear_computed_shapes",
+    "constant_tensor",
+    "shape_slice",
+    "take_over",
+]
 
 import logging
 from collections.abc import Sequence
@@ -61,11 +69,15 @@ class ShapeFacts:
     Args:
         context: The context of an inference run whose shapes are facts (see
             :func:`analyze`).
+        nodes: The nodes whose outputs' facts ``context`` holds.
     """
 
-    def __init__(self, context: ShapesContext) -> None:
+    def __init__(
+        self, context: ShapesContext, nodes: frozenset[ir.Node] = frozenset()
+    ) -> None:
         self.context = context
         self.scope = context.scope
+        self.nodes = nodes
 
     @classmethod
     def analyze(cls, model: ir.Model) -> ShapeFacts:
@@ -158,7 +170,7 @@ def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
         return None
 
 
-def analyze(model: ir.Model) -> ShapeFacts:
+def analyze(model: ir.Model, previous: ShapeFacts | None = None) -> ShapeFacts:
     """Infers shapes of ``model`` from its inputs, initializers and ops alone.
 
     Every declared shape of a computed value (``value_info``, graph outputs, subgraph
@@ -166,21 +178,65 @@ def analyze(model: ir.Model) -> ShapeFacts:
     into the IR are the inferred ones. The caller restores what it wants declared (see
     :class:`~onnx_symdims.rewrite.OptimizePass`).
 
+    With ``previous`` (the facts of an earlier analysis of this model), only the nodes
+    created since are inferred, on top of ``previous``'s context. Sound because every
+    rewrite of the pipeline keeps the meaning of each value it leaves in the model (a
+    rewrite that changes a value creates a new node): a fact of an old value still
+    holds in every run where the model that proved it succeeds, and so in every run of
+    the original model. Facts proven by a node a rewrite removed may still be used;
+    they hold on every run of the original model, which is what a rewrite must
+    preserve (the final shapes the pipeline writes come from a fresh analysis).
+
     Args:
         model: The model, whose computed values' IR shapes are replaced by the
             inferred ones.
+        previous: Facts of an earlier analysis of ``model`` to build on.
 
     Returns:
         The facts of the run.
+    """
+    if previous is None:
+        clear_computed_shapes(model)
+        context = ShapesContext()
+        SymbolicShapeInferencePass(context=context)(model)
+        return ShapeFacts(context, frozenset(_graph_nodes(model.graph)))
+    context = previous.context
+    known = previous.nodes
+    nodes = _graph_nodes(model.graph)
+    new = [node for node in nodes if node not in known]
+    if new:
+        for node in new:
+            for value in node.outputs:
+                value.shape = None  # what a rewrite wrote there is not proven here
+                context.forget(value)
+        SymbolicShapeInferencePass(context=context, known_nodes=known)(model)
+    return ShapeFacts(context, frozenset(nodes))
+
+
+def clear_computed_shapes(model: ir.Model) -> None:
+    """Sets aside the IR shape of every value a node computes (graphs and functions).
+
+    What is left to infer from follows from the graph inputs, initializers and ops alone.
     """
     for value in _computed_values(model.graph):
         value.shape = None
     for function in model.functions.values():
         for value in _computed_values(function):
             value.shape = None
-    context = ShapesContext()
-    SymbolicShapeInferencePass(context=context)(model)
-    return ShapeFacts(context)
+
+
+def _graph_nodes(graph: ir.Graph) -> list[ir.Node]:
+    """The nodes of ``graph`` and of its subgraphs at any depth."""
+    nodes = list(graph)
+    for node in nodes:  # grows while walked: subgraph nodes are visited too
+        if node.attributes:
+            for attr in node.attributes.values():
+                if attr.type is ir.AttributeType.GRAPH:
+                    nodes.extend(attr.value)
+                elif attr.type is ir.AttributeType.GRAPHS:
+                    for subgraph in attr.value:
+                        nodes.extend(subgraph)
+    return nodes
 
 
 def shape_slice(node: ir.Node | None, facts: ShapeFacts) -> tuple[ir.Value, int, int] | None:

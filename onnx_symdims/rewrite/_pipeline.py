@@ -1,7 +1,8 @@
 """The ``optimize`` pipeline: our shape-driven rules inside onnxscript's optimizer loop.
 
 Each round analyzes the model (:func:`~onnx_symdims.rewrite.analyze`: shapes from the
-inputs and ops alone), runs our rewrites with those facts, then onnxscript's constant
+inputs and ops alone; after the first round only the nodes created since), runs our
+rewrites with those facts, then onnxscript's constant
 folder (without its per-node ONNX shape inference: our shapes are on the model; on large
 models onnxscript's time goes mostly to its quadratic ``SlicesSplit`` matcher, excluded), its default rewrite
 rules, common-subexpression elimination and unused-node removal. Rounds repeat until
@@ -26,7 +27,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
 from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
-from onnx_symdims.rewrite._facts import analyze
+from onnx_symdims.rewrite._facts import ShapeFacts, analyze, clear_computed_shapes
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (
     CollapseReshapeChainsPass,
@@ -103,6 +104,8 @@ class OptimizePass(ir.passes.InPlacePass):
         self.anchors = anchors
         self.inline = inline
         self.max_constant_elements = max_constant_elements
+        # The last round's facts, which the next round's analysis builds on.
+        self._facts: ShapeFacts | None = None
 
     def call(self, model: ir.Model) -> OptimizeResult:
         start = time.perf_counter()
@@ -114,6 +117,7 @@ class OptimizePass(ir.passes.InPlacePass):
         # tries every rule on every node: the costly part), then ours again if they
         # changed something.
         onnxscript_pending = True
+        self._facts = None
         while result.rounds < self.max_rounds:
             if self._our_round(model, result):
                 onnxscript_pending = True
@@ -125,6 +129,7 @@ class OptimizePass(ir.passes.InPlacePass):
                 break
         if onnxscript_pending:
             _onnxscript_round(model)
+        self._facts = None  # the rounds' facts: not needed beyond them
         for tail in (
             common_passes.RemoveUnusedNodesPass(),
             common_passes.RemoveUnusedFunctionsPass(),
@@ -139,6 +144,10 @@ class OptimizePass(ir.passes.InPlacePass):
             tail(model)
         if self.fusions is not None:
             _fuse(model, self.fusions, result)
+        # The shapes written are proven by the optimized model alone: what a round
+        # wrote may rest on facts of a node a later rewrite removed (they hold for the
+        # original model's runs, not for every run of this one).
+        clear_computed_shapes(model)
         for value in model.graph.outputs:
             if value.name in declared:
                 value.shape = declared[value.name]
@@ -159,7 +168,7 @@ class OptimizePass(ir.passes.InPlacePass):
         result.rounds += 1
         signature = _signature(model)
         fired_before = sum(result.fired.values())
-        facts = analyze(model)
+        facts = self._facts = analyze(model, self._facts)
         # Rules first: a Reshape given a constant target or an Expand found a no-op
         # leaves the chain that computed its shape dead, with nothing to rebuild.
         rules = ShapeRulesPass(facts)
