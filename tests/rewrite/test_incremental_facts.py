@@ -108,3 +108,23 @@ def test_optimize_gives_the_same_model_as_with_full_analyses(name, monkeypatch):
     assert onnx.printer.to_text(ir.serde.serialize_model(incremental)) == onnx.printer.to_text(
         ir.serde.serialize_model(full)
     )
+
+
+def test_dead_nodes_go_and_nodes_used_by_outputs_or_subgraphs_stay():
+    m = model("""
+        g (bool c, float[N] x) => (float[N] y, float[N] z) {
+            dead1 = Neg(x)
+            dead2 = Abs(dead1)
+            outer = Relu(x)
+            z = Sigmoid(x)
+            y = If (c) <
+                then_branch = t () => (float[N] a) { unused = Exp(x)  a = Identity(outer) },
+                else_branch = e () => (float[N] b) { b = Neg(x) }
+            >
+        }
+    """)
+    removed = pipeline.remove_dead_nodes(m.graph)
+    assert removed == 3
+    assert [n.op_type for n in m.graph] == ["Relu", "Sigmoid", "If"]
+    then_branch = m.graph.node(2).attributes["then_branch"].as_graph()
+    assert [n.op_type for n in then_branch] == ["Identity"]
