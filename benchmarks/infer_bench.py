@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/infer_bench.py [--reps 5] [--corpus DIR] [--only TEXT] [--no-peers]
-        [--ts-layers 17 43] [--synthetic] [--model PATH ...] [--no-cold]
+        [--ts-layers 17 43] [--synthetic] [--model PATH ...] [--no-cold] [--cold-runs 11]
 
 Models: every ``models/*/model.onnx`` of the dev corpus, every ``tests/data`` model,
 TorchScript-style decoders (:func:`_ts_models.ts_decoder`; 17 layers are 8.1k nodes, 43
@@ -23,6 +23,8 @@ The cold start is timed in fresh subprocesses: ``import onnx_symdims`` plus the 
 ``infer_symbolic_shapes`` call on a ~20-node model (onnx and onnx-ir imported before the
 clock starts), with the bytecode cache warm as in an installed package (a private
 ``PYTHONPYCACHEPREFIX``), and without bytecode (what ``PYTHONDONTWRITEBYTECODE`` costs).
+The median of ``--cold-runs`` processes is printed (one process varies by +-30 % on a
+shared machine), with the first and third quartiles.
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ print((t1 - t0) * 1000, (time.perf_counter() - t1) * 1000)
 """
 
 
-def cold_start(path: str, runs: int = 5) -> None:
+def cold_start(path: str, runs: int = 11) -> None:
     """Import plus first call in fresh processes, with and without cached bytecode."""
     nodes = len(onnx.load(path, load_external_data=False).graph.node)
     with tempfile.TemporaryDirectory() as cache:
@@ -180,10 +182,11 @@ def cold_start(path: str, runs: int = 5) -> None:
                 if k or "PYTHONDONTWRITEBYTECODE" in extra:  # first run fills the cache
                     firsts.append(float(out[0]))
                     seconds.append(float(out[1]))
+            q1, _, q3 = statistics.quantiles(firsts, n=4) if len(firsts) > 1 else [firsts[0]] * 3
             print(
                 f"cold start, {os.path.basename(path)} ({nodes} nodes), {label}: import + first "
-                f"call {statistics.median(firsts):.1f} ms, second call "
-                f"{statistics.median(seconds):.1f} ms (median of {len(firsts)} processes)",
+                f"call {statistics.median(firsts):.1f} ms (quartiles {q1:.1f}-{q3:.1f}), second "
+                f"call {statistics.median(seconds):.1f} ms (median of {len(firsts)} processes)",
                 flush=True,
             )
 
@@ -199,11 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", action="append", default=[])
     parser.add_argument("--no-cold", action="store_true")
     parser.add_argument("--cold-model", default=COLD_MODEL)
+    parser.add_argument("--cold-runs", type=int, default=11, help="processes per cold figure")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
     if not args.no_cold:
-        cold_start(args.cold_model)
+        cold_start(args.cold_model, args.cold_runs)
     print(f"\n| model | nodes | {OURS} | {OSI} | {ORT} | {CPP} (`data_prop`) |")
     print("|---|---|---|---|---|---|", flush=True)
     worst_cpp, worst_peer = 0.0, float("inf")

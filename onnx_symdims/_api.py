@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, overload
 
 import onnx_ir as ir
 
-from onnx_symdims._modelio import deserialize_proto, load_model
 from onnx_symdims.passes import (
     AnchorConstraintPropagationPass,
     SymbolicShapeInferencePass,
@@ -77,6 +76,10 @@ def infer_symbolic_shapes(model, *, anchors: bool = True, **options):
     if isinstance(model, ir.Model):
         _infer(model, anchors, options)
         return model
+    # Imported here: a caller passing an ir.Model (the common, in-process case) does not
+    # pay for loading the model I/O module in its first call (the cold start).
+    from onnx_symdims._modelio import deserialize_proto, load_model
+
     # Loading and serializing build as many long-lived objects as the model has parts:
     # with the collector on, its full scans make them superlinear (measured on a
     # 100k-node model: ir.load 6.9 s with it, 2.4 s without).

@@ -56,9 +56,11 @@ Dim = expr.Dim
 _MAX_ROUNDS = 8
 
 
-@dataclasses.dataclass(frozen=True)
 class RenamePlan:
     """The outcome of :func:`plan_renames`.
+
+    Immutable, compared by value. Written out rather than as a frozen dataclass:
+    generating one costs about 1 ms of the first run in a process (the cold start).
 
     Attributes:
         mapping: Key -> target, in a deterministic order; apply with
@@ -68,9 +70,47 @@ class RenamePlan:
         contradictions: Classes containing two different ints; not used for renaming.
     """
 
+    __slots__ = ("contradictions", "implied", "mapping")
+
     mapping: dict[expr.DimExpr, Dim]
     implied: tuple[tuple[Dim, ...], ...]
     contradictions: tuple[tuple[Dim, ...], ...]
+
+    def __init__(
+        self,
+        mapping: dict[expr.DimExpr, Dim],
+        implied: tuple[tuple[Dim, ...], ...],
+        contradictions: tuple[tuple[Dim, ...], ...],
+    ) -> None:
+        object.__setattr__(self, "mapping", mapping)
+        object.__setattr__(self, "implied", implied)
+        object.__setattr__(self, "contradictions", contradictions)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.mapping, self.implied, self.contradictions) == (
+            other.mapping,  # type: ignore[attr-defined]
+            other.implied,  # type: ignore[attr-defined]
+            other.contradictions,  # type: ignore[attr-defined]
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # the mapping is a dict
+
+    def __reduce__(self) -> tuple:  # copy and pickle (slots with a frozen __setattr__)
+        return (RenamePlan, (self.mapping, self.implied, self.contradictions))
+
+    def __repr__(self) -> str:
+        return (
+            f"RenamePlan(mapping={self.mapping!r}, implied={self.implied!r}, "
+            f"contradictions={self.contradictions!r})"
+        )
 
     def text_mapping(self) -> dict[str, str]:
         """The mapping as printed ``{key: target}`` (``to_onnx`` text)."""

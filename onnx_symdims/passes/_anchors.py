@@ -39,12 +39,11 @@ __all__ = ["AnchorConstraintPropagationPass", "AnchorPropagationResult"]
 import dataclasses
 import logging
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.passes._anchor_rederive import rederive, rederived_renamable
-from onnx_symdims.passes._anchor_renames import RenamePlan, plan_renames
 from onnx_symdims.passes._gc import without_gc
 from onnx_symdims.passes._model_dims import ModelSnapshot, dim_symbols
 from onnx_symdims.shapes import (
@@ -53,13 +52,22 @@ from onnx_symdims.shapes import (
     ShapesContext,
 )
 
+if TYPE_CHECKING:
+    from onnx_symdims.passes._anchor_renames import RenamePlan
+
 logger = logging.getLogger(__name__)
 
 Dim = expr.Dim
 Shape = tuple[Dim, ...]
 
 
-@dataclasses.dataclass
+_DEFAULT: object = object()  # "not given" for the result's optional fields
+
+
+# The methods a plain ``@dataclasses.dataclass`` would generate are written out (same
+# signature, repr and equality): generating them costs about 0.5 ms of every process's
+# first call (the cold start). It stays a dataclass (``dataclasses.fields`` works).
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class AnchorPropagationResult(ir.passes.PassResult):
     """The pass result.
 
@@ -76,6 +84,44 @@ class AnchorPropagationResult(ir.passes.PassResult):
     renames: dict[str, str] = dataclasses.field(default_factory=dict)
     implied_equalities: list[str] = dataclasses.field(default_factory=list)
     diagnostics: list[Diagnostic] = dataclasses.field(default_factory=list)
+
+    def __init__(
+        self,
+        model: ir.Model,
+        modified: bool,
+        context: ShapesContext = _DEFAULT,  # type: ignore[assignment]
+        renames: dict[str, str] = _DEFAULT,  # type: ignore[assignment]
+        implied_equalities: list[str] = _DEFAULT,  # type: ignore[assignment]
+        diagnostics: list[Diagnostic] = _DEFAULT,  # type: ignore[assignment]
+    ) -> None:
+        self.model = model
+        self.modified = modified
+        self.context = ShapesContext() if context is _DEFAULT else context
+        self.renames = {} if renames is _DEFAULT else renames
+        self.implied_equalities = [] if implied_equalities is _DEFAULT else implied_equalities
+        self.diagnostics = [] if diagnostics is _DEFAULT else diagnostics
+
+    def _fields(self) -> tuple:
+        return (
+            self.model,
+            self.modified,
+            self.context,
+            self.renames,
+            self.implied_equalities,
+            self.diagnostics,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a plain dataclass
+
+    def __repr__(self) -> str:
+        names = [f.name for f in dataclasses.fields(self)]
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__qualname__}({fields})"
 
     def summary_lines(self) -> list[str]:
         """Human-readable lines: constraints, upper bounds, renames, implied equalities."""
@@ -120,6 +166,11 @@ class _Rewriter:
 
     def dims(self, dims: Sequence[Dim] | None) -> tuple[Dim, ...] | None:
         """The rewritten dims, or ``None`` when nothing changes."""
+        # Called for every entry of the context's tables: one lookup on a hit.
+        try:
+            return self._tuples[dims]  # type: ignore[index]
+        except (KeyError, TypeError):  # not seen yet, or not a tuple (or None)
+            pass
         if dims is None:
             return None
         key = dims if type(dims) is tuple else tuple(dims)
@@ -237,20 +288,47 @@ def _rewrite_context(ctx: ShapesContext, rewriter: _Rewriter) -> None:
         ctx.add_less_equal_constraint(lhs, rhs)
 
 
-def _shape_symbols(values: Iterable[ir.Value], ctx: ShapesContext) -> set[str]:
+def _shape_symbols(
+    values: Iterable[ir.Value], ctx: ShapesContext, wanted: frozenset[str] | None = None
+) -> set[str]:
     """The symbols in the dims of ``values`` (each distinct shape object read once).
 
     An opaque text (``batch size``) counts as the readable symbol the context reads it
-    as, the one its equalities use.
+    as, the one its equalities use. ``wanted``: only membership of these names matters
+    to the caller; the scan stops once all of them are found (the result then holds
+    them, maybe not every other symbol).
     """
-    shapes = {id(shape): shape for value in values if (shape := value.shape) is not None}
-    names: set[str] = set()
-    for shape in shapes.values():
-        names |= dim_symbols(shape)
     opaque = ctx.opaque_dim_names
-    if opaque:
-        names = {opaque.get(name, name) for name in names}
+    names: set[str] = set()
+    read: set[int] = set()
+    for value in values:
+        shape = value.shape
+        if shape is None or id(shape) in read:
+            continue
+        read.add(id(shape))  # the shapes are alive (held by values): ids are unique
+        found = dim_symbols(shape)
+        if not found:
+            continue
+        if opaque:
+            found = {opaque.get(name, name) for name in found}
+        names |= found
+        if wanted is not None and wanted <= names:
+            break
     return names
+
+
+def _equality_symbols(equalities: Iterable[tuple[Dim, Dim]]) -> frozenset[str]:
+    """Every symbol of the equalities' dims.
+
+    The planner asks whether a name is declared only for names of the equalities (and
+    of what it solves from them, made of the same names).
+    """
+    names: set[str] = set()
+    for pair in equalities:
+        for d in pair:
+            if not isinstance(d, int):
+                names |= d.symbols()
+    return frozenset(names)
 
 
 def _text(d: Dim) -> str:
@@ -304,19 +382,27 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             first_diagnostic = len(ctx.diagnostics)
             renamable = ctx.generated_symbols
         else:
+            # Imported on use (as is the planner below): most runs come with a context,
+            # and many models record no equality; the cold start does not load either.
+            from onnx_symdims.passes._anchor_rederive import rederive, rederived_renamable
+
             ctx = rederive(model, strict=self.strict)
             first_diagnostic = 0
             renamable = rederived_renamable(model, ctx)
         renamable = renamable - self.preserve
         result = AnchorPropagationResult(model, False, ctx)
         if ctx.constraints_size():
+            from onnx_symdims.passes._anchor_renames import plan_renames
+
             snapshot = self.snapshot
             if snapshot is None or snapshot.model is not model:
                 snapshot = ModelSnapshot.of(model)
+            equalities = ctx.constraint_dims()
+            wanted = _equality_symbols(equalities) - renamable
             input_symbols = _shape_symbols(model.graph.inputs, ctx)
-            preferred = _shape_symbols(snapshot.main_values, ctx)
+            preferred = _shape_symbols(snapshot.main_values, ctx, wanted) & wanted
             plan = plan_renames(
-                ctx.constraint_dims(),
+                equalities,
                 renamable=renamable,
                 input_symbols=input_symbols - renamable,
                 preferred=preferred - renamable,

@@ -154,13 +154,24 @@ def structural_problems(
     return problems
 
 
-@dataclasses.dataclass(frozen=True)
+_SNAPSHOT_FIELDS = (
+    "model",
+    "main_nodes",
+    "values",
+    "anchors",
+    "main_values",
+    "main_sorted",
+    "nested",
+)
+
+
 class ModelSnapshot:
     """The nodes and values of a model, collected in one walk.
 
     Walking an ``ir.Graph`` (a linked list) is slow in Python; the passes walk it once
     and share this. It stays valid while no node or value is added or removed (shapes
-    and types may change).
+    and types may change). Immutable. Written out rather than as a frozen dataclass:
+    generating one costs about 1 ms of every process's first call (the cold start).
 
     Attributes:
         model: The model walked.
@@ -175,20 +186,60 @@ class ModelSnapshot:
             nesting bound is 0, see :func:`onnx_symdims.passes._deep.nesting_bound`).
     """
 
+    __slots__ = ("anchors", "main_nodes", "main_sorted", "main_values", "model", "nested", "values")
+
     model: ir.Model
     main_nodes: list[ir.Node]
     values: list[ir.Value]
     anchors: frozenset[ir.Value]
     main_values: list[ir.Value]
-    main_sorted: bool = False
-    nested: bool = True
+    main_sorted: bool
+    nested: bool
+
+    def __init__(
+        self,
+        model: ir.Model,
+        main_nodes: list[ir.Node],
+        values: list[ir.Value],
+        anchors: frozenset[ir.Value],
+        main_values: list[ir.Value],
+        main_sorted: bool = False,
+        nested: bool = True,
+    ) -> None:
+        init = object.__setattr__
+        init(self, "model", model)
+        init(self, "main_nodes", main_nodes)
+        init(self, "values", values)
+        init(self, "anchors", anchors)
+        init(self, "main_values", main_values)
+        init(self, "main_sorted", main_sorted)
+        init(self, "nested", nested)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple:  # copy and pickle (slots with a frozen __setattr__)
+        return (ModelSnapshot, tuple(getattr(self, name) for name in _SNAPSHOT_FIELDS))
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelSnapshot({len(self.main_nodes)} main nodes, {len(self.values)} values, "
+            f"main_sorted={self.main_sorted}, nested={self.nested})"
+        )
 
     @classmethod
     def of(cls, model: ir.Model) -> ModelSnapshot:
         """Walks ``model`` once."""
         main = model.graph
         main_nodes = list(main)
-        main_values: list[ir.Value] = [*main.inputs, *main.outputs]
+        # Materialized once: iterating the graph's input/output lists goes through
+        # Sequence.__iter__ (a __getitem__ call per value), and each is read four times.
+        inputs = tuple(main.inputs)
+        outputs = tuple(main.outputs)
+        main_values: list[ir.Value] = [*inputs, *outputs]
         nested: list[ir.Graph | ir.Function] = []
         for node in main_nodes:
             main_values.extend(node.outputs)
@@ -202,8 +253,8 @@ class ModelSnapshot:
         for function in model.functions.values():
             nested.append(function)
             nested.extend(_subgraphs(function))
-        seen = dict.fromkeys(main.inputs)
-        seen.update(dict.fromkeys(main.outputs))
+        seen = dict.fromkeys(inputs)
+        seen.update(dict.fromkeys(outputs))
         seen.update(dict.fromkeys(main.initializers.values()))
         seen.update(dict.fromkeys(main_values))
         for graph in nested:
@@ -217,7 +268,7 @@ class ModelSnapshot:
             model,
             main_nodes,
             list(seen),
-            frozenset((*main.inputs, *main.outputs)),
+            frozenset((*inputs, *outputs)),
             main_values,
             in_topological_order(main_nodes),
             bool(nested),
