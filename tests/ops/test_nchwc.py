@@ -72,9 +72,11 @@ def test_reorder_input_malformed(x, attrs):
 @pytest.mark.parametrize(("attrs", "expected"), [
     ("channels=10", ["N", 10, "H", "W"]),
     ("channels=16", ["N", 16, "H", "W"]),
-    ("channels=3, channels_last=1", ["N", "H", "W", 3]),
+    ("channels=12, channels_last=1", ["N", "H", "W", 12]),
 ])  # fmt: skip
 def test_reorder_output(attrs, expected):
+    """The kernel needs ``16 - channels`` below its block size: 8 on AVX2, 16 on AVX-512,
+    so every case keeps that gap under 8 and runs on both kinds of machine."""
     inferred = check_against_ort(
         _model("float[N, 16, H, W] x", f"y = {NCHWC}.ReorderOutput<{attrs}>(x)"), BINDINGS
     )
