@@ -1,11 +1,29 @@
-"""Runs onnxscript's fusions with our shapes present, and undoes one that changes them.
+"""Runs onnxscript's fusions step by step with our shapes present, undoing a step that changes them.
 
 onnxscript's fusion rules bind dims by name; with our shapes on the model they fire
 far more often, and a misfire (a fused node that swallows a flattening ``Reshape``)
-gives a model that no longer runs. The guard proves, before and after, the shape of
-every graph output and of every value that survives the fusion under the same name;
-when one is no longer proven equal, the whole fusion step is undone and a diagnostic
-says which value changed.
+gives a model that no longer runs. The guard proves, before the fusions and after each
+step (one ``fuse_*`` function of onnxscript: MultiHeadAttention, SkipLayerNormalization,
+…), the shape of every graph output and of every value that survives under the same
+name; when one is no longer proven equal, that step alone is undone and a diagnostic
+says which value changed. The steps after it run on the model as it was before it, so a
+refused attention fusion no longer costs the normalization and GELU fusions.
+
+The steps are onnxscript's own (``ort_fusions.fuse_xformers`` and ``optimize_for_ort``,
+``onnx_fusions.fuse``), in its order, with two differences:
+
+- onnxscript's ``optimize()`` between them is replaced by the pipeline's own cleanup
+  (``cleanup``: inlining of the intermediate fusion functions nothing consumed,
+  constant folding, the sound subset of onnxscript's rules, dead-node removal), since
+  its default rules include the ones the pipeline leaves out as unsound
+  (``MaterializeReshapeShape``, ``x * 1`` on an overridable initializer);
+- ``RemoveInitializersFromInputsPass`` is not run: declared graph inputs are never
+  removed.
+
+Every step starts from our shapes (the analysis after the previous step writes them), so
+a later fusion sees the shapes of the nodes an earlier one created. With an onnxscript
+whose fusion module is laid out otherwise, the whole of ``optimize_for_ort`` (or
+``onnx_fusions.fuse``) is one guarded step, as before.
 """
 
 from __future__ import annotations
@@ -13,12 +31,129 @@ from __future__ import annotations
 __all__ = ["guarded_fusions"]
 
 import logging
+from collections.abc import Callable
 
 import onnx_ir as ir
 
 from onnx_symdims.rewrite._facts import analyze
 
 logger = logging.getLogger(__name__)
+
+#: A fusion step: its name and a function that applies it in place and returns how
+#: many times it fired (``None`` when it cannot tell: then the model is compared).
+Step = tuple[str, Callable[[ir.Model], "int | None"]]
+
+#: onnxscript's ``fuse_xformers`` steps, in its order: (name in the counts, function
+#: name in ``onnxscript.rewriter.ort_fusions._core``, keyword arguments).
+_ORT_FUSE_STEPS = (
+    ("erf_gelu", "fuse_erfgelu", {}),
+    ("rms_normalization", "fuse_rms_normalization", {}),
+    ("skip_layer_normalization", "fuse_skip_layer_normalization", {}),
+    ("skip_rms_normalization", "fuse_skip_rms_normalization", {}),
+    ("rotary_embedding", "fuse_rotary_embedding", {}),
+    ("cos_sin_cache", "fuse_cos_sin_cache", {}),
+    ("partial_rotary_embedding", "fuse_partial_rotary_embedding", {}),
+    # onnxscript applies ONNX shape inference after this one (its rule adds nodes)
+    ("sdpa", "fuse_sdpa", {"apply_shape_inference": True}),
+    ("gqa", "fuse_gqa", {}),
+    ("packed_qkv_for_gqa", "fuse_qkv_gqa", {}),
+    ("mha1", "fuse_mha1", {}),
+    ("mha2", "fuse_mha2", {}),
+    ("mha_scale", "fuse_mha_scale", {}),
+    # these two only after an MHA fusion fired (as in onnxscript)
+    ("mha_bias", "fuse_mha_bias", {}),
+    ("attention", "fuse_attention", {}),
+    ("gelu", "fuse_gelu", {}),
+    ("bias_gelu", "fuse_bias_gelu", {}),
+    ("sdpa_via_mha", "replace_sdpa_by_mha", {}),
+)
+_NEEDS_MHA = frozenset({"mha_bias", "attention"})
+#: The domain of onnxscript's intermediate fusion ops (``SDPA``, ``RotaryEmbedding``):
+#: no runtime implements them, a later fusion step must replace them.
+_PRIVATE_DOMAIN = "ai.onnxruntime._fusion"
+
+
+def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
+    """The onnxruntime fusions of onnxscript as separate steps; None if its layout differs."""
+    try:
+        from onnxscript.rewriter.ort_fusions import _core
+    except ImportError:
+        return None
+    shape_rules = getattr(getattr(_core, "shape_optimization", None), "rules", None)
+    gemm = getattr(getattr(_core, "_gemm_to_matmul_add", None), "gemm_to_matmul_add_rule", None)
+    patterns = getattr(_core, "ORT_PATTERN_REWRITE_RULES", None)
+    if shape_rules is None or gemm is None or patterns is None:
+        return None
+    steps: list[Step] = [
+        ("gemm_to_matmul_add", _rule_set([gemm])),
+        ("shape_optimization", shape_rules.apply_to_model),
+    ]
+    for name, function_name, kwargs in _ORT_FUSE_STEPS:
+        function = getattr(_core, function_name, None)
+        if function is None:  # an onnxscript without this fusion
+            logger.debug("onnxscript has no %s: step %s skipped", function_name, name)
+            continue
+        steps.append((name, _bind(function, kwargs)))
+    # onnxscript runs its ORT pattern rules (FusedMatMul, …) after its last optimize();
+    # the cleanup last here also sweeps the nodes they leave dead.
+    steps += [("ort_patterns", _rule_set(patterns)), ("cleanup", cleanup)]
+    return steps
+
+
+def _rule_set(rules) -> Callable[[ir.Model], int]:
+    from onnxscript.rewriter import pattern
+
+    return pattern.RewriteRuleSet(list(rules)).apply_to_model
+
+
+def _bind(function, kwargs) -> Callable[[ir.Model], int | None]:
+    return lambda model: function(model, **kwargs)
+
+
+def _whole(fusions: str) -> list[Step]:
+    """The fusion pass as one step (an onnxscript laid out otherwise)."""
+    if fusions == "ort":
+
+        def run(model: ir.Model) -> None:
+            from onnxscript.rewriter import ort_fusions
+
+            ort_fusions.optimize_for_ort(model)
+
+        return [("ort", run)]
+
+    def run_onnx(model: ir.Model) -> None:
+        from onnxscript.rewriter import onnx_fusions
+
+        onnx_fusions.fuse(model)
+
+    return [("onnx", run_onnx)]
+
+
+def _onnx_steps() -> list[Step] | None:
+    """The ONNX-op fusions of onnxscript (opset 23 only, as in ``onnx_fusions.fuse``)."""
+    try:
+        from onnxscript.rewriter.onnx_fusions import _onnx_fusions
+    except ImportError:
+        return None
+    version = getattr(_onnx_fusions, "_get_onnx_opset_version", None)
+    if version is None:
+        return None
+    modules = (
+        ("RMSNormalization", "_rms_normalization", "fuse_rms_normalization"),
+        ("RotaryEmbedding", "_rotary_embedding", "fuse_rotary_embedding"),
+        ("GQA", "_gqa", "fuse_gqa"),
+    )
+    steps: list[Step] = []
+    for name, module_name, function_name in modules:
+        function = getattr(getattr(_onnx_fusions, module_name, None), function_name, None)
+        if function is None:
+            return None
+        steps.append((name, _only_at_opset_23(function, version)))
+    return steps
+
+
+def _only_at_opset_23(function, version) -> Callable[[ir.Model], int]:
+    return lambda model: function(model) if version(model) == 23 else 0
 
 
 def _named_shapes(model: ir.Model, facts) -> dict[str, tuple]:
@@ -30,64 +165,139 @@ def _named_shapes(model: ir.Model, facts) -> dict[str, tuple]:
     return shapes
 
 
-def _run(model: ir.Model, fusions: str) -> dict[str, int]:
-    if fusions == "ort":
-        from onnxscript.rewriter import ort_fusions
-
-        _, counts = ort_fusions.optimize_for_ort(model)
-        return dict(counts)
-    from onnxscript.rewriter import onnx_fusions
-
-    return dict(onnx_fusions.fuse(model))
+def _signature(model: ir.Model) -> tuple:
+    """Cheap change detector for steps that do not count: nodes and their op types."""
+    return (*((node.domain, node.op_type) for node in model.graph), len(model.functions))
 
 
-def guarded_fusions(model: ir.Model, fusions: str, result) -> None:
-    """Applies ``fusions`` to ``model`` in place unless they change a proven shape.
+def guarded_fusions(
+    model: ir.Model,
+    fusions: str,
+    result,
+    cleanup: Callable[[ir.Model], None] | None = None,
+) -> None:
+    """Applies ``fusions`` to ``model`` in place, step by step, keeping the steps that change no proven shape.
+
+    A step that leaves nodes of onnxscript's private fusion domain (an ``SDPA`` that a
+    later step turns into ``MultiHeadAttention``) is not a runnable model yet: it is
+    checked together with the steps after it, up to the first one that leaves none,
+    and undone with them. Private nodes still there at the end are undone too.
 
     Args:
         model: The model (with our shapes on it).
         fusions: ``"ort"`` or ``"onnx"``.
         result: The :class:`~onnx_symdims.rewrite.OptimizeResult` to report into
             (``fired["fusion.<name>"]``, ``diagnostics``).
+        cleanup: Run after the fusion steps (``"ort"``) in place of onnxscript's
+            ``optimize()``; it must inline model-local functions. ``None``: the
+            fusions run as one step, as onnxscript's ``optimize_for_ort`` does.
     """
-    before_proto = ir.serde.serialize_model(model)
+    steps = None
+    if fusions == "ort" and cleanup is not None:
+        steps = _ort_steps(cleanup)
+    elif fusions == "onnx":
+        steps = _onnx_steps()
+    if steps is None:
+        steps = _whole(fusions)
     facts = analyze(model)
-    before = _named_shapes(model, facts)
-    outputs_before = [facts.shape(v) for v in model.graph.outputs]
-    try:
-        counts = _run(model, fusions)
-    except Exception as e:  # a fusion pass that fails leaves the model as it was
-        logger.warning("fusions %r failed (%s): undone", fusions, e)
-        _restore(model, before_proto)
-        result.diagnostics.append(f"fusions {fusions!r} failed and were undone: {e}")
-        return
-    facts_after = analyze(model)
-    changed = [
-        name
-        for name, shape in _named_shapes(model, facts_after).items()
-        if name in before and not facts_after.same_shape(before[name], shape)
-    ]
-    outputs_after = [facts_after.shape(v) for v in model.graph.outputs]
-    if len(outputs_after) != len(outputs_before) or not all(
-        facts_after.same_shape(a, b) for a, b in zip(outputs_before, outputs_after)
-    ):
-        changed.append("<graph outputs>")
-    if changed:
-        _restore(model, before_proto)
-        message = (
-            f"fusions {fusions!r} undone: the proven shape of {changed[0]!r} changed"
-            + (f" (and {len(changed) - 1} more)" if len(changed) > 1 else "")
+    guard = _Guard(model, fusions, result, _named_shapes(model, facts),
+                   [facts.shape(v) for v in model.graph.outputs])
+    for name, step in steps:
+        if name in _NEEDS_MHA and not guard.mha_fired:
+            continue
+        guard.run(name, step)
+    guard.close()
+
+
+class _Guard:
+    """The open transaction of fusion steps and the proven shapes they must keep."""
+
+    def __init__(self, model, fusions, result, before, outputs_before):
+        self.model = model
+        self.fusions = fusions
+        self.result = result
+        self.before = before
+        self.outputs_before = outputs_before
+        self.snapshot: ir.Model | None = None  # the model before the open transaction
+        self.pending: dict[str, int] = {}  # the open transaction's steps and counts
+        self.mha_fired = False
+
+    def run(self, name: str, step) -> None:
+        if self.snapshot is None:
+            self.snapshot = self.model.clone()
+        signature = _signature(self.model)
+        try:
+            count = step(self.model)
+        except Exception as e:  # a fusion step that fails leaves the model as it was
+            self._undo(f"failed and were undone: {e}", name)
+            return
+        if count == 0 or (count is None and _signature(self.model) == signature):
+            if not self.pending:
+                self.snapshot = None
+            return
+        self.pending[name] = count if isinstance(count, int) else 0
+        if _has_private_nodes(self.model):
+            return  # not runnable yet: a later step must consume them
+        changed = self._changed()
+        if changed:
+            self._undo(
+                f"undone: the proven shape of {changed[0]!r} changed"
+                + (f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""),
+                name,
+            )
+            return
+        self._commit()
+
+    def close(self) -> None:
+        if self.pending:
+            self._undo("undone: nodes of onnxscript's private fusion domain were left", None)
+
+    def _changed(self) -> list[str]:
+        facts = analyze(self.model)
+        changed = [
+            value
+            for value, shape in _named_shapes(self.model, facts).items()
+            if value in self.before and not facts.same_shape(self.before[value], shape)
+        ]
+        outputs = [facts.shape(v) for v in self.model.graph.outputs]
+        if len(outputs) != len(self.outputs_before) or not all(
+            facts.same_shape(a, b) for a, b in zip(self.outputs_before, outputs)
+        ):
+            changed.append("<graph outputs>")
+        return changed
+
+    def _commit(self) -> None:
+        for name, count in self.pending.items():
+            if count and name not in ("cleanup", "ort_patterns"):
+                self.result.fired[f"fusion.{name}"] += count
+            if name in ("mha1", "mha2"):
+                self.mha_fired = True
+        self.pending.clear()
+        self.snapshot = None
+
+    def _undo(self, why: str, name: str | None) -> None:
+        steps = list(self.pending) or ([name] if name else [])
+        label = ", ".join(
+            self.fusions if step == self.fusions else f"{self.fusions}.{step}" for step in steps
         )
+        message = f"fusions {label!r} {why}"
         logger.warning("%s", message)
-        result.diagnostics.append(message)
-        return
-    for name, n in counts.items():
-        if n:
-            result.fired[f"fusion.{name}"] += n
+        self.result.diagnostics.append(message)
+        _restore(self.model, self.snapshot)
+        analyze(self.model)  # the restored values get our shapes back for later steps
+        self.pending.clear()
+        self.snapshot = None
 
 
-def _restore(model: ir.Model, proto) -> None:
-    restored = ir.serde.deserialize_model(proto)
-    model.graph = restored.graph  # the graph carries the model's opset imports
+def _has_private_nodes(model: ir.Model) -> bool:
+    return any(
+        node.domain.startswith(_PRIVATE_DOMAIN)
+        for node in ir.traversal.RecursiveGraphIterator(model.graph)
+    )
+
+
+def _restore(model: ir.Model, snapshot: ir.Model) -> None:
+    """Puts ``snapshot`` (a clone of ``model``, sharing its tensors) back in place."""
+    model.graph = snapshot.graph  # the graph carries the model's opset imports
     model.functions.clear()
-    model.functions.update(restored.functions)
+    model.functions.update(snapshot.functions)

@@ -130,18 +130,7 @@ class OptimizePass(ir.passes.InPlacePass):
         if onnxscript_pending:
             _onnxscript_round(model)
         self._facts = None  # the rounds' facts: not needed beyond them
-        for tail in (
-            common_passes.RemoveUnusedNodesPass(),
-            common_passes.RemoveUnusedFunctionsPass(),
-            common_passes.RemoveUnusedOpsetsPass(),
-            common_passes.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
-            common_passes.LiftSubgraphInitializersToMainGraphPass(),
-            common_passes.DeduplicateInitializersPass(),
-            common_passes.CommonSubexpressionEliminationPass(),
-            common_passes.OutputFixPass(),
-            common_passes.NameFixPass(),
-        ):
-            tail(model)
+        _tail(model)
         if self.fusions is not None:
             _fuse(model, self.fusions, result)
         # The shapes written are proven by the optimized model alone: what a round
@@ -318,11 +307,44 @@ def _merge_counts(result: OptimizeResult, fired: Mapping, declined: Mapping, rul
         result.declined[f"{rule}: {reason}"] += n
 
 
+def _tail(model: ir.Model) -> None:
+    """The tail of onnxscript's optimizer: dead nodes, functions, opsets out; constants lifted."""
+    for tail in (
+        common_passes.RemoveUnusedNodesPass(),
+        common_passes.RemoveUnusedFunctionsPass(),
+        common_passes.RemoveUnusedOpsetsPass(),
+        common_passes.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
+        common_passes.LiftSubgraphInitializersToMainGraphPass(),
+        common_passes.DeduplicateInitializersPass(),
+        common_passes.CommonSubexpressionEliminationPass(),
+        common_passes.OutputFixPass(),
+        common_passes.NameFixPass(),
+    ):
+        tail(model)
+
+
+def _fusion_cleanup(model: ir.Model) -> None:
+    """What onnxscript's ``optimize()`` does after its fusions, with the sound rules only.
+
+    Inlines the intermediate fusion functions no later fusion consumed, folds constants,
+    applies onnxscript's rules minus the excluded ones, and runs the tail.
+    """
+    from onnxscript import optimizer
+
+    common_passes.InlinePass()(model)
+    for _ in range(2):  # as onnxscript's optimize(): its rules leave Identity to the folder
+        optimizer.fold_constants_ir(model, onnx_shape_inference=False)
+        if not _onnxscript_round(model):
+            break
+    optimizer.fold_constants_ir(model, onnx_shape_inference=False)
+    _tail(model)
+
+
 def _fuse(model: ir.Model, fusions: str, result: OptimizeResult) -> None:
-    """Runs onnxscript's fusions; refuses them when a graph output's proven shape changes."""
+    """Runs onnxscript's fusions step by step; undoes a step that changes a proven shape."""
     from onnx_symdims.rewrite._guard import guarded_fusions
 
-    guarded_fusions(model, fusions, result)
+    guarded_fusions(model, fusions, result, cleanup=_fusion_cleanup)
 
 
 def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
