@@ -28,6 +28,8 @@ __all__ = ["DIM_SCOPE", "Scope"]
 Bound = "int | None"
 
 _MAX_SUBSTITUTION_DEPTH = 3
+#: Memoized intervals per scope before the memo starts over (bounds its memory).
+_MAX_MEMOIZED = 50_000
 
 
 def _floor_div(v: int | None, d: int) -> int | None:
@@ -51,6 +53,16 @@ def _mul_interval(
     return None, None
 
 
+def _as_term_interval(
+    iv: tuple[int | None, int | None],
+) -> tuple[int | None, int | None]:
+    """``_mul_interval((1, 1), iv)`` without the products: a one-factor monomial's interval."""
+    lo, hi = iv
+    if lo is not None and hi is not None:
+        return iv if lo <= hi else (hi, lo)
+    return (lo, None) if lo is not None and lo >= 0 else (None, None)
+
+
 def _scale_interval(c: int, iv: tuple[int | None, int | None]) -> tuple[int | None, int | None]:
     lo, hi = iv
     if c >= 0:
@@ -69,8 +81,13 @@ class Scope:
         self.nonnegative = nonnegative
         self._ranges: dict[str, tuple[int | None, int | None]] = {}
         self._upper: dict[str, list[Dim]] = {}
-        # Proofs are pure functions of the facts: memoized until a fact is added.
+        # Proofs and intervals are pure functions of the facts: memoized until a fact is
+        # added (_facts_changed). The same atoms (max(1, s), s//2) recur in most of a
+        # model's expressions, so the intervals of sub-expressions are reused too.
         self._proofs: dict[DimExpr, bool] = {}
+        self._intervals: dict[DimExpr, tuple[int | None, int | None]] = {}
+        # (symbol, lower, upper) -> this scope with that range added (see _case)
+        self._cases: dict[tuple[str, int | None, int | None], Scope] = {}
         #: Incremented whenever a fact is added (keys the algebra's scoped memo).
         self.version = 0
 
@@ -81,10 +98,16 @@ class Scope:
         other._upper = {k: list(v) for k, v in self._upper.items()}
         return other
 
+    def _facts_changed(self) -> None:
+        """Forgets every memoized proof and interval, and moves :attr:`version`."""
+        self._proofs.clear()
+        self._intervals.clear()
+        self._cases.clear()
+        self.version += 1
+
     def set_range(self, name: str, lower: int | None = None, upper: int | None = None) -> None:
         """Records ``lower <= name <= upper`` (intersected with what is known)."""
-        self._proofs.clear()
-        self.version += 1
+        self._facts_changed()
         lo, hi = self._ranges.get(name, (None, None))
         if lower is not None:
             lo = lower if lo is None else max(lo, lower)
@@ -100,8 +123,7 @@ class Scope:
         bounds = self._upper.setdefault(name, [])
         if bound not in bounds:
             bounds.append(bound)
-            self._proofs.clear()
-            self.version += 1
+            self._facts_changed()
 
     def upper_bounds(self, name: str) -> list[Dim]:
         """The symbolic upper bounds recorded for ``name``."""
@@ -163,37 +185,56 @@ class Scope:
     def _interval(self, d: Dim, depth: int = 0) -> tuple[int | None, int | None]:
         if isinstance(d, int):
             return d, d
+        if depth:  # below the top, symbolic upper bounds are substituted less deeply
+            return self._compute_interval(d, depth)
+        found = self._intervals.get(d)
+        if found is None:
+            if len(self._intervals) >= _MAX_MEMOIZED:
+                self._intervals.clear()
+            found = self._intervals[d] = self._compute_interval(d, 0)
+        return found
+
+    def _compute_interval(self, d: DimExpr, depth: int) -> tuple[int | None, int | None]:
         if d.unknown_reason is not None:
             return None, None
         lo: int | None = d.const
         hi: int | None = d.const
         for mono, coeff in d.terms:
-            iv: tuple[int | None, int | None] = (1, 1)
-            i = 0
-            while i < len(mono):
-                atom = mono[i]
-                power = 1
-                while i + power < len(mono) and mono[i + power] is atom:
-                    power += 1
-                aiv = self._atom_interval(atom, depth)
-                if power % 2 == 0:
-                    alo, ahi = aiv
-                    if alo is not None and ahi is not None:
-                        m = max(abs(alo), abs(ahi))
-                        low = 0 if alo <= 0 <= ahi else min(abs(alo), abs(ahi))
-                        piv: tuple[int | None, int | None] = (low**power, m**power)
-                    else:
-                        piv = (0, None)
-                else:
-                    piv = aiv
-                    for _ in range(power - 1):
-                        piv = _mul_interval(piv, aiv)
-                iv = _mul_interval(iv, piv)
-                i += power
+            if len(mono) == 1:  # most terms: one factor, without the general loop
+                iv = _as_term_interval(self._atom_interval(mono[0], depth))
+            else:
+                iv = self._monomial_interval(mono, depth)
             tlo, thi = _scale_interval(coeff, iv)
             lo = None if lo is None or tlo is None else lo + tlo
             hi = None if hi is None or thi is None else hi + thi
         return lo, hi
+
+    def _monomial_interval(
+        self, mono: tuple[Atom, ...], depth: int
+    ) -> tuple[int | None, int | None]:
+        iv: tuple[int | None, int | None] = (1, 1)
+        i = 0
+        while i < len(mono):
+            atom = mono[i]
+            power = 1
+            while i + power < len(mono) and mono[i + power] is atom:
+                power += 1
+            aiv = self._atom_interval(atom, depth)
+            if power % 2 == 0:
+                alo, ahi = aiv
+                if alo is not None and ahi is not None:
+                    m = max(abs(alo), abs(ahi))
+                    low = 0 if alo <= 0 <= ahi else min(abs(alo), abs(ahi))
+                    piv: tuple[int | None, int | None] = (low**power, m**power)
+                else:
+                    piv = (0, None)
+            else:
+                piv = aiv
+                for _ in range(power - 1):
+                    piv = _mul_interval(piv, aiv)
+            iv = _mul_interval(iv, piv)
+            i += power
+        return iv
 
     def bounds(self, d: Dim) -> tuple[int | None, int | None]:
         """A sound interval ``(lo, hi)`` for ``d``; None means unbounded on that side."""
@@ -243,8 +284,7 @@ class Scope:
         lower_case = s if atom.kind == MIN else k  # the atom's value when s <= k
         upper_case = k if atom.kind == MIN else s  # ... and when s >= k
         for value, bounds in ((lower_case, (None, k)), (upper_case, (k, None))):
-            case = self.copy()
-            case.set_range(name, lower=bounds[0], upper=bounds[1])
+            case = self._case(name, bounds[0], bounds[1])
             lo, hi = case._ranges[name]
             if lo is not None and hi is not None and lo > hi:
                 continue  # the case cannot happen
@@ -253,12 +293,32 @@ class Scope:
                 return False
         return True
 
+    def _case(self, name: str, lower: int | None, upper: int | None) -> Scope:
+        """A copy of the scope with ``lower <= name <= upper`` added, for a case split.
+
+        Kept until a fact is added: the same splits recur (``min(s, 64)`` in many
+        expressions), and a kept case keeps its memoized proofs and intervals too.
+        """
+        key = (name, lower, upper)
+        case = self._cases.get(key)
+        if case is None:
+            case = self.copy()
+            case.set_range(name, lower=lower, upper=upper)
+            self._cases[key] = case
+        return case
+
     def prove_ge(self, a: Dim, b: Dim) -> bool:
         """True when ``a >= b`` is proven."""
+        if b.__class__ is int and not b and _is_known_expr(a):
+            return self.prove_nonneg(a)  # a - 0 is a: the most common question
         return self.prove_nonneg(sub(a, b))
 
     def prove_gt(self, a: Dim, b: Dim) -> bool:
         """True when ``a > b`` is proven."""
+        if b.__class__ is int and _is_known_expr(a):
+            # One subtraction instead of two: the same canonical a - b - 1, and it
+            # leaves int64 exactly when the two-step form does.
+            return self.prove_nonneg(sub(a, b + 1))
         return self.prove_nonneg(sub(sub(a, b), 1))
 
     def prove_le(self, a: Dim, b: Dim) -> bool:
@@ -291,6 +351,15 @@ class Scope:
             f"Scope(nonnegative={self.nonnegative}, ranges={self._ranges}, "
             f"upper={ {k: [str(b) for b in v] for k, v in self._upper.items()} })"
         )
+
+
+def _is_known_expr(d: Dim) -> bool:
+    """True for a ``DimExpr`` that is not an unknown.
+
+    The proof shortcuts take only these: arithmetic on an unknown mints a new one, which
+    the engine counts (its memo keys on that count), so that path must stay as it is.
+    """
+    return isinstance(d, DimExpr) and d.unknown_reason is None
 
 
 def _split_candidate(d: DimExpr) -> Atom | None:

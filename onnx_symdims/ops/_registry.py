@@ -32,7 +32,6 @@ import bisect
 import dataclasses
 import importlib
 import logging
-import pkgutil
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -52,14 +51,50 @@ def normalize_domain(domain: str) -> str:
     return "" if domain == "ai.onnx" else domain
 
 
-@dataclasses.dataclass(frozen=True)
+# The methods ``@dataclasses.dataclass(frozen=True)`` would generate are written out (same
+# signature, repr, equality, hash and immutability): generating them costs every
+# process's first call (the cold start). It stays a dataclass (``dataclasses.fields``).
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class RegisteredOp:
-    """One registered hook: the op and the first opset version it handles."""
+    """One registered hook: the op and the first opset version it handles.
+
+    Immutable, compared and hashed by value.
+    """
 
     domain: str
     op_type: str
     since: int
     hook: Hook
+
+    def __init__(self, domain: str, op_type: str, since: int, hook: Hook) -> None:
+        init = object.__setattr__
+        init(self, "domain", domain)
+        init(self, "op_type", op_type)
+        init(self, "since", since)
+        init(self, "hook", hook)
+
+    def _fields(self) -> tuple[str, str, int, Hook]:
+        return (self.domain, self.op_type, self.since, self.hook)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(domain={self.domain!r}, op_type={self.op_type!r}, "
+            f"since={self.since!r}, hook={self.hook!r})"
+        )
 
 
 class Registry:
@@ -113,6 +148,9 @@ class Registry:
         if self._loaded:
             return
         self._loaded = True
+        # Imported here: the family index spares most processes this walk (cold start).
+        import pkgutil
+
         package = importlib.import_module(self._package)  # type: ignore[arg-type]
         for info in pkgutil.iter_modules(package.__path__):
             if info.name.startswith("_"):

@@ -70,7 +70,13 @@ ProgressCallback = Callable[[int, int], None]
 _LATEST_OPSET = 1000
 
 
-@dataclasses.dataclass
+_DEFAULT: object = object()  # "not given" for the result's optional fields
+
+
+# The methods a plain ``@dataclasses.dataclass`` would generate are written out (same
+# signature, repr and equality): generating them costs every process's first call (the
+# cold start). It stays a dataclass (``dataclasses.fields`` works).
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class SymbolicShapeInferenceResult(ir.passes.PassResult):
     """The pass result, with the context holding every inferred fact.
 
@@ -84,6 +90,35 @@ class SymbolicShapeInferenceResult(ir.passes.PassResult):
     context: ShapesContext = dataclasses.field(default_factory=ShapesContext)
     diagnostics: list[Diagnostic] = dataclasses.field(default_factory=list)
     snapshot: ModelSnapshot | None = None
+
+    def __init__(
+        self,
+        model: ir.Model,
+        modified: bool,
+        context: ShapesContext = _DEFAULT,  # type: ignore[assignment]
+        diagnostics: list[Diagnostic] = _DEFAULT,  # type: ignore[assignment]
+        snapshot: ModelSnapshot | None = None,
+    ) -> None:
+        self.model = model
+        self.modified = modified
+        self.context = ShapesContext() if context is _DEFAULT else context
+        self.diagnostics = [] if diagnostics is _DEFAULT else diagnostics
+        self.snapshot = snapshot
+
+    def _fields(self) -> tuple:
+        return (self.model, self.modified, self.context, self.diagnostics, self.snapshot)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a plain dataclass
+
+    def __repr__(self) -> str:
+        names = [f.name for f in dataclasses.fields(self)]
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__qualname__}({fields})"
 
 
 class SymbolicShapeInferencePass(ir.passes.InPlacePass):
@@ -639,15 +674,15 @@ class InferenceEngine:
             plain = shape is None or _all_plain(shape)
             if refine:
                 if not plain:
-                    new = tuple(ctx.refine(d) for d in shape)  # type: ignore[union-attr]
-                    if new != shape:
+                    new = ctx.refine_dims(shape)  # type: ignore[arg-type]
+                    if new is not shape:
                         ctx.set_shape(value, new)
                         shape = shapes.get(value)
                         plain = shape is None or _all_plain(shape)
                 elements = values.get(value)
                 if elements is not None and not _all_plain(elements):
-                    new = tuple(ctx.refine(e) for e in elements)
-                    if new != elements:
+                    new = ctx.refine_dims(elements)
+                    if new is not elements:
                         ctx.set_value(value, new)
             if note and not plain:
                 self._note_compound_dims(shape)  # type: ignore[arg-type]

@@ -75,8 +75,10 @@ def in_topological_order(nodes: list[ir.Node]) -> bool:
     False also when an input is defined nowhere (no producer, not a graph input or
     initializer of any graph): :func:`structural_problems` then says what is wrong.
     """
-    done: set[ir.Node] = set()
-    members = set(nodes)
+    # The nodes not visited yet: an input produced by one of them (or by the node
+    # itself) comes too late. One set lookup per input; this runs on every model.
+    pending = set(nodes)
+    visited = pending.remove
     for node in nodes:
         for value in node.inputs:
             if value is not None:
@@ -84,9 +86,9 @@ def in_topological_order(nodes: list[ir.Node]) -> bool:
                 if producer is None:
                     if value.graph is None:  # a name nothing defines
                         return False
-                elif producer not in done and producer in members:
+                elif producer in pending:
                     return False
-        done.add(node)
+        visited(node)
     return True
 
 

@@ -12,9 +12,11 @@ proof before they rewrite. Use them through :func:`optimize`, as one pass
 from __future__ import annotations
 
 __all__ = [
+    "BroadcastScalarOperandsPass",
     "CollapseReshapeChainsPass",
     "FlattenConcatsPass",
     "GroupedTransposePass",
+    "MergeDisjointSlicesPass",
     "OptimizePass",
     "OptimizeResult",
     "ProvenValuesPass",
@@ -29,6 +31,7 @@ __all__ = [
     "shape_rules",
 ]
 
+from onnx_symdims.rewrite._broadcast import BroadcastScalarOperandsPass
 from onnx_symdims.rewrite._facts import ShapeFacts, analyze
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (
@@ -39,5 +42,6 @@ from onnx_symdims.rewrite._layout import (
 from onnx_symdims.rewrite._pipeline import OptimizePass, OptimizeResult, count_nodes, optimize
 from onnx_symdims.rewrite._reduce import ReduceDropsKeptAxesPass
 from onnx_symdims.rewrite._rules import ShapeRulesPass, shape_rules
+from onnx_symdims.rewrite._slices import MergeDisjointSlicesPass
 from onnx_symdims.rewrite._split import SlicesToSplitPass
 from onnx_symdims.rewrite._values import ProvenValuesPass

@@ -33,9 +33,11 @@ __all__ = ["guarded_fusions"]
 import logging
 from collections.abc import Callable
 
+import numpy as np
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import analyze
+from onnx_symdims.rewrite._facts import analyze, constant_tensor
+from onnx_symdims.rewrite._rules import constant_reshape_target
 
 logger = logging.getLogger(__name__)
 
@@ -219,12 +221,14 @@ class _Guard:
         self.before = before
         self.outputs_before = outputs_before
         self.snapshot: ir.Model | None = None  # the model before the open transaction
+        self.known: set[int] = set()  # ids of the nodes before the open transaction
         self.pending: dict[str, int] = {}  # the open transaction's steps and counts
         self.mha_fired = False
 
     def run(self, name: str, step) -> None:
         if self.snapshot is None:
             self.snapshot = self.model.clone()
+            self.known = {id(node) for node in self.model.graph}
         signature = _signature(self.model)
         try:
             count = step(self.model)
@@ -238,7 +242,8 @@ class _Guard:
         self.pending[name] = count if isinstance(count, int) else 0
         if _has_private_nodes(self.model):
             return  # not runnable yet: a later step must consume them
-        changed = self._changed()
+        facts = analyze(self.model)
+        changed = self._changed(facts)
         if changed:
             self._undo(
                 f"undone: the proven shape of {changed[0]!r} changed"
@@ -246,14 +251,17 @@ class _Guard:
                 name,
             )
             return
+        unsafe = _pin_new_reshape_wildcards(self.model, self.known, facts, self.snapshot)
+        if unsafe:
+            self._undo(f"undone: the new Reshape {unsafe!r} {_WILDCARD_REASON}", name)
+            return
         self._commit()
 
     def close(self) -> None:
         if self.pending:
             self._undo("undone: nodes of onnxscript's private fusion domain were left", None)
 
-    def _changed(self) -> list[str]:
-        facts = analyze(self.model)
+    def _changed(self, facts) -> list[str]:
         changed = [
             value
             for value, shape in _named_shapes(self.model, facts).items()
@@ -287,6 +295,62 @@ class _Guard:
         analyze(self.model)  # the restored values get our shapes back for later steps
         self.pending.clear()
         self.snapshot = None
+
+
+_WILDCARD_REASON = (
+    "has a -1 next to a dim not proven >= 1 (it fails on an empty tensor where the "
+    "original ran) and no constant target replaces it"
+)
+
+
+def _pin_new_reshape_wildcards(
+    model: ir.Model, known: set[int], facts, snapshot: ir.Model
+) -> str | None:
+    """Makes the ``-1`` of the Reshapes a fusion step created safe on empty tensors.
+
+    A fusion writes targets such as ``[0, 0, -1]``; onnxruntime, like the spec, cannot
+    infer a ``-1`` when another dim is 0, so at ``batch = 0`` the fused model fails where
+    the original ran. The guard's shape proofs do not see this (they describe runs that
+    succeed). Each new Reshape whose constant target has a ``-1`` gets the target
+    :func:`constant_reshape_target` proves from its input and output shapes (the ``-1``
+    kept only next to dims proven ``>= 1``). Returns the name of a Reshape left unsafe.
+
+    The ``>= 1`` proofs come from the model *before* the step (``snapshot``): the fused
+    model's own analysis assumes its ``-1`` resolved, i.e. the very dims nonzero.
+    """
+    proofs = None
+    for node in list(model.graph):
+        if node.op_type != "Reshape" or node.domain != "" or id(node) in known:
+            continue
+        target = constant_tensor(node.inputs[1]) if len(node.inputs) > 1 else None
+        if target is None or -1 not in target.numpy().tolist():
+            continue
+        if proofs is None:
+            proofs = analyze(snapshot)
+            old = {v.name: v for v in _values(snapshot.graph)}
+        # The shapes as the model before the step proves them, where the values existed.
+        source, result = (
+            proofs.shape(old[v.name]) if v.name in old else facts.shape(v)
+            for v in (node.inputs[0], node.outputs[0])
+        )
+        if source is None or result is None:
+            return node.name
+        pinned, _ = constant_reshape_target(proofs, source, result)
+        if pinned is None:
+            return node.name
+        if pinned == target.numpy().tolist():
+            continue
+        const = ir.node("Constant", [], attributes={"value": ir.tensor(np.array(pinned, np.int64))})
+        model.graph.insert_before(node, const)
+        node.replace_input_with(1, const.outputs[0])
+        node.attributes.pop("allowzero", None)  # 0, the default: the new target copies with 0
+    return None
+
+
+def _values(graph: ir.Graph):
+    yield from graph.inputs
+    for node in graph:
+        yield from node.outputs
 
 
 def _has_private_nodes(model: ir.Model) -> bool:

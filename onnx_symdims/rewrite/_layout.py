@@ -6,7 +6,11 @@ reshape of the chain's first input ``r``. For the last value ``y`` of a chain:
 * when ``y``'s shape is proven equal to ``r``'s, ``y`` is ``r`` (``Unsqueeze(Squeeze(x))``
   pairs that cancel, ``Reshape(Reshape(x, a), shape(x))``);
 * otherwise, when a constant target exists (:func:`constant_reshape_target`), the chain
-  becomes one ``Reshape(r, target)`` (``Reshape∘Reshape``).
+  becomes one ``Reshape(r, target)`` (``Reshape∘Reshape``);
+* otherwise, when the last op is a ``Reshape(m, t)`` whose target reads the same against
+  ``r`` as against ``m`` (``allowzero=1``, or no element of ``t`` that may be ``0`` sits
+  where ``m``'s and ``r``'s dims may differ), it becomes ``Reshape(r, t)`` in place
+  (Swin's window reverse: ``view(-1, Wh, Ww, C)`` then ``view(B, H*W, C)``).
 
 Proof relied on: the proven shapes of ``r`` and ``y``
 (:class:`~onnx_symdims.rewrite.ShapeFacts`) and the order-keeping semantics of the ops.
@@ -40,13 +44,14 @@ def _is_reshape_like(node: ir.Node | None) -> bool:
 
 @dataclasses.dataclass
 class CollapseReshapeChainsPass(ir.passes.InPlacePass):
-    """Replaces a chain of reshape-like ops by its input or by one constant ``Reshape``.
+    """Replaces a chain of reshape-like ops by its input or by one ``Reshape`` of it.
 
     Args:
         facts: The proven facts of the model.
 
     Attributes:
-        fired: How often each rewrite fired (``"chain_to_input"``, ``"chain_to_reshape"``).
+        fired: How often each rewrite fired (``"chain_to_input"``, ``"chain_to_reshape"``,
+            ``"chain_to_last_target"``).
         declined: Why chains were not collapsed, counted by reason.
     """
 
@@ -86,6 +91,10 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
             return
         target, reason = constant_reshape_target(facts, source, result)
         if target is None:
+            if node.op_type == "Reshape" and self._reads_target_alike(node, root):
+                node.replace_input_with(0, root)  # y keeps its value: no new node
+                self.fired["chain_to_last_target"] += 1
+                return
             self.declined[reason] += 1
             return
         const = ir.node(
@@ -99,6 +108,30 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
         new.shape = y.shape
         y.replace_all_uses_with(new)
         self.fired["chain_to_reshape"] += 1
+
+    def _reads_target_alike(self, node: ir.Node, root: ir.Value) -> bool:
+        """True when ``node``'s target gives the same shape read against ``root``.
+
+        With ``allowzero=1`` every target element is literal (a ``-1`` is inferred from
+        the element count, which every op of the chain keeps). With ``allowzero=0`` an
+        element ``0`` copies the input dim at its position: each element must be proven
+        non-zero, or that dim of the chain's last input proven equal to ``root``'s (or
+        missing: a ``0`` there fails the original).
+        """
+        facts = self.facts
+        allowzero = node.attributes.get("allowzero")
+        if allowzero is not None and allowzero.as_int() == 1:
+            return True
+        elements = facts.elements(node.inputs[1]) if len(node.inputs) > 1 else None
+        mid, source = facts.shape(node.inputs[0]), facts.shape(root)
+        if elements is None or mid is None or source is None:
+            return False
+        for j, e in enumerate(elements):
+            if (isinstance(e, int) and e != 0) or facts.at_least(e, 1) or j >= len(mid):
+                continue  # literal, or a 0 the original could not read (it failed)
+            if j >= len(source) or not facts.same_dim(mid[j], source[j]):
+                return False
+        return True
 
 
 @dataclasses.dataclass

@@ -27,6 +27,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
 from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
+from onnx_symdims.rewrite._broadcast import BroadcastScalarOperandsPass
 from onnx_symdims.rewrite._facts import ShapeFacts, analyze, clear_computed_shapes
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (
@@ -36,6 +37,7 @@ from onnx_symdims.rewrite._layout import (
 )
 from onnx_symdims.rewrite._reduce import ReduceDropsKeptAxesPass
 from onnx_symdims.rewrite._rules import ShapeRulesPass
+from onnx_symdims.rewrite._slices import MergeDisjointSlicesPass
 from onnx_symdims.rewrite._split import SlicesToSplitPass
 from onnx_symdims.rewrite._values import ProvenValuesPass
 
@@ -176,6 +178,12 @@ class OptimizePass(ir.passes.InPlacePass):
         reduces = ReduceDropsKeptAxesPass(facts)
         reduces(model)
         _merge_counts(result, reduces.fired, reduces.declined, "ReduceDropsKeptAxes")
+        slices = MergeDisjointSlicesPass(facts)
+        slices(model)
+        _merge_counts(result, slices.fired, slices.declined, "MergeDisjointSlices")
+        scalars = BroadcastScalarOperandsPass(facts)
+        scalars(model)
+        _merge_counts(result, scalars.fired, scalars.declined, "BroadcastScalarOperands")
         splits = SlicesToSplitPass(facts)
         splits(model)
         _merge_counts(result, splits.fired, splits.declined, "SlicesToSplit")

@@ -289,10 +289,12 @@ class WhereOnProvenCondition(_FactsRule):
 class NeutralElement(_FactsRule):
     """Replaces ``x * 1``, ``x / 1``, ``x + 0``, ``x - 0`` (``1 * x``, ``0 + x``) by ``x``.
 
-    The output shape must be proven equal to ``x``'s (the constant broadcasts away).
+    Also the boolean ``And(x, true)`` and ``Or(x, false)``, either operand order (``x and
+    true`` is ``x``, ``x or false`` is ``x``, for every element). The output shape must be
+    proven equal to ``x``'s (the constant broadcasts away).
     """
 
-    _NEUTRAL = {"Mul": 1, "Div": 1, "Add": 0, "Sub": 0}
+    _NEUTRAL = {"Mul": 1, "Div": 1, "Add": 0, "Sub": 0, "And": True, "Or": False}
 
     def __init__(self, facts: ShapeFacts, op_type: str, constant_first: bool = False) -> None:
         super().__init__(facts)
@@ -301,9 +303,11 @@ class NeutralElement(_FactsRule):
         self.op_types = (op_type,)
         self.inputs = ("c", "x") if constant_first else ("x", "c")
         self.required = 2
-        self.name = f"{op_type}By{'One' if self._NEUTRAL[op_type] else 'Zero'}" + (
-            "Commuted" if constant_first else ""
+        neutral = self._NEUTRAL[op_type]
+        word = ("True" if neutral else "False") if isinstance(neutral, bool) else (
+            "One" if neutral else "Zero"
         )
+        self.name = f"{op_type}By{word}" + ("Commuted" if constant_first else "")
 
     def pattern(self, op, x, c):
         build = getattr(op, self._op_type)
@@ -416,7 +420,8 @@ def rule_objects(facts: ShapeFacts) -> list[_FactsRule]:
         CastToOwnType(facts),
         WhereOnProvenCondition(facts),
         *(NeutralElement(facts, op) for op in ("Mul", "Div", "Add", "Sub")),
-        *(NeutralElement(facts, op, constant_first=True) for op in ("Mul", "Add")),
+        *(NeutralElement(facts, op) for op in ("And", "Or")),
+        *(NeutralElement(facts, op, constant_first=True) for op in ("Mul", "Add", "And", "Or")),
         MaterializeReshapeTarget(facts),
     ]
 

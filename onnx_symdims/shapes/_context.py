@@ -166,6 +166,9 @@ class ShapesContext:
         self._by_name: dict[str, ir.Value] = {}
         # (dim, scope version) -> the dim under the facts (refine).
         self._refined: dict[tuple[Dim, int], Dim] = {}
+        # dims -> refine_dims(dims), for the scope and version in _refined_dims_at
+        self._refined_dims: dict[tuple[Dim, ...], tuple[Dim, ...]] = {}
+        self._refined_dims_at: tuple[object, int] | None = None
         #: Graph inputs backed by an initializer that are constants here (old IR, or the
         #: ``constant_initializers`` option): shape and small contents are facts.
         self.constant_inputs: set[ir.Value] = set()
@@ -472,6 +475,29 @@ class ShapesContext:
             if len(self._refined) > 50000:
                 self._refined.clear()
             found = self._refined[key] = refine_dim(d, scope)
+        return found
+
+    def refine_dims(self, dims: tuple[Dim, ...]) -> tuple[Dim, ...]:
+        """:meth:`refine` of each dim; ``dims`` itself (the same object) when none changes.
+
+        Memoized per tuple until the facts change: layers repeat the same shapes, and one
+        lookup replaces a call per dim.
+        """
+        scope = self.scope
+        if not isinstance(scope, FactScope):
+            return dims
+        at = self._refined_dims_at
+        if at is None or at[0] is not scope or at[1] != scope.version:
+            self._refined_dims.clear()
+            self._refined_dims_at = (scope, scope.version)
+        found = self._refined_dims.get(dims)
+        if found is None:
+            found = tuple(self.refine(d) for d in dims)
+            if found == dims:
+                found = dims
+            if len(self._refined_dims) > 50000:
+                self._refined_dims.clear()
+            self._refined_dims[dims] = found
         return found
 
     # ------------------------------------------------------------------------------------

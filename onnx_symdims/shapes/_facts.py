@@ -56,6 +56,9 @@ class FactScope(expr.Scope):
         self._nonzero: set[Dim] = set()
         # (divisor, dividend) pairs: divisor divides dividend exactly.
         self._divides: set[tuple[Dim, Dim]] = set()
+        # d -> known_nonzero(d), until a fact is added (every Reshape with a -1 asks
+        # again about the same dims, layer after layer).
+        self._nonzero_known: dict[expr.DimExpr, bool] = {}
 
     @classmethod
     def from_scope(cls, scope: expr.Scope) -> FactScope:
@@ -76,9 +79,12 @@ class FactScope(expr.Scope):
         other._divides = set(self._divides)
         return other
 
+    def _facts_changed(self) -> None:
+        super()._facts_changed()
+        self._nonzero_known.clear()
+
     def _changed(self) -> None:
-        self._proofs.clear()
-        self.version += 1
+        self._facts_changed()
 
     def _full(self) -> bool:
         return len(self._lower) + len(self._nonzero) + len(self._divides) >= MAX_FACTS
@@ -138,7 +144,14 @@ class FactScope(expr.Scope):
         """True when ``d != 0`` is recorded or proven."""
         if isinstance(d, int):
             return d != 0
-        return d in self._nonzero or self.prove_gt(d, 0) or self.prove_gt(0, d)
+        known = self._nonzero_known.get(d)
+        if known is None:
+            if len(self._nonzero_known) >= MAX_FACTS:
+                self._nonzero_known.clear()
+            known = self._nonzero_known[d] = (
+                d in self._nonzero or self.prove_gt(d, 0) or self.prove_gt(0, d)
+            )
+        return known
 
     def known_divides(self, divisor: Dim, dividend: Dim) -> bool:
         """True when ``divisor`` divides ``dividend`` by a recorded fact or by value."""
@@ -153,9 +166,9 @@ class FactScope(expr.Scope):
         return bool(self._lower or self._nonzero or self._divides)
 
     # -- the prover --------------------------------------------------------------------
-    def _interval(self, d: Dim, depth: int = 0) -> tuple[int | None, int | None]:
-        lo, hi = super()._interval(d, depth)
-        if self._lower and not isinstance(d, int):
+    def _compute_interval(self, d: expr.DimExpr, depth: int) -> tuple[int | None, int | None]:
+        lo, hi = super()._compute_interval(d, depth)
+        if self._lower:
             known = self._lower.get(d.terms)
             if known is not None:
                 fact = known[0] + d.const

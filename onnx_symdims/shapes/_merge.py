@@ -54,7 +54,10 @@ Dim = expr.Dim
 Shape = tuple[Dim, ...]
 
 
-@dataclasses.dataclass
+# The methods a plain ``@dataclasses.dataclass`` would generate are written out (same
+# signature, repr and equality): generating them costs every process's first call (the
+# cold start). It stays a dataclass (``dataclasses.fields`` works).
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class MergeResult:
     """Outcome of a merge.
 
@@ -67,6 +70,33 @@ class MergeResult:
     dims: Shape | None
     written: list[int | ir.SymbolicDim] | None
     conflicts: list[str]
+
+    def __init__(
+        self,
+        dims: Shape | None,
+        written: list[int | ir.SymbolicDim] | None,
+        conflicts: list[str],
+    ) -> None:
+        self.dims = dims
+        self.written = written
+        self.conflicts = conflicts
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.dims, self.written, self.conflicts) == (
+            other.dims,  # type: ignore[attr-defined]
+            other.written,  # type: ignore[attr-defined]
+            other.conflicts,  # type: ignore[attr-defined]
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a plain dataclass
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(dims={self.dims!r}, written={self.written!r}, "
+            f"conflicts={self.conflicts!r})"
+        )
 
 
 def _declares_nothing(d: ir.SymbolicDim, anchor: bool) -> bool:

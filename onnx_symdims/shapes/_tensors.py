@@ -22,6 +22,7 @@ __all__ = [
 import logging
 import math
 import struct
+from collections.abc import Callable
 
 import onnx_ir as ir
 
@@ -45,8 +46,9 @@ INTEGER_DTYPES = frozenset(
     }
 )
 
-class _UntrackedReads:
-    count = 0
+#: How many untracked reads so far, in a one-element list: counting in a class attribute
+#: costs more than twice as much (each store there invalidates the type's caches).
+_UNTRACKED_READS = [0]
 
 
 def note_untracked_read() -> None:
@@ -54,12 +56,12 @@ def note_untracked_read() -> None:
 
     E.g. a tensor's contents or a producer node: the hook's result is not memoized.
     """
-    _UntrackedReads.count += 1
+    _UNTRACKED_READS[0] += 1
 
 
 def untracked_reads() -> int:
     """How many reads :func:`note_untracked_read` recorded so far (in this process)."""
-    return _UntrackedReads.count
+    return _UNTRACKED_READS[0]
 
 
 _PROTO_TENSOR = ir.serde.TensorProtoTensor
@@ -78,6 +80,18 @@ def tensor_dims(tensor: ir.TensorProtocol) -> tuple[int, ...]:
     return tuple(int(d) for d in tensor.shape)
 
 
+#: Element count -> the compiled unpacking of that many little-endian int64 (the byte
+#: order ONNX stores): compiling the format on every read costs more than the read.
+_INT64_UNPACKERS: dict[int, Callable[[bytes], tuple[int, ...]]] = {}
+
+
+def _int64_unpacker(count: int) -> Callable[[bytes], tuple[int, ...]]:
+    unpack = _INT64_UNPACKERS.get(count)
+    if unpack is None:  # count <= MAX_VALUE_ELEMENTS: the table stays small
+        unpack = _INT64_UNPACKERS[count] = struct.Struct(f"<{count}q").unpack
+    return unpack
+
+
 def read_int64_proto(
     tensor: ir.TensorProtocol,
 ) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
@@ -93,15 +107,17 @@ def read_int64_proto(
     proto = tensor.raw
     if proto.data_type != _INT64_CODE or proto.data_location == _EXTERNAL:
         return None
-    dims = tuple(proto.dims[:])  # a slice: about 3x faster than iterating the field
+    # Most such constants are scalars: an empty field is not copied. Otherwise a slice,
+    # about 3x faster than iterating the field.
+    dims = tuple(proto.dims[:]) if len(proto.dims) else ()
     count = math.prod(dims)
     if count > MAX_VALUE_ELEMENTS:
         return dims, None
-    if proto.HasField("raw_data"):
-        raw = proto.raw_data
+    raw = proto.raw_data  # b"" when unset (or set empty: HasField tells, rarely asked)
+    if raw or proto.HasField("raw_data"):
         if len(raw) != 8 * count:
             return None
-        elements = struct.unpack(f"<{count}q", raw)  # little-endian int64, as ONNX stores it
+        elements = _int64_unpacker(count)(raw)
     else:
         elements = tuple(proto.int64_data[:])
         if len(elements) != count:
@@ -139,7 +155,7 @@ def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
     marked it constant (:data:`CONSTANT_INPUT_KEY`): in IR < 4 every initializer is
     listed as an input, and those are weights.
     """
-    _UntrackedReads.count += 1
+    _UNTRACKED_READS[0] += 1
     if value.is_graph_input() and not value.meta.get(CONSTANT_INPUT_KEY):
         return None
     return value.const_value

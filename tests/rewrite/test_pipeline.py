@@ -344,3 +344,76 @@ def test_private_fusion_nodes_left_at_the_end_are_undone(monkeypatch):
 def test_guard_refusal_is_reported_in_the_diagnostics(gpt2_fused):
     _, result = gpt2_fused
     assert any("undone" in str(d) for d in result.diagnostics), result.diagnostics
+
+
+# A flattening Reshape whose computed target copies batch and seq: it runs on empty
+# tensors. The fake fusion step below writes ``[0, 0, -1]`` instead, as onnxscript's
+# attention fusions do, which onnxruntime (like the spec) cannot resolve at batch 0.
+FLATTEN = """
+    g (float[batch, seq, {h}, 4] x) => (float[batch, seq, {w}] y) {{
+        s = Shape(x)
+        start = Constant<value = int64[1] {{0}}>()
+        two = Constant<value = int64[1] {{2}}>()
+        three = Constant<value = int64[1] {{3}}>()
+        four = Constant<value = int64[1] {{4}}>()
+        lead = Slice(s, start, two)
+        h = Slice(s, two, three)
+        w = Mul(h, four)
+        t = Concat<axis = 0>(lead, w)
+        y = Reshape(x, t)
+    }}
+"""
+
+
+def _flatten(h, w) -> str:
+    return FLATTEN.format(h=h, w=w)
+
+
+def _wildcard_step(model):
+    """Replaces the Reshape by a new one with the target ``[0, 0, -1]``."""
+    (old,) = [n for n in model.graph if n.op_type == "Reshape"]
+    target = ir.node("Constant", [], attributes={"value": ir.tensor(np.array([0, 0, -1]))})
+    new = ir.node("Reshape", [old.inputs[0], target.outputs[0]])
+    model.graph.insert_before(old, [target, new])
+    old.outputs[0].replace_all_uses_with(new.outputs[0], replace_graph_outputs=True)
+    new.outputs[0].name, old.outputs[0].name = old.outputs[0].name, "y_old"
+    new.outputs[0].shape, new.outputs[0].type = old.outputs[0].shape, old.outputs[0].type
+    model.graph.remove(old, safe=True)
+    return 1
+
+
+@pytest.fixture
+def wildcard_fusion(monkeypatch):
+    from onnxscript.rewriter.ort_fusions import _core
+
+    from onnx_symdims.rewrite import _guard
+
+    steps = (("wildcard", "wildcard_step", {}),)
+    monkeypatch.setattr(_guard, "_ORT_FUSE_STEPS", steps)
+    monkeypatch.setattr(_core, "wildcard_step", _wildcard_step, raising=False)
+
+
+def test_a_fused_reshape_wildcard_is_pinned_so_empty_tensors_still_run(wildcard_fusion):
+    """``[0, 0, -1]`` becomes ``[0, 0, 8]``: the proven output dim replaces the -1."""
+    m = model(_flatten(2, 8))
+    before = proto(m)
+    result = OptimizePass(fusions="ort")(m)
+    assert result.fired.get("fusion.wildcard") == 1, result.diagnostics
+    (reshape,) = [n for n in m.graph if n.op_type == "Reshape"]
+    assert ir.convenience.get_const_tensor(reshape.inputs[1]).numpy().tolist() == [0, 0, 8]
+    sizes = [{"batch": 0, "seq": 3}, {"batch": 2, "seq": 0}, {"batch": 3, "seq": 1}]
+    assert_equivalent(before, m, sizes)
+
+
+def test_a_fused_reshape_wildcard_with_no_safe_target_is_undone(wildcard_fusion):
+    """``[batch, seq, 4*h]``: only a -1 gives ``4*h`` and batch may be 0, so no target
+    runs where the original ran; the step is undone."""
+    m = model(_flatten("h", "w"))
+    before = proto(m)
+    result = OptimizePass(fusions="ort")(m)
+    assert "fusion.wildcard" not in result.fired
+    assert any("'ort.wildcard' undone" in d and "-1" in d for d in result.diagnostics), (
+        result.diagnostics
+    )
+    sizes = [{"batch": 0, "seq": 3, "h": 2}, {"batch": 2, "seq": 1, "h": 0}]
+    assert_equivalent(before, m, sizes)
