@@ -3,7 +3,8 @@
 Imports nothing from onnx. A dim is ``int | DimExpr``; the canonical form is described in
 :mod:`._atoms` and built by :mod:`._dimexpr` (the expression), :mod:`._ring` (``+ - *``),
 :mod:`._extremum` (max, min, broadcast), :mod:`._divisions` (``// % /:``), :mod:`._sums`
-(sum-level identities) and :mod:`._substitute`; :mod:`._scope` holds assumptions,
+(sum-level identities) and :mod:`._substitute`; :mod:`._scope` holds assumptions and
+:mod:`._guards` the scope-aware removal of redundant ``min(1, X)`` guards,
 :mod:`._print` and :mod:`._parse` the spellings (the parser's rooms: :mod:`._lex`,
 :mod:`._parse_tree`, :mod:`._parse_lower`, :mod:`._parse_eval`), and :mod:`._seed_api` the
 string API compatible with the seed library. Code outside this package imports from here only.
@@ -31,6 +32,7 @@ from onnx_symdims.expr._dimexpr import (
 )
 from onnx_symdims.expr._divisions import ceildiv, exact_div, floordiv, mod, truncdiv
 from onnx_symdims.expr._extremum import broadcast, call, dmax, dmin
+from onnx_symdims.expr._guards import drop_zero_guards
 from onnx_symdims.expr._parse import (
     BinOp,
     Call,
@@ -90,6 +92,7 @@ __all__ = [
     "coefficients",
     "dmax",
     "dmin",
+    "drop_zero_guards",
     "evaluate",
     "exact_div",
     "floordiv",

@@ -3,7 +3,8 @@
 * :func:`to_onnx` — written into ``dim_param``: Python/SymPy arithmetic that
   ``onnx_ir.SymbolicDim`` re-parses (``batch+1``, ``2*seq``, ``(H-1)//2``,
   ``max(a,b)``, ``min(a,b)``, ``a%3``, exact division as ``a/2``). The one
-  exception is ``broadcast(a,b)``, which no peer grammar can express.
+  exception is ``broadcast(a,b)``, which no peer grammar can express; it is always
+  binary: three or more arguments print as the left fold ``broadcast(broadcast(a,b),c)``.
 * :func:`to_seed` — the seed ("xexpressions") dialect: ``a^b`` max, ``a&b``
   min, ``a/:b`` exact division, in the origin's term order.
 
@@ -62,6 +63,9 @@ _DIVISION_KINDS = (FLOOR, MOD, EXACT)
 # Polynomial factoring (beyond the common monomial) is tried on sums of at most this many
 # parts: it costs a few multiplications per atom, and printing is cached per expression.
 _MAX_FACTORED_PARTS = 16
+# A broadcast of more arguments than this prints as a balanced tree of binary calls
+# instead of one left fold (whose nesting would grow with the argument count).
+_MAX_LEFT_FOLD = 16
 
 
 def _symbol_order(d: Dim) -> tuple:
@@ -197,7 +201,9 @@ class _Printer:
             op = "^" if kind == MAX else "&"
             ordered = sorted(args, key=_symbol_order)
             return op.join(self.arg(a, level + 1 if i else level) for i, a in enumerate(ordered))
-        name = {MAX: "max", MIN: "min", BCAST: "broadcast"}.get(kind, atom.name)
+        if kind == BCAST:
+            return _binary_broadcast([self.arg(a, _XOR) for a in args])
+        name = {MAX: "max", MIN: "min"}.get(kind, atom.name)
         return f"{name}({','.join(self.arg(a, _XOR) for a in args)})"
 
     # -- terms -----------------------------------------------------------------------
@@ -330,6 +336,27 @@ class _Printer:
                 pieces.append(f"-{text}" if negative else f"+{text}")
             level = _SUM
         return "".join(pieces), level
+
+
+def _binary_broadcast(texts: list[str]) -> str:
+    """``broadcast`` of the argument texts, spelled with binary calls only.
+
+    Readers outside this package (scorers, onnx-ir based tools) take ``broadcast(a,b)``
+    and nothing else, so ``broadcast(a,b,c)`` prints as the left fold
+    ``broadcast(broadcast(a,b),c)``, in canonical argument order. The parser flattens
+    nested broadcasts (broadcast is associative and commutative), so the text reads back
+    to the very same atom. Past :data:`_MAX_LEFT_FOLD` arguments the two halves are
+    folded separately and joined (still binary), so that the nesting grows with the
+    logarithm of the argument count and stays within the parser's depth limit.
+    """
+    if len(texts) > _MAX_LEFT_FOLD:
+        half = len(texts) // 2
+        left, right = _binary_broadcast(texts[:half]), _binary_broadcast(texts[half:])
+        return f"broadcast({left},{right})"
+    text = texts[0]
+    for t in texts[1:]:
+        text = f"broadcast({text},{t})"
+    return text
 
 
 def _has_division(mono: tuple[Atom, ...]) -> bool:

@@ -53,10 +53,13 @@ def _zero_implies_copied_dim_zero(t: expr.DimExpr, copied: Dim) -> bool:
 
 
 def _is_multiple_of(copied: Dim, t: expr.DimExpr) -> bool:
-    """True when ``copied = t * q`` with ``q`` free of divisions (so ``t == 0`` forces 0).
+    """True when ``copied = t * q`` with ``q`` defined everywhere (so ``t == 0`` forces 0).
 
     E.g. ``copied = 8*(L//5-1)`` (a group-norm reshape's merged axis) and
-    ``t = L//5-1``. ``q`` must evaluate in every run, hence no division in it.
+    ``t = L//5-1``, or ``copied = 16*((H+3)//4)*((W+3)//4)`` (a strided conv's
+    output, flattened) and ``t = (H+3)//4`` with ``q = 16*((W+3)//4)``. ``q`` must
+    evaluate in every run: no exact division, no division by a symbolic divisor (a
+    floor division or modulo by a nonzero constant is defined at every integer).
     """
     if isinstance(copied, int):
         return copied == 0
@@ -64,7 +67,30 @@ def _is_multiple_of(copied: Dim, t: expr.DimExpr) -> bool:
         q = expr.exact_div(copied, t)
     except (ArithmeticError, expr.ExprError):
         return False
-    return not _has_division(q) and expr.mul(q, t) is copied
+    return _defined_everywhere(q) and expr.mul(q, t) is copied
+
+
+def _defined_everywhere(d: Dim) -> bool:
+    """True when ``d`` holds no division that may be undefined somewhere.
+
+    Like ``not d.has_division()``, but a floor division or remainder by a nonzero
+    integer constant (``(W+3)//4``) is allowed: it is defined at every integer. An exact
+    division (it may be inexact) or a symbolic divisor (it may be 0) is not.
+    """
+    if isinstance(d, int):
+        return True
+    if d.is_unknown:
+        return False
+    for term in d.function_terms():
+        kind = term.function
+        args = term.args
+        if kind == "exact_div":
+            return False
+        if kind in ("floordiv", "mod") and not (isinstance(args[1], int) and args[1] != 0):
+            return False
+        if not all(_defined_everywhere(a) for a in args):
+            return False
+    return True
 
 
 def _zero_implies_empty_input(t: expr.DimExpr, data: Sequence[Dim]) -> bool:
@@ -114,7 +140,10 @@ def _solve_inferred_with_copies(
         except (expr.InexactDivisionError, ZeroDivisionError):
             return False
         return True
-    out[infer_at] = expr.mul(inferred, expr.dmin(1, *copies, scope=ctx.scope))
+    # A factor of A that vanishes with a copy makes that copy's guard redundant
+    # (drop_zero_guards: R*min(1, t) is R when t == 0 forces R == 0).
+    guarded_inferred = expr.mul(inferred, expr.dmin(1, *copies, scope=ctx.scope))
+    out[infer_at] = expr.drop_zero_guards(guarded_inferred, ctx.scope)
     return True
 
 
@@ -129,14 +158,17 @@ def _copied_when_zero(
     """The output dim for a target element ``t >= 0`` that is 0 exactly when it copies.
 
     ``t`` if ``t != 0``, else the input dim ``c`` it copies: ``t + c*(1 - min(t, 1))``,
-    exact for every ``t >= 0``; it folds to ``t`` as soon as the scope proves ``t >= 1``.
+    exact for every ``t >= 0``; it folds to ``t`` as soon as the scope proves ``t >= 1``,
+    and the guard goes from each monomial of ``c`` that vanishes with ``t``
+    (:func:`~onnx_symdims.expr.drop_zero_guards`): with ``c = 16*t*w`` the dim is ``t``.
     """
     if data is None or i >= len(data):
         return None
     c = data[i]
     if _vanishes_when_zero(c, t):
         return t  # t == 0 copies a dim that is then 0 too
-    return expr.add(t, expr.mul(c, expr.sub(1, expr.dmin(t, 1, scope=scope))))
+    piecewise = expr.add(t, expr.mul(c, expr.sub(1, expr.dmin(t, 1, scope=scope))))
+    return expr.drop_zero_guards(piecewise, scope)
 
 
 def _vanishes_when_zero(d: Dim, t: Dim) -> bool:

@@ -368,6 +368,11 @@ def _cast_element(scope: expr.Scope, e: Dim, to: ir.DataType) -> Dim:
 def _set_cast(ctx: NodeContext, to: ir.DataType) -> None:
     ctx.set_output(0, ctx.input_shape(0), to)
     elements = ctx.input_value(0)
+    if elements is None and to in INTEGER_DTYPES:
+        folded = _float_scalar_to_int(ctx, ctx.input(0), to)
+        if folded is not None:
+            ctx.set_output_value(0, [folded])
+        return
     if (
         elements is None
         or to not in INTEGER_DTYPES
@@ -377,6 +382,222 @@ def _set_cast(ctx: NodeContext, to: ir.DataType) -> None:
     cast = [_cast_element(ctx.scope, e, to) for e in elements]
     if not is_fully_unknown(cast):
         ctx.set_output_value(0, cast)
+
+
+# ----------------------------------------------------------------------------------------
+# Float constant scalars cast to an integer (``Cast<to=INT64>(Pow(16.0, 0.5))``)
+# ----------------------------------------------------------------------------------------
+#: Float types folded, with their numpy type. Half types are not: runtimes compute them
+#: through float32 with their own roundings.
+_FOLDED_FLOATS = {ir.DataType.FLOAT: np.float32, ir.DataType.DOUBLE: np.float64}
+#: Nodes visited at most per folded Cast (a DAG: each visited once).
+_MAX_FOLD_NODES = 32
+_NOT_FOLDED = object()
+
+
+def _float_scalar_to_int(
+    ctx: NodeContext, value: ir.Value | None, to: ir.DataType
+) -> int | None:
+    """``Cast<to>`` of a one-element float value computed from constants only, or ``None``.
+
+    Sound only where the float value is exactly the one onnxruntime computes:
+    :func:`_fold_float` evaluates in the value's own IEEE type, and only ops whose result
+    is defined bit for bit (correctly rounded or exact). The cast truncates toward zero
+    (``static_cast``), as onnxruntime's ``Cast`` does (to bool: ``x != 0``); a value
+    outside ``to``'s range (undefined behaviour in C++) is not folded.
+    """
+    if value is None or ctx.input_dtype(0) not in _FOLDED_FLOATS:
+        return None
+    shape = ctx.input_shape(0)
+    if not is_static(shape) or math.prod(shape) != 1:  # type: ignore[arg-type]
+        return None  # checked first: reading producers turns the node's memo off
+    seen: dict[ir.Value, object] = {}
+    folded = _fold_float(ctx, value, seen)
+    if not isinstance(folded, np.ndarray) or folded.size != 1:
+        return None
+    x = float(folded.reshape(-1)[0])
+    if not math.isfinite(x):
+        return None
+    if to == ir.DataType.BOOL:
+        return int(x != 0)
+    n = math.trunc(x)
+    low, high = _INT_RANGES[to]
+    return n if low <= n <= high else None
+
+
+def _fold_float(ctx: NodeContext, value: ir.Value, seen: dict[ir.Value, object]) -> object:
+    """The one-element float array ``value`` holds in every run, or ``_NOT_FOLDED``.
+
+    Constants (initializers, ``Constant``) of type float or double, and these ops on
+    them, each evaluated in the value's numpy type exactly as IEEE 754 defines it:
+
+    * ``Add``, ``Sub``, ``Mul``, ``Div``, ``Sqrt``: correctly rounded (onnxruntime's
+      kernels on one element are the scalar IEEE operations);
+    * ``Neg``, ``Abs``, ``Floor``, ``Ceil``, ``Identity``: exact;
+    * ``Cast`` between float and double (exact, or one round-to-nearest), and from a
+      known integer the float type holds exactly;
+    * ``Pow`` only where its result does not depend on the C library: exponent 2 or 3
+      (onnxruntime multiplies, ``x*x`` and ``x*x*x``), and exponent 0.5 of the square
+      of an integer ``n`` (result ``n`` exactly; see :func:`_exact_square_root`).
+
+    Subnormal, infinite and NaN intermediates are not folded (a runtime may flush
+    subnormals). Symbolic values (``Cast(dim, float)``) are never folded.
+    """
+    known = seen.get(value)
+    if known is not None:
+        return known
+    if len(seen) >= _MAX_FOLD_NODES:
+        return _NOT_FOLDED
+    seen[value] = _NOT_FOLDED  # also stops a cycle
+    result = _fold_float_node(ctx, value, seen)
+    if result is not _NOT_FOLDED:
+        result = _checked(np.asarray(result))  # numpy ops on 0-d arrays give scalars
+    seen[value] = result
+    return result
+
+
+def _checked(array: np.ndarray) -> object:
+    """``array`` unless it is too large or holds a non-finite or subnormal number."""
+    if array.size != 1:
+        return _NOT_FOLDED
+    x = array.reshape(-1)[0]
+    if not np.isfinite(x) or (x != 0 and abs(x) < np.finfo(array.dtype).tiny):
+        return _NOT_FOLDED
+    return array
+
+
+def _fold_float_node(
+    ctx: NodeContext, value: ir.Value, seen: dict[ir.Value, object]
+) -> object:
+    dtype = ctx.ctx.dtype_of(value)
+    np_type = _FOLDED_FLOATS.get(dtype)  # type: ignore[arg-type]
+    if np_type is None:
+        return _NOT_FOLDED
+    array = constant_array(value)
+    if array is not None:
+        if array.dtype.kind != "f" or array.size != 1:
+            return _NOT_FOLDED
+        # value_float attributes read back as Python floats: float32 values, exactly.
+        return np.asarray(array, dtype=np_type)
+    producer = default_domain_producer(value)
+    if producer is None or producer.op_type == "Constant":
+        return _NOT_FOLDED
+    op = producer.op_type
+    inputs = producer.inputs
+    if op == "Cast":
+        return _fold_cast_to_float(ctx, producer, np_type, seen)
+    if not inputs or any(i is None for i in inputs):
+        return _NOT_FOLDED
+    if op == "Pow" and len(inputs) == 2:
+        base = _fold_float(ctx, inputs[0], seen)  # type: ignore[arg-type]
+        exponent = _pow_exponent(ctx, inputs[1], seen)  # type: ignore[arg-type]
+        if not isinstance(base, np.ndarray) or base.dtype != np_type or exponent is None:
+            return _NOT_FOLDED
+        return _fold_pow(base, exponent)
+    operands = []
+    for i in inputs:
+        folded = _fold_float(ctx, i, seen)  # type: ignore[arg-type]
+        if not isinstance(folded, np.ndarray) or folded.dtype != np_type:
+            return _NOT_FOLDED
+        operands.append(folded)
+    with np.errstate(all="ignore"):
+        if op in _FLOAT_UNARY and len(operands) == 1:
+            return _FLOAT_UNARY[op](operands[0]).astype(np_type)
+        if op in _FLOAT_BINARY and len(operands) == 2:
+            a, b = operands
+            return _FLOAT_BINARY[op](a, b).astype(np_type)
+    return _NOT_FOLDED
+
+
+def _pow_exponent(
+    ctx: NodeContext, value: ir.Value, seen: dict[ir.Value, object]
+) -> float | None:
+    """The one-element exponent of ``Pow`` (any float or integer type), or ``None``."""
+    elements = ctx.ctx.value_of(value)
+    if elements is not None:
+        if len(elements) == 1 and isinstance(elements[0], int):
+            return float(elements[0])
+        return None
+    folded = _fold_float(ctx, value, seen)
+    if isinstance(folded, np.ndarray):
+        return float(folded.reshape(-1)[0])
+    return None
+
+
+_FLOAT_UNARY = {
+    "Identity": lambda a: a,
+    "Neg": np.negative,
+    "Abs": np.abs,
+    "Floor": np.floor,
+    "Ceil": np.ceil,
+    "Sqrt": np.sqrt,
+}
+_FLOAT_BINARY = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": np.divide,
+}
+
+
+def _fold_cast_to_float(
+    ctx: NodeContext, producer: ir.Node, np_type: type, seen: dict[ir.Value, object]
+) -> object:
+    source = producer.inputs[0] if producer.inputs else None
+    if source is None:
+        return _NOT_FOLDED
+    source_type = ctx.ctx.dtype_of(source)
+    if source_type in _FOLDED_FLOATS:
+        folded = _fold_float(ctx, source, seen)
+        if not isinstance(folded, np.ndarray):
+            return _NOT_FOLDED
+        return folded.astype(np_type)  # exact, or one round-to-nearest (static_cast)
+    exact = _cast_integer(ctx, producer.outputs[0])
+    if exact is None:
+        return _NOT_FOLDED
+    return np.asarray([exact], dtype=np_type)
+
+
+def _fold_pow(base: np.ndarray, y: float) -> object:
+    """``Pow`` where onnxruntime's result is known bit for bit, else ``_NOT_FOLDED``.
+
+    onnxruntime multiplies for a scalar exponent 2 or 3 (``x*x``, ``x*x*x``: correctly
+    rounded products, reproduced here in the same order) and calls ``std::pow``
+    otherwise, whose accuracy the C++ standard leaves open: there only an exponent of
+    exactly 0.5 is folded, and only when the result is exact (:func:`_exact_square_root`).
+    """
+    with np.errstate(all="ignore"):
+        if y == 2:
+            return (base * base).astype(base.dtype)
+        if y == 3:
+            return (base * base * base).astype(base.dtype)
+    if y == 0.5:
+        root = _exact_square_root(float(base.reshape(-1)[0]), base.dtype)
+        if root is not None:
+            return np.full(base.shape, root, base.dtype)
+    return _NOT_FOLDED
+
+
+def _exact_square_root(x: float, dtype: np.dtype) -> int | None:
+    """``n`` when ``x == n*n`` for an integer ``1 <= n`` the float type holds exactly.
+
+    ``pow(n*n, 0.5)`` is then the representable number ``n``, and onnxruntime's
+    ``std::pow`` returns it exactly; this is the one assumption the fold makes about the
+    C library (the C++ standard does not bound ``pow``'s error). glibc and musl (the Arm
+    optimized routines): ``powf`` evaluates in double precision with a relative error
+    of at most ``1.27 * 2**-26`` and rounds once, ``pow`` is within ``0.52`` ulp, and
+    both errors are below half the distance from a float to either neighbour (also
+    below a power of two, where the lower neighbour is half an ulp away), so a
+    representable result comes out unchanged. Other C libraries are assumed faithfully
+    rounded (one of the two floats around the exact result), which also keeps it.
+    """
+    if not x.is_integer() or x < 1:
+        return None
+    n = math.isqrt(int(x))
+    if n * n != int(x):
+        return None
+    bits = 24 if dtype == np.float32 else 53
+    return n if n * n <= 2**bits else None
 
 
 @register("", "Cast")

@@ -6,8 +6,12 @@ other data-movement ops are in :mod:`onnx_symdims.ops.movement`).
 Soundness notes:
 
 * A dim may be 0, so ``x[0:1]`` on a symbolic axis ``d`` is ``min(1, d)``, never ``1``.
-* A start or end whose sign cannot be proven (``seq - 1`` may be ``-1``) changes the
-  meaning of the index, so that axis gets a fresh symbol bounded by the input dim.
+* A start or end whose sign cannot be proven (``64 - T`` may be negative) changes the
+  meaning of the index: it is read as ``v + d*[v < 0]`` with the exact 0/1 indicator
+  ``[v < 0] = min(1, max(0, -v))``, so the length is exact for every value (MPT's
+  ``alibi[64 - T:]`` on 64 is ``max(0,min(T-64*min(1,max(T-64,0)),64))``: ``T`` up to
+  64, ``T - 64`` up to 128, then 64). Such a length larger than
+  ``_MAX_PIECEWISE_SIZE`` nodes gets a fresh symbol bounded by the input dim instead.
 * Ends at or beyond ``INT32_MAX`` (and starts at or below ``-INT32_MAX``) are the
   exporters' spelling of "to the end"; they are read as infinities, which assumes
   the sliced axis is shorter than ``2**31 - 1``. A backward slice ending exactly at
@@ -49,6 +53,9 @@ Dim = expr.Dim
 _INFINITE_INDEX = 2**31 - 1
 _POS_INF = "+inf"
 _NEG_INF = "-inf"
+#: A length built with a sign indicator and larger than this (expression nodes) becomes
+#: a fresh symbol: indices computed from earlier such lengths would grow without bound.
+_MAX_PIECEWISE_SIZE = 400
 #: onnxruntime reads exactly these ends as "before the first element" when the step is
 #: negative, while the ONNX spec clamps them to ``d - 1``: such slices get a fresh symbol.
 _RUNTIME_DEPENDENT_ENDS = frozenset({2**31 - 1, 2**63 - 1})
@@ -94,10 +101,12 @@ def _runtime_dependent(end: Dim, step: Dim, scope: expr.Scope) -> bool:
     return not (isinstance(step, int) and step > 0) and not scope.prove_ge(step, 1)
 
 
-def _adjusted_index(v: Dim, d: Dim, scope: expr.Scope) -> Dim | str | None:
+def _adjusted_index(v: Dim, d: Dim, scope: expr.Scope) -> Dim | str:
     """``v + d`` for a negative index, ``v`` otherwise; infinities as markers.
 
-    ``None`` when the sign of a symbolic index cannot be proven.
+    A symbolic index whose sign the scope cannot prove is ``v + d*[v < 0]``, with the
+    exact 0/1 indicator ``[v < 0] = min(1, max(0, -v))`` (for every integer ``v``): the
+    spec's ``v < 0 ? v + d : v`` as one expression, never a guess of the sign.
     """
     if isinstance(v, int):
         if v >= _INFINITE_INDEX:
@@ -109,7 +118,8 @@ def _adjusted_index(v: Dim, d: Dim, scope: expr.Scope) -> Dim | str | None:
         return v
     if scope.prove_gt(0, v):
         return expr.add(v, d)
-    return None
+    negative = expr.dmin(1, expr.dmax(0, expr.neg(v), scope=scope), scope=scope)
+    return expr.add(v, expr.mul(d, negative))
 
 
 def _clamp(v: Dim | str, lo: Dim, hi: Dim, scope: expr.Scope) -> Dim:
@@ -186,8 +196,9 @@ def slice_length(d: Dim, start: Dim, end: Dim, step: Dim, scope: expr.Scope) -> 
         scope: Assumptions used to resolve signs and ``min``/``max``.
 
     Returns:
-        The output dim, sound for every binding of the symbols; ``None`` when a sign
-        (of the step, or of a symbolic index) cannot be proven.
+        The output dim, sound for every binding of the symbols; ``None`` when the sign
+        of a symbolic step cannot be proven, or when an index of unknown sign (read
+        with an exact sign indicator) makes the length too large to be useful.
 
     Raises:
         ValueError: the step is 0.
@@ -218,11 +229,24 @@ def slice_length(d: Dim, start: Dim, end: Dim, step: Dim, scope: expr.Scope) -> 
         return None
     adjusted_start = _adjusted_index(start, d, scope)
     adjusted_end = _adjusted_index(end, d, scope)
-    if adjusted_start is None or adjusted_end is None:
-        return None
     if forward:
-        return _forward_length(d, adjusted_start, adjusted_end, step, scope)
-    return _backward_length(d, adjusted_start, adjusted_end, expr.neg(step), scope)
+        length = _forward_length(d, adjusted_start, adjusted_end, step, scope)
+    else:
+        length = _backward_length(d, adjusted_start, adjusted_end, expr.neg(step), scope)
+    if (
+        isinstance(length, expr.DimExpr)
+        and length.size > _MAX_PIECEWISE_SIZE
+        and (_unsigned(start, scope) or _unsigned(end, scope))
+    ):
+        return None
+    return length
+
+
+def _unsigned(v: Dim, scope: expr.Scope) -> bool:
+    """True for a symbolic index read with a sign indicator (its sign is not proven)."""
+    return (
+        isinstance(v, expr.DimExpr) and not scope.prove_nonneg(v) and not scope.prove_gt(0, v)
+    )
 
 
 def _slice_vector(

@@ -214,12 +214,16 @@ SHAPE_PRELUDE = """
         ("y = Slice(x, i0, m, i0)", ["min(M,N)", "M"]),
         # start = N (nonnegative) to the end of axis 1
         (f"{_const('big', [INT64_MAX])}\n y = Slice(x, n, big, i1)", ["N", "max(M-N,0)"]),
-        # x[:, m-n:m] with unprovable sign of m - n: fresh symbol on axis 1 only
-        ("d = Sub(m, n)\n y = Slice(x, d, m, i1)", ["N", "?"]),
-        # x[:, -n:] : -N may be -0, which means "from 0": fresh symbol, axis 0 untouched
+        # x[:, m-n:m] with unprovable sign of m - n: the start is m-n+M*[m-n < 0], an
+        # exact indicator; N for N <= M, N-M up to 2M, then M
+        (
+            "d = Sub(m, n)\n y = Slice(x, d, m, i1)",
+            ["N", "max(0,min(N-M*min(1,max(N-M,0)),M))"],
+        ),
+        # x[:, -n:] : -N may be -0, which means "from 0": M for N = 0, else min(N, M)
         (
             f"{_const('big', [INT64_MAX])}\n neg = Neg(n)\n y = Slice(x, neg, big, i1)",
-            ["N", "?"],
+            ["N", "max(0,min(M-M*min(1,N)+N,M))"],
         ),
         # x[:, -(n+1):] is provably negative: adjusted start M-N-1
         (
@@ -234,7 +238,11 @@ def test_slice_symbolic_indices(body, expected):
     assert not _errors(ctx)
     assert _printed(ctx, "y") == expected
     check_with_ort(
-        text, [{"N": n, "M": m} for n, m in [(0, 0), (0, 3), (2, 1), (3, 3), (2, 7)]]
+        text,
+        [
+            {"N": n, "M": m}
+            for n, m in [(0, 0), (0, 3), (2, 1), (3, 3), (2, 7), (5, 2), (7, 3), (1, 0)]
+        ],
     )
 
 
@@ -391,9 +399,7 @@ def test_slice_symbolic_indices_match_onnxruntime():
 
 def test_slice_length_unprovable_sign_is_none():
     n, k = expr.sym("n"), expr.sym("k")
-    assert slice_length(n, k - 1, INT64_MAX, 1, expr.DIM_SCOPE) is None
-    assert slice_length(n, 0, -k, 1, expr.DIM_SCOPE) is None
-    assert slice_length(n, 0, 1, k - 2, expr.DIM_SCOPE) is None
+    assert slice_length(n, 0, 1, k - 2, expr.DIM_SCOPE) is None  # the step's sign
     assert slice_length(n, 0, 1, expr.unknown(), expr.DIM_SCOPE) is None
     assert slice_length(0, k - 1, 3, 1, expr.DIM_SCOPE) == 0
     assert slice_length(n, -1, INT32_MAX, -1, expr.DIM_SCOPE) is None  # spec vs runtime
