@@ -20,8 +20,8 @@ the same bytes and returns a ``ModelProto``; the time (median of ``--reps``) cov
 call only. A cell reads ``nodes/shape-ops time check``: main-graph nodes without
 ``Constant``, of which shape computations (see :func:`count_nodes`), and the onnxruntime
 check of the result against the raw model on the input sizes chosen by
-:func:`choose_sizes` (``ok``: every output equal, ints exactly and floats to rtol 1e-5,
-atol 1e-6; ``DIFF``; ``fail``: does not load or run). Totals count a failed tool's model
+:func:`choose_sizes` (``exact``: every output equal bit for bit; ``ok``: ints exactly and
+floats to rtol 1e-5, atol 1e-6; ``DIFF``; ``fail``: does not load or run). Totals count a failed tool's model
 with its raw nodes.
 """
 
@@ -290,7 +290,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> tuple[bool, float]:
 
 
 def check(result: onnx.ModelProto, sizes) -> tuple[str, str]:
-    """``("ok" | "DIFF" | "fail", detail)`` of ``result`` against the raw outputs."""
+    """``("exact" | "ok" | "DIFF" | "fail", detail)`` of ``result`` against the raw outputs."""
     if not sizes:
         return "n/a", "no input sizes on which the raw model runs"
     try:
@@ -298,7 +298,7 @@ def check(result: onnx.ModelProto, sizes) -> tuple[str, str]:
     except Exception as e:
         return "fail", f"load: {type(e).__name__}: {str(e)[:160]}"
     names = [o.name for o in sess.get_outputs()]
-    worst = 0.0
+    worst, exact = 0.0, True
     for binding, feeds, expected in sizes:
         try:
             inputs = {i.name for i in sess.get_inputs()}
@@ -313,7 +313,8 @@ def check(result: onnx.ModelProto, sizes) -> tuple[str, str]:
             worst = max(worst, err)
             if not same:
                 return "DIFF", f"{name} at {binding}: max abs err {err:.3g}"
-    return "ok", f"max abs err {worst:.3g}"
+            exact = exact and np.array_equal(want, got[name], equal_nan=want.dtype.kind in "fc")
+    return ("exact" if exact else "ok"), f"max abs err {worst:.3g}"
 
 
 # --- the tools ------------------------------------------------------------------------
@@ -478,8 +479,12 @@ def print_table(rows: list[dict], columns: list[str]) -> None:
         failed = [r for r in rows if "nodes" not in r[c]]
         n = sum(r[c]["nodes"] for r in done) + sum(r["raw"]["nodes"] for r in failed)
         s = sum(r[c]["shape"] for r in done) + sum(r["raw"]["shape"] for r in failed)
-        ok = sum(r[c]["check"] == "ok" for r in done)
-        cell = f"{n}/{s} {sum(r[c]['seconds'] for r in done):.1f}s {ok}/{len(rows)} ok"
+        ok = sum(r[c]["check"] in ("exact", "ok") for r in done)
+        exact = sum(r[c]["check"] == "exact" for r in done)
+        cell = (
+            f"{n}/{s} {sum(r[c]['seconds'] for r in done):.1f}s {ok}/{len(rows)} ok"
+            f" ({exact} exact)"
+        )
         if failed:
             cell += f" ({len(failed)} failed, counted raw)"
         totals.append(cell)

@@ -8,7 +8,8 @@ present; the keys shared with ``infer``'s report have the same form)::
     command       "optimize"
     model         {"path": str, "graph": str, "nodes": int, "opsets": {domain: int}}
                   (as loaded)
-    options       {"fusions", "max_rounds", "verify", "verify_runs", "verify_sizes",
+    options       {"fusions", "max_rounds", "inexact_floats", "verify", "verify_runs",
+                   "verify_sizes",
                    "verify_bind", "save_as_external_data"}
     inputs        [{"name": str, "dtype": str | null, "shape": [int | str | null] | null}]
     outputs       same, after optimizing (dims in the model's own names)
@@ -79,7 +80,11 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
         "opsets": dict(model.opset_imports),
     }
     with run.stage("optimize", "optimizing"):
-        result = OptimizePass(fusions=args.fusions, max_rounds=args.max_rounds)(model)
+        result = OptimizePass(
+            fusions=args.fusions,
+            max_rounds=args.max_rounds,
+            exact_floats=not args.inexact_floats,
+        )(model)
     report = _report(loaded, args, result, model)
     if not run.quiet:
         _print_summary(report, result)
@@ -89,7 +94,10 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
         report["written"]["external_data"] = saved.external_data
     status = 0
     if checked is not None:
-        status = _verify(run, original, model, checked, report)
+        # Without fusions and --inexact-floats every float output must be bit for bit
+        # the original's; fused kernels and folded float math round differently.
+        exact = args.fusions is None and not args.inexact_floats
+        status = _verify(run, original, model, checked, report, exact)
     if args.json:
         run.write_json(report, args.json)
     if not output:
@@ -117,6 +125,7 @@ def _report(
         "options": {
             "fusions": args.fusions,
             "max_rounds": args.max_rounds,
+            "inexact_floats": args.inexact_floats,
             "verify": wants_verify(args),
             "verify_runs": args.verify_runs,
             "verify_sizes": list(args.verify_sizes),
@@ -173,7 +182,7 @@ def _print_summary(report: dict[str, Any], result) -> None:
     print("\n".join(lines), flush=True)
 
 
-def _verify(run: Run, original, model, options: dict[str, Any], report) -> int:
+def _verify(run: Run, original, model, options: dict[str, Any], report, exact: bool) -> int:
     try:
         from onnx_symdims.verify import VerifyError, compare_models
     except ImportError as e:
@@ -191,6 +200,7 @@ def _verify(run: Run, original, model, options: dict[str, Any], report) -> int:
                 runs=options["runs"],
                 sizes=options["sizes"],
                 equalities=options["equalities"],
+                **({"rtol": 0.0, "atol": 0.0} if exact else {}),
             )
     except ImportError as e:
         raise CliError("--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2) from e

@@ -20,13 +20,20 @@ import numpy as np
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims._verify_ort import feeds_for, make_session, run
-from onnx_symdims._verify_sizes import SizePlan, candidate_relations, parse_shape
+from onnx_symdims._verify_ort import feeds_for, make_session, run, short_error
+from onnx_symdims._verify_sizes import (
+    SIZE_RANGES,
+    SizePlan,
+    candidate_relations,
+    find_sizes,
+    model_facts,
+    more_runs,
+    parse_shape,
+)
 
 logger = logging.getLogger(__name__)
 
 Dim = expr.Dim
-_SIZE_RANGES = ((2, 8), (8, 32), (32, 64))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +67,9 @@ class CompareReport:
         runs: Runs in which both models ran and their outputs were compared.
         compared_outputs: Number of (output, run) pairs compared.
         differences: Every difference found.
-        errors: Runs the original model did not run (those sizes are not valid inputs).
+        errors: Runs the original model did not run (those sizes are not valid inputs);
+            when none ran, the first one sums up the search (sizes tried, what
+            onnxruntime said) and the failed runs of each guess follow the others.
         bindings: The input sizes of each compared run.
         relations: Guessed relations between input symbols the sizes followed.
     """
@@ -126,9 +135,11 @@ def compare_models(
     """Runs both models with onnxruntime on the same inputs and compares their outputs.
 
     The input sizes are drawn from the original's input dims like :func:`verify_model`
-    draws them (proven ``equalities``, ``symbol_ranges``, relations guessed from the
-    dims written in either model when no run succeeds), plus the edge sizes (all ones,
-    each symbol 0 and 1) with ``edges``. Input data is random with ``seed``: floats
+    draws them (proven ``equalities``, ``symbol_ranges``; when no run with independent
+    sizes succeeds, the equalities inference proves on the original, then relations
+    guessed from the dims written in either model, each adopted only when several
+    independent draws under it run), plus the edge sizes (all ones, each symbol 0 and
+    1) with ``edges``. Input data is random with ``seed``: floats
     standard normal, integer inputs in ``0..m-1`` for ``m`` the smallest positive input
     dim (zeros if that run fails), masks and booleans ones. Sizes the original refuses
     are skipped (recorded in ``errors``); the rewritten model failing where the
@@ -172,19 +183,21 @@ def compare_models(
     rng = random.Random(seed)
     data_rng = np.random.default_rng(seed)
 
-    def attempt(binding: dict[str, int], record: bool = True) -> bool:
-        """Compares one run; returns whether the original ran."""
+    def attempt(binding: dict[str, int], record: bool = True) -> str:
+        """Compares one run; returns ``""`` when the original ran, else why not."""
         expected = feeds = None
+        error = ""
         for random_ints in (True, False):
             feeds = feeds_for(graph, input_dims, binding, data_rng, random_ints=random_ints)
             try:
                 expected = run(reference, names, feeds)
                 break
             except Exception as e:  # sizes or data the original cannot run with
-                if not random_ints and record:
-                    report.errors.append(f"the original failed under {binding}: {e}")
+                error = f"the original failed under {binding}: {short_error(e)}"
         if expected is None or feeds is None:
-            return False
+            if record:
+                report.errors.append(error)
+            return error
         report.runs += 1
         report.bindings.append(binding)
         try:
@@ -193,38 +206,31 @@ def compare_models(
             )
         except Exception as e:  # the rewrite broke a run the original makes
             report.differences.append(OutputDifference("<run>", "failed", str(e), binding))
-            return True
+            return ""
         by_name = dict(zip(names, expected))
         for name, value in zip(wanted, actual):
             report.compared_outputs += 1
             difference = _compare_arrays(name, by_name[name], value, binding, rtol, atol)
             if difference is not None:
                 report.differences.append(difference)
-        return True
+        return ""
 
-    failures = 0
-    size_range = _SIZE_RANGES[0]
-    guessed = False
-    for _ in range(runs * 3):
-        if report.runs >= runs:
-            break
-        size_range = _SIZE_RANGES[min(failures, len(_SIZE_RANGES) - 1)]
-        binding = plan.draw(rng, size_range)
-        if binding is None:
-            report.errors.append("no assignment of the input symbols gives valid input dims")
-            break
-        if attempt(binding):
-            continue
-        failures += 1
-        if not guessed and report.runs == 0:
-            guessed = True
-            for name, definition, why in candidate_relations([original, rewritten], plan):
-                guess = plan.with_relation(name, definition, why)
-                trial = guess.draw(rng, size_range) if guess is not None else None
-                if guess is not None and trial is not None and attempt(trial, record=False):
-                    plan, failures = guess, 0
-                    report.relations = list(plan.relations)
-                    break
+    size_range = SIZE_RANGES[0]
+    if runs > 0:
+        models = [original, rewritten]
+        search = find_sizes(
+            plan,
+            attempt,
+            rng,
+            lambda p: candidate_relations(models, p, model_facts(original)),
+        )
+        plan, size_range = search.plan, search.size_range
+        report.relations = list(plan.relations)
+        if search.found:
+            more_runs(plan, attempt, rng, size_range, lambda: report.runs < runs, runs * 3)
+        else:
+            summary, *guesses = search.failure()
+            report.errors = [summary, *report.errors, *guesses]
     for explicit in sizes:
         binding = plan.draw(rng, size_range, dict(explicit))
         if binding is None:

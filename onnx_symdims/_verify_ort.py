@@ -8,10 +8,18 @@ a higher severity. Every session made here does both.
 
 from __future__ import annotations
 
-__all__ = ["VerifyError", "feeds_for", "import_onnxruntime", "make_session", "run"]
+__all__ = [
+    "VerifyError",
+    "feeds_for",
+    "import_onnxruntime",
+    "make_session",
+    "run",
+    "short_error",
+]
 
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +115,28 @@ def run(session, output_names: Sequence[str], feeds: Mapping[str, np.ndarray]) -
     options = ort.RunOptions()
     options.log_severity_level = _QUIET
     return session.run(list(output_names), dict(feeds), options)
+
+
+_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
+_ORT_NODE = re.compile(
+    r"Non-zero status code returned while running (\S+) node\. Name:'([^']*)' Status Message: "
+)
+# A source location, the C++ function and the failed check: "/x/y.h:91 void f(...) c was false. "
+_ORT_CHECK = re.compile(r"(?:/\S+|\S+\.(?:h|cc|cpp)):\d+ .*? was false\.\s*")
+
+
+def short_error(error: BaseException | str) -> str:
+    """The error of an onnxruntime call on one line, without its boilerplate.
+
+    ``[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add
+    node. Name:'a' Status Message: /src/element_wise_ops.h:563 void ...() axis == 1 was
+    false. Attempting to broadcast an axis by a dimension other than 1. 5 by 13`` becomes
+    ``Add node 'a': Attempting to broadcast an axis by a dimension other than 1. 5 by 13``.
+    """
+    text = one_line(str(error), 10_000)
+    text = _ORT_PREFIX.sub("", text)
+    text = _ORT_NODE.sub(lambda m: f"{m.group(1)} node '{m.group(2)}': ", text)
+    return one_line(_ORT_CHECK.sub("", text), 400)
 
 
 def _safe_int_high(sizes: Sequence[Sequence[int]]) -> int:

@@ -1,19 +1,41 @@
 """Input sizes for onnxruntime runs: consistent with the model, edge sizes included.
 
 A model with a KV cache only runs when its input sizes are related
-(``total_seq_len == past_seq_len + seq_len``); independent random sizes make
-onnxruntime reject every run. A :class:`SizePlan` draws sizes that respect
+(``total_seq_len == past_seq_len + seq_len``), a vision transformer when its image sizes
+are multiples of the patch size; independent random sizes make onnxruntime reject every
+run. A :class:`SizePlan` draws sizes that respect
 
 * the equalities inference proved (``ShapesContext.constraint_dims()``) and the user's
   ``--verify-bind`` relations: a bare input symbol defined by the others;
 * the ranges the written dims assume (``--symbol-range``, ``--assume-nonempty``);
-* guessed relations, tried one at a time when no run succeeds
-  (:func:`candidate_relations`): the two sides of a ``broadcast(s, e)`` term, then a
-  rarely used input symbol equal to an expression of the others that the inferred
-  dims use often (``total_seq_len = past_seq_len+seq_len``), then two symbols equal.
+* guessed relations (:class:`Guess`), adopted by :func:`find_sizes` when no run with
+  independent sizes succeeds.
 
-A guess only narrows which runs are tried: a run onnxruntime accepts is a real run of
-the model whatever led to its sizes, so checking dims under it stays sound.
+:func:`candidate_relations` lists the guesses, simplest and most plausible first:
+
+1. equalities inference proves on the model (:func:`model_facts`);
+2. equalities the model's nodes need, solved for one symbol as a sum or difference of
+   the others (``total_seq_len = past_seq_len+seq_len``): the two sides of a
+   ``broadcast``/``min``/``max`` term, the inputs of an elementwise op, of a
+   ``MatMul``, of a ``Concat``;
+3. input sizes the dims divide by a constant (``height//16``): multiples of it;
+4. a size the equalities of 2 fix (a fixed position embedding: ``height = width = 64``);
+5. a rarely used input symbol equal to a sum of others the dims use;
+6. the image sizes multiples of a common patch, stride or window size (2, 4, 8, 14, 16,
+   32, 64);
+7. two symbols equal;
+8. last, products and quotients (``batch = (height//16)*(width//16)``,
+   ``total_seq_len = batch*(past_seq_len+seq_len)``): relations between dims that
+   rarely mean anything.
+
+A guess is adopted only when :data:`VALIDATION_DRAWS` independent draws under it, with
+different sizes, all run: a relation that fitted one draw by chance is not kept. Those
+draws never collapse a size to 0 or 1 (an empty tensor runs anywhere, a 1 broadcasts
+anywhere), and multiples are drawn as ``m, 2m, 3m`` (an odd multiple shows a divisor
+that is too small). A guess only narrows which runs are tried: a run onnxruntime accepts
+is a real run of the model whatever led to its sizes, so checking dims under it stays
+sound. When nothing runs, :meth:`SizeSearch.summary` says which sizes were tried and
+what onnxruntime said.
 
 :meth:`SizePlan.edges` gives the sizes users deploy and random draws miss: all ones
 (batch 1, decode ``seq_len = 1``), each symbol 0 (``past_seq_len = 0``: prefill with an
@@ -22,13 +44,25 @@ empty cache) and each symbol 1.
 
 from __future__ import annotations
 
-__all__ = ["SizePlan", "candidate_relations", "parse_shape"]
+__all__ = [
+    "SIZE_RANGES",
+    "Guess",
+    "SizePlan",
+    "SizeSearch",
+    "candidate_relations",
+    "find_sizes",
+    "model_facts",
+    "more_runs",
+    "parse_shape",
+]
 
 import collections
 import dataclasses
 import logging
+import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import onnx_ir as ir
 
@@ -39,10 +73,32 @@ logger = logging.getLogger(__name__)
 Dim = expr.Dim
 Range = tuple[int | None, int | None]
 
-#: How many guessed relations are tried before giving up.
-MAX_GUESSES = 12
+#: Size ranges tried in turn (inclusive): sizes 2..8 first (never 1, which would hide
+#: broadcasting mistakes), larger ones for convolution stacks that need room.
+SIZE_RANGES: tuple[tuple[int, int], ...] = ((2, 8), (8, 32), (32, 64))
+#: How many guessed relations are tried at most.
+MAX_GUESSES = 24
+#: How many onnxruntime runs the guesses may cost in all.
+MAX_GUESS_RUNS = 60
+#: Successful draws with distinct sizes a guess needs to be adopted.
+VALIDATION_DRAWS = 3
+#: Patch, stride and window sizes tried for image sizes when the model names none.
+COMMON_DIVISORS = (2, 4, 8, 14, 16, 32, 64)
+#: Distinct equalities read from a model at most (each may cost a scan for a size).
+MAX_EQUATIONS = 64
+#: Largest size scanned for a fixed size (``height = width = 224``).
+MAX_FIXED_SIZE = 1024
 
 _EVAL_ERRORS = (ArithmeticError, ValueError, KeyError, expr.ExprError)
+
+#: Ops of the default domain whose inputs broadcast against each other.
+_ELEMENTWISE = frozenset(
+    {
+        "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "LessOrEqual",
+        "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where", "Max", "Min", "Sum",
+        "Mean", "PRelu", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
+    }
+)  # fmt: skip
 
 
 def parse_shape(shape: ir.Shape | None) -> list[Dim | None] | None:
@@ -57,12 +113,54 @@ def parse_shape(shape: ir.Shape | None) -> list[Dim | None] | None:
             dims.append(None)
         else:
             parsed = expr.parse_dim(d.value)
-            dims.append(None if isinstance(parsed, expr.DimExpr) and parsed.is_unknown else parsed)
+            dims.append(
+                None if isinstance(parsed, expr.DimExpr) and parsed.is_unknown else parsed
+            )
     return dims
 
 
 def _symbols(dims: Iterable[Dim | None]) -> set[str]:
     return {s for d in dims if isinstance(d, expr.DimExpr) for s in d.symbols()}
+
+
+def _uses(d: Dim | None) -> frozenset[str]:
+    return d.symbols() if isinstance(d, expr.DimExpr) else frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class Guess:
+    """A guessed relation between input sizes.
+
+    Attributes:
+        text: The relation (``total = past+seq``, ``height, width multiples of 16``).
+        why: Where it comes from.
+        defines: ``(symbol, definition)`` pairs: symbols set from the others (or to a
+            constant).
+        multiples: ``(symbol, m)`` pairs: symbols drawn as multiples of ``m``.
+        rank: Sort key, simplest and most plausible first.
+    """
+
+    text: str
+    why: str
+    defines: tuple[tuple[str, Dim], ...] = ()
+    multiples: tuple[tuple[str, int], ...] = ()
+    rank: tuple = ()
+
+    @property
+    def key(self) -> tuple:
+        """What the guess does (two guesses with one key draw the same sizes)."""
+        return (
+            frozenset((n, expr.to_onnx(d) if isinstance(d, expr.DimExpr) else d)
+                      for n, d in self.defines),
+            frozenset(self.multiples),
+        )  # fmt: skip
+
+    def __str__(self) -> str:
+        return f"{self.text} ({self.why})"
+
+
+def _define(name: str, definition: Dim, why: str, rank: tuple) -> Guess:
+    return Guess(f"{name} = {expr.to_onnx(definition)}", why, ((name, definition),), (), rank)
 
 
 @dataclasses.dataclass
@@ -74,7 +172,8 @@ class SizePlan:
         symbols: The symbols of the input dims, sorted.
         derived: ``{symbol: definition}`` for symbols set from the others.
         ranges: ``{symbol: (lower, upper)}`` the sizes must respect.
-        relations: Guessed relations adopted, as text (``total = past+seq``).
+        relations: Guessed relations adopted, as text (``total = past+seq (why)``).
+        multiples: ``{symbol: m}``: free symbols drawn as multiples of ``m``.
     """
 
     inputs: list[list[Dim | None] | None]
@@ -82,6 +181,7 @@ class SizePlan:
     derived: dict[str, Dim] = dataclasses.field(default_factory=dict)
     ranges: dict[str, Range] = dataclasses.field(default_factory=dict)
     relations: list[str] = dataclasses.field(default_factory=list)
+    multiples: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(
@@ -90,7 +190,9 @@ class SizePlan:
         equalities: Sequence[tuple[Dim, Dim]] = (),
         ranges: Mapping[str, Range] | None = None,
     ) -> SizePlan:
-        inputs = [parse_shape(v.shape) for v in graph.inputs if v.name not in graph.initializers]
+        inputs = [
+            parse_shape(v.shape) for v in graph.inputs if v.name not in graph.initializers
+        ]
         symbols = sorted(_symbols(d for dims in inputs if dims for d in dims))
         plan = cls(inputs, symbols, ranges=dict(ranges or {}))
         plan.derived = _derived_symbols(set(symbols), equalities)
@@ -103,30 +205,55 @@ class SizePlan:
 
     def with_relation(self, name: str, definition: Dim, why: str) -> SizePlan | None:
         """A copy that also sets ``name`` from ``definition``; ``None`` if it is circular."""
-        if name in self.derived or not isinstance(definition, (int, expr.DimExpr)):
-            return None
-        uses = definition.symbols() if isinstance(definition, expr.DimExpr) else frozenset()
-        if name in uses or uses & self.derived.keys() or not uses <= set(self.symbols):
-            return None
-        if any(name in d.symbols() for d in self.derived.values() if isinstance(d, expr.DimExpr)):
-            return None
-        text = f"{name} = {expr.to_onnx(definition)} ({why})"
+        guess = _define(name, definition, why, ())
+        return self.with_guess(guess)
+
+    def with_guess(self, guess: Guess) -> SizePlan | None:
+        """A copy that follows ``guess`` too; ``None`` when it cannot (circular, unknown)."""
+        derived = dict(self.derived)
+        multiples = dict(self.multiples)
+        names = set(self.symbols)
+        for name, definition in guess.defines:
+            if name in derived or name not in names or name in multiples:
+                return None
+            if not isinstance(definition, (int, expr.DimExpr)):
+                return None
+            uses = _uses(definition)
+            if name in uses or uses & derived.keys() or not uses <= names:
+                return None
+            if any(name in _uses(d) for d in derived.values()):
+                return None
+            derived[name] = definition
+        for name, m in guess.multiples:
+            if name not in names or name in derived or m < 2:
+                return None
+            multiples[name] = math.lcm(multiples.get(name, 1), m)
         return dataclasses.replace(
-            self,
-            derived={**self.derived, name: definition},
-            relations=[*self.relations, text],
+            self, derived=derived, multiples=multiples, relations=[*self.relations, str(guess)]
         )
 
     def _allowed(self, name: str, value: int) -> bool:
         lower, upper = self.ranges.get(name, (None, None))
         return value >= (0 if lower is None else lower) and (upper is None or value <= upper)
 
-    def _draw_one(self, rng: random.Random, name: str, low: int, high: int) -> int:
+    def _draw_one(
+        self, rng: random.Random, name: str, low: int, high: int, variant: int | None
+    ) -> int:
         lower, upper = self.ranges.get(name, (None, None))
         lo = max(low, lower if lower is not None else 0)
         hi = min(high, upper) if upper is not None else high
         if lo > hi:  # the range lies outside the wanted sizes: stay inside the range
             lo = hi = lo if upper is None or lo <= upper else upper
+        m = self.multiples.get(name)
+        if m:
+            first = max(1, -(-lo // m))  # the smallest multiple >= lo
+            last = max(first + VALIDATION_DRAWS - 1, hi // m)
+            if upper is not None:
+                last = max(first, min(last, upper // m))
+            # Validation draws take consecutive multiples: m, 2m, 3m (an odd multiple
+            # shows a divisor that is too small).
+            k = first + variant if variant is not None else rng.randint(first, last)
+            return m * k
         return rng.randint(lo, hi)
 
     def draw(
@@ -135,17 +262,28 @@ class SizePlan:
         size_range: tuple[int, int],
         fixed: Mapping[str, int] | None = None,
         tries: int = 50,
+        *,
+        variant: int | None = None,
+        degenerate: bool = True,
     ) -> dict[str, int] | None:
         """Sizes for every input symbol, or ``None`` when no draw gives valid input dims.
 
         ``fixed`` sizes are kept; the other independent symbols are drawn in
-        ``size_range`` (within their ranges), derived ones computed.
+        ``size_range`` (within their ranges; multiples as the plan says), derived ones
+        computed. Without ``fixed``, a draw where a derived size is below 2 or an input
+        dim is 0 is avoided (an empty tensor runs anywhere, a 1 broadcasts anywhere);
+        ``degenerate=False`` refuses such draws instead of falling back to them.
+        ``variant`` ``i`` draws the ``i``-th multiple above the range's start for every
+        multiple (validation draws).
         """
         fixed = dict(fixed or {})
         low, high = size_range
+        fallback: dict[str, int] | None = None
         for _ in range(tries):
             binding = {
-                name: fixed[name] if name in fixed else self._draw_one(rng, name, low, high)
+                name: fixed[name]
+                if name in fixed
+                else self._draw_one(rng, name, low, high, variant)
                 for name in self.independent
             }
             try:
@@ -162,11 +300,19 @@ class SizePlan:
                 ]
             except _EVAL_ERRORS:
                 continue
-            if all(s >= 0 for s in sizes) and all(
-                self._allowed(n, v) for n, v in binding.items() if n not in fixed
+            if not (
+                all(s >= 0 for s in sizes)
+                and all(self._allowed(n, v) for n, v in binding.items() if n not in fixed)
+            ):
+                continue
+            if fixed or (
+                all(s >= 1 for s in sizes)
+                and all(binding[n] >= 2 for n in self.derived if n not in fixed)
             ):
                 return binding
-        return None
+            if fallback is None:
+                fallback = binding
+        return fallback if degenerate else None
 
     def edges(
         self, rng: random.Random, size_range: tuple[int, int]
@@ -202,9 +348,7 @@ def _derived_symbols(names: set[str], equalities: Sequence[tuple[Dim, Dim]]) -> 
             if not (isinstance(target, expr.DimExpr) and target.is_symbol):
                 continue
             name = target.name
-            uses = (
-                definition.symbols() if isinstance(definition, expr.DimExpr) else frozenset()
-            )
+            uses = _uses(definition)
             if (
                 name in names
                 and name not in derived
@@ -212,87 +356,519 @@ def _derived_symbols(names: set[str], equalities: Sequence[tuple[Dim, Dim]]) -> 
                 and uses <= names
                 and name not in uses
                 and not uses & derived.keys()
-                and not any(
-                    name in d.symbols()
-                    for d in derived.values()
-                    if isinstance(d, expr.DimExpr)
-                )
+                and not any(name in _uses(d) for d in derived.values())
             ):
                 derived[name] = definition  # type: ignore[assignment]
                 break
     return derived
 
 
-def _value_dims(graphs: Iterable[ir.Graph]) -> Iterable[Dim]:
-    cache: dict[str, Dim | None] = {}
-    for graph in graphs:
-        for node in graph:
-            for value in node.outputs:
-                if value.shape is None:
+# ----------------------------------------------------------------------------------------
+# What the model says about its sizes
+# ----------------------------------------------------------------------------------------
+def model_facts(model: ir.Model) -> list[tuple[Dim, Dim]]:
+    """Equalities inference proves on ``model`` (a copy; ``model`` is not modified).
+
+    The copy keeps the declared dims of the graph inputs and outputs and forgets the
+    others, so the equalities come from the model itself, not from shapes written by
+    an earlier run: ``past_seq_len+seq_len == total_seq_len`` when the present keys
+    (a Concat of past and current keys) are declared ``total_seq_len`` long.
+    """
+    from onnx_symdims.passes import SymbolicShapeInferencePass
+    from onnx_symdims.shapes import ShapesContext
+
+    copy = model.clone()
+    outputs = set(copy.graph.outputs)
+    for node in copy.graph:
+        for value in node.outputs:
+            if value not in outputs:
+                value.shape = None
+    context = ShapesContext()
+    try:
+        SymbolicShapeInferencePass(context=context)(copy)
+    except Exception as e:  # a model inference refuses: no facts, guesses still work
+        logger.info("verify: no inferred facts (%s)", e)
+        return []
+    return context.constraint_dims()
+
+
+def _function_terms(d: Dim | None) -> Iterable[expr.DimExpr]:
+    """Every function term of ``d``, nested ones included."""
+    if not isinstance(d, expr.DimExpr):
+        return
+    for term in d.function_terms():
+        yield term
+        for arg in term.args:
+            yield from _function_terms(arg)
+
+
+def _is_linear(d: Dim) -> bool:
+    """True for ``c1*a + c2*b + ... + k`` (bare symbols only)."""
+    if isinstance(d, int):
+        return True
+    monomials, _ = d.coefficients()
+    return all(m.is_symbol for m in monomials)
+
+
+def _has_negative(d: Dim) -> bool:
+    """True when a coefficient or the constant of ``d`` is negative."""
+    monomials, constant = expr.coefficients(d)
+    return constant < 0 or any(c < 0 for c in monomials.values())
+
+
+def _value_dims(graph: ir.Graph) -> Iterable[list[Dim | None]]:
+    for value in (*graph.inputs, *(o for node in graph for o in node.outputs)):
+        dims = parse_shape(value.shape)
+        if dims:
+            yield dims
+
+
+def _node_equations(graph: ir.Graph) -> Iterable[tuple[Dim, Dim, str]]:
+    """``(a, b, op)``: dims a node's inputs need equal (written shapes, any symbols)."""
+    for node in graph:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        shapes = [parse_shape(v.shape) if v is not None else None for v in node.inputs]
+        if node.op_type in _ELEMENTWISE:
+            known = [s for s in shapes if s]
+            rank = max((len(s) for s in known), default=0)
+            for axis in range(1, rank + 1):
+                dims = [s[-axis] for s in known if len(s) >= axis and s[-axis] is not None]
+                dims = [d for d in dims if d != 1]
+                for other in dims[1:]:
+                    if other != dims[0]:
+                        yield dims[0], other, node.op_type
+        elif node.op_type == "MatMul" and len(shapes) == 2:
+            a, b = shapes
+            if (
+                a and b and len(a) >= 2 and len(b) >= 2
+                and a[-1] is not None and b[-2] is not None and a[-1] != b[-2]
+            ):  # fmt: skip
+                yield a[-1], b[-2], node.op_type
+        elif node.op_type == "Concat":
+            known = [s for s in shapes if s]
+            if len(known) < 2 or len({len(s) for s in known}) != 1:
+                continue
+            axis = node.attributes.get_int("axis", 0)
+            rank = len(known[0])
+            axis = axis + rank if axis < 0 else axis
+            for i in range(rank):
+                if i == axis:
                     continue
-                for d in value.shape.dims:
-                    if isinstance(d, int) or not d.value:
-                        continue
-                    if d.value not in cache:
-                        parsed = expr.parse_dim(d.value)
-                        ok = isinstance(parsed, expr.DimExpr) and not parsed.is_unknown
-                        cache[d.value] = parsed if ok else None
-                    parsed = cache[d.value]
-                    if parsed is not None:
-                        yield parsed
+                dims = [s[i] for s in known if s[i] is not None]
+                for other in dims[1:]:
+                    if other != dims[0]:
+                        yield dims[0], other, node.op_type
 
 
-def _broadcast_pairs(d: expr.DimExpr) -> Iterable[tuple[Dim, Dim]]:
-    for mono, _ in d.terms:
-        for atom in mono:
-            if atom.kind == "b" and len(atom.args) == 2:
-                yield atom.args[0], atom.args[1]
+def _spatial_symbols(graphs: Sequence[ir.Graph]) -> list[str]:
+    """Input symbols at the image axes of an image-like input.
+
+    A float input ``[N, C, H, W]`` (``[N, C, L]``, ``[N, C, D, H, W]``) with a constant
+    channel count and every image axis symbolic, or ``[N, H, W, C]``. A KV cache
+    ``[batch, 8, past_seq_len, 64]`` is none (its last axis is constant).
+    """
+    out: list[str] = []
+    for graph in graphs[:1]:
+        for value in graph.inputs:
+            dims = parse_shape(value.shape)
+            if not dims or len(dims) < 3 or value.dtype is None:
+                continue
+            if not value.dtype.is_floating_point():
+                continue
+            rank = len(dims)
+            if isinstance(dims[1], int):  # NCHW, NCL, NCDHW
+                axes = range(2, rank)
+            elif isinstance(dims[-1], int) and rank >= 4:  # NHWC
+                axes = range(1, rank - 1)
+            else:
+                continue
+            image = [dims[axis] for axis in axes]
+            if all(isinstance(d, expr.DimExpr) and d.is_symbol for d in image):
+                out += [d.name for d in image if d.name not in out]  # type: ignore[union-attr]
+    return out
+
+
+class _Survey:
+    """What the dims written in the models say about the input symbols."""
+
+    def __init__(self, graphs: Sequence[ir.Graph], inputs: set[str]) -> None:
+        self.inputs = inputs
+        self.uses: collections.Counter[str] = collections.Counter()
+        self.expressions: collections.Counter[Dim] = collections.Counter()
+        #: Two dims the model needs equal, and why.
+        self.equations: dict[tuple[Dim, Dim], str] = {}
+        #: {symbol: divisors the dims divide it by}.
+        self.divisors: dict[str, set[int]] = collections.defaultdict(set)
+        seen: set[Dim] = set()
+        for graph in graphs:
+            for dims in _value_dims(graph):
+                for d in dims:
+                    if isinstance(d, expr.DimExpr) and not d.is_unknown:
+                        self._dim(d, d not in seen)
+                        seen.add(d)
+            for a, b, op in _node_equations(graph):
+                self._equation(a, b, f"{op} needs them equal")
+
+    def _dim(self, d: expr.DimExpr, new: bool) -> None:
+        symbols = d.symbols()
+        self.uses.update(symbols & self.inputs)
+        if not d.is_symbol and symbols and symbols <= self.inputs:
+            self.expressions[d] += 1
+        if not new:
+            return
+        for term in _function_terms(d):
+            kind, args = term.function, term.args
+            if kind in ("broadcast", "min", "max") and len(args) == 2:
+                why = (
+                    "a broadcast term needs them equal"
+                    if kind == "broadcast"
+                    else f"a {kind} term compares them"
+                )
+                self._equation(args[0], args[1], why)
+            elif kind in ("floordiv", "exact_div", "mod") and len(args) == 2:
+                numerator, divisor = args
+                if (
+                    isinstance(numerator, expr.DimExpr)
+                    and numerator.is_symbol
+                    and numerator.name in self.inputs
+                    and isinstance(divisor, int)
+                    and divisor >= 2
+                ):
+                    self.divisors[numerator.name].add(divisor)
+
+    def _equation(self, a: Dim, b: Dim, why: str) -> None:
+        if a == b or (isinstance(a, int) and a <= 1) or (isinstance(b, int) and b <= 1):
+            return  # a size 1 broadcasts, min(1, n) needs nothing
+        if not (_uses(a) | _uses(b)) or not (_uses(a) | _uses(b)) <= self.inputs:
+            return
+        key = (a, b) if str(a) <= str(b) else (b, a)
+        if len(self.equations) < MAX_EQUATIONS or key in self.equations:
+            self.equations.setdefault(key, why)
+
+
+def _solve(a: Dim, b: Dim, why: str, uses: Mapping[str, int], proven: bool) -> list[Guess]:
+    """Guesses that make ``a == b`` hold: a symbol defined by the others, or a size.
+
+    Ranked: a proven equality first, then a symbol equal to a sum of others, then a
+    fixed size; a symbol equal to a product or a quotient of others (``batch =
+    (height//16)*(width//16)``) comes after every other kind of guess.
+    """
+    diff = expr.sub(a, b)
+    if isinstance(diff, int):
+        return []
+    monomials, _ = diff.coefficients()
+    out: list[Guess] = []
+    # Linear in one symbol with coefficient +-1: that symbol is the rest (the least used
+    # symbol first: total_seq_len is defined by the others, not the other way around).
+    solvable = [
+        (m.name, c)
+        for m, c in monomials.items()
+        if m.is_symbol and c in (1, -1) and sum(m.name in n.symbols() for n in monomials) == 1
+    ]
+    definitions = []
+    for name, c in solvable:
+        rest = expr.sub(diff, expr.mul(c, expr.sym(name)))  # diff = c*name + rest
+        definition = expr.neg(rest) if c == 1 else rest
+        if not (isinstance(definition, int) and definition < 2):
+            definitions.append((name, definition))
+    # A sum before a difference (``total = past+seq``, not ``past = total-seq``: sizes
+    # drawn for a sum are never negative, and ``past = 0`` stays an edge to run).
+    definitions.sort(key=lambda nd: (_has_negative(nd[1]), uses.get(nd[0], 0), nd[0]))
+    for name, definition in definitions[:1]:
+        size = definition.size if isinstance(definition, expr.DimExpr) else 1
+        if _is_linear(definition):
+            rank: tuple = (0 if proven else 1, 0, size)
+        else:
+            rank = (0 if proven else 7, 1, size)
+        out.append(_define(name, definition, why, rank))
+    if out:
+        return out
+    # No symbol to solve for (``(h//16)*(w//16)+1 == 17``, ``h//4 == w//4``): the sizes
+    # all equal when that makes it hold, else the smallest size that does.
+    names = sorted(diff.symbols())
+    if not names:
+        return []
+
+    def holds(x: int) -> bool:
+        try:
+            return expr.evaluate(diff, dict.fromkeys(names, x)) == 0
+        except _EVAL_ERRORS:
+            return False
+
+    if len(names) > 1 and all(holds(x) for x in (2, 3, 5, 8, 13, 21, 64, 100)):
+        first, *others = names
+        defines = tuple((n, expr.sym(first)) for n in others)
+        text = " = ".join(names)
+        return [Guess(text, why, defines, (), (0 if proven else 1, 0, len(names)))]
+    for x in range(2, MAX_FIXED_SIZE + 1):
+        if holds(x):
+            defines = tuple((n, x) for n in names)
+            text = " = ".join(names) + f" = {x}"
+            return [Guess(text, why, defines, (), (0 if proven else 3, 2, x))]
+    return []
+
+
+def _multiples(names: Sequence[str], m: int, why: str, rank: tuple) -> Guess:
+    subject = ", ".join(names)
+    noun = "a multiple" if len(names) == 1 else "multiples"
+    return Guess(f"{subject} {noun} of {m}", why, (), tuple((n, m) for n in names), rank)
 
 
 def candidate_relations(
-    models: Sequence[ir.Model], plan: SizePlan
-) -> list[tuple[str, Dim, str]]:
-    """Guessed relations ``(symbol, definition, why)`` between input symbols, best first.
+    models: Sequence[ir.Model], plan: SizePlan, facts: Sequence[tuple[Dim, Dim]] = ()
+) -> list[Guess]:
+    """Guessed relations between the input symbols, simplest and most plausible first.
 
-    Read from the dims written in ``models`` (an inferred model carries them): sides of
-    ``broadcast`` terms, then expressions the dims use often for the input symbols the
-    dims use least, then pairs of symbols.
+    Read from ``facts`` (equalities inference proved, see :func:`model_facts`) and the
+    dims written in ``models`` (an inferred model carries them); the order is the
+    module's (proven equalities, equalities nodes need, divisors the dims use, sums
+    the dims use, common patch sizes, equal symbols, other expressions).
     """
     inputs = set(plan.independent)
-    if len(inputs) < 2:
+    if not inputs:
         return []
     graphs = [g for m in models for g in (m.graph, *m.graph.subgraphs())]
-    broadcast: list[tuple[str, Dim, str]] = []
-    expressions: collections.Counter[Dim] = collections.Counter()
-    uses: collections.Counter[str] = collections.Counter()
-    for d in _value_dims(graphs):
-        symbols = d.symbols()
-        uses.update(symbols & inputs)
-        if not d.is_symbol and symbols and symbols <= inputs:
-            expressions[d] += 1
-        for a, b in _broadcast_pairs(d):
-            for s, other in ((a, b), (b, a)):
-                if isinstance(s, expr.DimExpr) and s.is_symbol and s.name in inputs:
-                    broadcast.append((s.name, other, "a broadcast term needs them equal"))
-    out = list(dict.fromkeys(broadcast))
+    survey = _Survey(graphs, inputs)
+    uses = survey.uses
+    guesses: list[Guess] = []
+    for a, b in facts:
+        if (_uses(a) | _uses(b)) and (_uses(a) | _uses(b)) <= inputs:
+            guesses += _solve(a, b, "proven by inference", uses, True)
+    for (a, b), why in survey.equations.items():
+        guesses += _solve(a, b, why, uses, False)
+    # Divisors the dims use (``height//16``): those sizes multiples of the divisor.
+    by_divisor: dict[int, list[str]] = collections.defaultdict(list)
+    for name in sorted(survey.divisors):
+        for m in survey.divisors[name]:
+            by_divisor[m].append(name)
+    for m in sorted(by_divisor):
+        why = f"the inferred dims divide by {m}"
+        guesses.append(_multiples(by_divisor[m], m, why, (2, m)))
+    spatial = _spatial_symbols(graphs)
+    spatial += [s for s in sorted(survey.divisors) if s not in spatial]
+    spatial = [s for s in spatial if s in inputs]
+    # A rarely used symbol equal to a sum of others the dims use.
     rare_first = sorted(inputs, key=lambda s: (uses[s], s))
-    common = [e for e, _ in expressions.most_common(8)]
-    out += [
-        (name, e, "an expression the inferred dims use")
-        for name in rare_first
-        for e in common
-        if name not in e.symbols()
-    ]
-    out += [
-        (name, expr.sym(other), "equal dims")
-        for i, name in enumerate(rare_first)
-        for other in rare_first[i + 1 :]
-    ]
-    seen: set[tuple[str, str]] = set()
-    unique = []
-    for name, definition, why in out:
-        key = (name, expr.to_onnx(definition))
-        if key not in seen:
-            seen.add(key)
-            unique.append((name, definition, why))
-    return unique[:MAX_GUESSES]
+    common = [e for e, _ in survey.expressions.most_common(16)]
+    for name in rare_first:
+        for e in common:
+            if name in _uses(e):
+                continue
+            if _is_linear(e):
+                rank = (4, _has_negative(e), e.size, uses[name], -survey.expressions[e])
+            else:
+                rank = (7, 2, e.size)
+            guesses.append(_define(name, e, "an expression the inferred dims use", rank))
+    if spatial:
+        why = "a common patch, stride or window size"
+        guesses += [_multiples(spatial, m, why, (5, m)) for m in COMMON_DIVISORS]
+    for i, name in enumerate(rare_first):
+        for other in rare_first[i + 1 :]:
+            both_spatial = name in spatial and other in spatial
+            rank = (6, 0 if both_spatial else 1)
+            guesses.append(_define(name, expr.sym(other), "equal dims", rank))
+    unique: dict[tuple, Guess] = {}
+    for guess in sorted(guesses, key=lambda g: g.rank):
+        unique.setdefault(guess.key, guess)
+    return list(unique.values())[:MAX_GUESSES]
+
+
+# ----------------------------------------------------------------------------------------
+# The search
+# ----------------------------------------------------------------------------------------
+#: ``attempt(sizes, record)`` runs the model under ``sizes``; ``""`` or onnxruntime's
+#: error. ``record`` is False for the runs of a guess (their failures are not errors of
+#: the model).
+Attempt = Callable[[dict[str, int], bool], str]
+
+
+@dataclasses.dataclass
+class SizeSearch:
+    """What :func:`find_sizes` found.
+
+    Attributes:
+        plan: The plan to draw further sizes with (the given one when no guess ran).
+        size_range: The size range that ran (the first one when nothing ran).
+        found: Whether some run succeeded.
+        adopted: The guess adopted, if any.
+        tried: ``(what, sizes, error)`` of each run that failed: ``what`` is
+            ``"independent sizes"`` or the guess.
+        guesses: How many guesses were tried.
+    """
+
+    plan: SizePlan
+    size_range: tuple[int, int]
+    found: bool = False
+    adopted: Guess | None = None
+    tried: list[tuple[str, dict[str, int], str]] = dataclasses.field(default_factory=list)
+    guesses: int = 0
+
+    def failure(self) -> list[str]:
+        """Why nothing ran, as lines for a report's ``errors``.
+
+        :meth:`summary` first, then each failed run of a guess
+        (``guess total = past+seq: onnxruntime failed under {...}: ...``).
+        """
+        if not self.tried:
+            return ["no assignment of the input symbols gives valid input dims"]
+        guesses = [f"guess {w}: {e}" for w, _, e in self.tried if w != _INDEPENDENT]
+        return [self.summary(), *guesses]
+
+    def summary(self, limit: int = 300) -> str:
+        """Why nothing ran, on one line of at most ``limit`` characters.
+
+        The sizes tried, what onnxruntime said (each distinct message once), and the
+        option that gives sizes.
+        """
+        independent = [s for what, s, _ in self.tried if what == _INDEPENDENT]
+        guessed = list(dict.fromkeys(w for w, _, _ in self.tried if w != _INDEPENDENT))
+        tried = []
+        if independent:
+            sizes = " / ".join(_sizes_text(s) for s in independent)
+            tried.append(f"independent sizes {sizes}")
+        if guessed:
+            noun = "relation" if len(guessed) == 1 else "relations"
+            tried.append(f"{len(guessed)} guessed {noun} ({'; '.join(guessed)})")
+        # Each message once: the same check failing on other sizes is the same message.
+        messages: dict[str, str] = {}
+        for _, _, error in self.tried:
+            message = _core(error)
+            messages.setdefault(re.sub(r"\d+", "#", message), message)
+        said = " | ".join(messages.values()) or "nothing"
+        hint = " Give sizes that run: --verify-sizes " + ",".join(
+            f"{n}=..." for n in self.plan.independent
+        )
+        budget = max(80, limit - len(hint) - 1)
+        text = _cut(
+            "no size assignment ran: tried " + ("; ".join(tried) or "nothing"), budget // 2
+        )
+        return _cut(f"{text}. onnxruntime said: {said}", budget) + "." + hint
+
+
+_INDEPENDENT = "independent sizes"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _sizes_text(sizes: Mapping[str, int]) -> str:
+    return ",".join(f"{n}={v}" for n, v in sizes.items())
+
+
+def _core(error: str) -> str:
+    """The part of an attempt's error after the sizes (``... under {...}: why``)."""
+    _, sep, rest = error.partition("}: ")
+    return rest if sep else error
+
+
+def find_sizes(
+    plan: SizePlan,
+    attempt: Attempt,
+    rng: random.Random,
+    candidates: Callable[[SizePlan], Sequence[Guess]],
+    *,
+    guess: bool = True,
+    ranges: Sequence[tuple[int, int]] = SIZE_RANGES,
+) -> SizeSearch:
+    """Finds sizes onnxruntime runs: independent ones, else under a guessed relation.
+
+    Independent sizes are drawn once in each of ``ranges``; the first run that
+    succeeds ends the search. Otherwise each guess of ``candidates(plan)`` (called only
+    then) is tried in order: a first draw in each range until one runs, then
+    :data:`VALIDATION_DRAWS` - 1 more draws with other sizes in that range, which must
+    all run. The first guess that passes is adopted; runs that succeeded on the way are
+    real runs (``attempt`` checked them).
+    """
+    search = SizeSearch(plan, tuple(ranges[0]))
+    for size_range in ranges:
+        binding = plan.draw(rng, size_range)
+        if binding is None:
+            continue
+        error = attempt(binding, True)
+        if not error:
+            search.size_range, search.found = tuple(size_range), True
+            return search
+        search.tried.append((_INDEPENDENT, binding, error))
+    if not guess:
+        return search
+    budget = MAX_GUESS_RUNS
+    for candidate in candidates(plan):
+        if budget <= 0:
+            break
+        guessed = plan.with_guess(candidate)
+        if guessed is None:
+            continue
+        search.guesses += 1
+        size_range, runs = _validate(guessed, candidate, attempt, rng, ranges, search)
+        budget -= runs
+        if size_range is not None:
+            logger.info("verify: sizes follow %s", candidate)
+            search.plan, search.size_range = guessed, size_range
+            search.found, search.adopted = True, candidate
+            return search
+    return search
+
+
+def _validate(
+    plan: SizePlan,
+    guess: Guess,
+    attempt: Attempt,
+    rng: random.Random,
+    ranges: Sequence[tuple[int, int]],
+    search: SizeSearch,
+) -> tuple[tuple[int, int] | None, int]:
+    """``(the range where the guess ran every draw, or None; runs made)``."""
+    runs = 0
+    label = guess.text
+    for size_range in ranges:
+        first = plan.draw(rng, size_range, variant=0, degenerate=False)
+        if first is None:
+            continue
+        runs += 1
+        error = attempt(first, False)
+        if error:
+            search.tried.append((label, first, error))
+            continue
+        seen = {tuple(sorted(first.items()))}
+        for i in range(1, VALIDATION_DRAWS):
+            other = None
+            for _ in range(20):
+                binding = plan.draw(rng, size_range, variant=i, degenerate=False)
+                if binding is not None and tuple(sorted(binding.items())) not in seen:
+                    other = binding
+                    break
+            if other is None:
+                break  # the guess leaves no other sizes in this range
+            seen.add(tuple(sorted(other.items())))
+            runs += 1
+            error = attempt(other, False)
+            if error:
+                search.tried.append((label, other, error))
+                return None, runs
+        return tuple(size_range), runs
+    return None, runs
+
+
+def more_runs(
+    plan: SizePlan,
+    attempt: Callable[..., str],
+    rng: random.Random,
+    size_range: tuple[int, int],
+    wanted: Callable[[], bool],
+    draws: int,
+) -> None:
+    """Draws and runs (``attempt(sizes)``) while ``wanted()``, at most ``draws`` times.
+
+    A refused draw moves to the next larger range of :data:`SIZE_RANGES`.
+    """
+    index = SIZE_RANGES.index(size_range) if size_range in SIZE_RANGES else 0
+    for _ in range(draws):
+        if not wanted():
+            return
+        binding = plan.draw(rng, SIZE_RANGES[index])
+        if binding is None:
+            return
+        if attempt(binding, True):
+            index = min(index + 1, len(SIZE_RANGES) - 1)

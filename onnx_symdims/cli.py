@@ -477,6 +477,12 @@ def _parser() -> argparse.ArgumentParser:
         "a fusion that changes a proven shape is undone",
     )
     optimize.add_argument(
+        "--inexact-floats", action="store_true",
+        help="also fold float constants that numpy computes otherwise than onnxruntime "
+        "(MatMul, Exp, ...) and fuse BatchNormalization into Conv/Gemm: smaller, but float "
+        "outputs equal only up to rounding (default: bit for bit)",
+    )
+    optimize.add_argument(
         "--max-rounds", type=_positive_int, default=6, metavar="N",
         help="most rounds of the rewrite loop (default 6)",
     )

@@ -12,9 +12,11 @@ and compares every written dim with the real one:
 
 Sizes are random in ``2..8`` (never 1, which would hide broadcasting mistakes; larger
 after rejected runs) and respect the relations the model implies (see
-:class:`~onnx_symdims._verify_sizes.SizePlan`): proven equalities, the user's, and when
-no run succeeds, relations guessed from the written dims. ``edges=True`` adds the sizes
-users deploy: batch 1, ``seq_len = 1`` (decode), ``past_seq_len = 0`` (prefill).
+:mod:`onnx_symdims._verify_sizes`): proven equalities, the user's, and when no run
+with independent sizes succeeds, a relation between the input sizes (the equalities
+inference proves, then guesses read from the written dims, simplest first), adopted
+only when several independent draws under it run. ``edges=True`` adds the sizes users
+deploy: batch 1, ``seq_len = 1`` (decode), ``past_seq_len = 0`` (prefill).
 
 It works on any model with shapes written in it (ours or another tool's), as long as
 the ``dim_param`` texts are expressions ``parse_dim`` reads.
@@ -46,18 +48,25 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims._verify_compare import CompareReport, OutputDifference, compare_models
-from onnx_symdims._verify_ort import VerifyError, feeds_for, make_session, run
-from onnx_symdims._verify_sizes import SizePlan, candidate_relations, parse_shape
+from onnx_symdims._verify_ort import VerifyError, feeds_for, make_session, run, short_error
+from onnx_symdims._verify_sizes import (
+    SIZE_RANGES,
+    SizePlan,
+    candidate_relations,
+    find_sizes,
+    model_facts,
+    more_runs,
+    parse_shape,
+)
 
 logger = logging.getLogger(__name__)
 
 Dim = expr.Dim
 
-#: Symbols are bound to sizes in this range (inclusive).
-LOW, HIGH = 2, 8
-#: Size ranges tried in turn when onnxruntime rejects a run (convolution stacks
-#: need larger images than 8).
-SIZE_RANGES = ((LOW, HIGH), (8, 32), (32, 64))
+#: Symbols are bound to sizes in this range (inclusive) first; ``SIZE_RANGES`` lists
+#: the larger ones tried when onnxruntime rejects a run (convolution stacks need larger
+#: images than 8).
+LOW, HIGH = SIZE_RANGES[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +118,9 @@ class VerifyReport:
         checked_dims: Number of (value, axis, run) dims compared.
         unchecked_dims: Dims that could not be evaluated (a symbol never bound).
         mismatches: Every disagreement.
-        errors: Runs that failed (e.g. onnxruntime rejected the random inputs).
+        errors: Runs that failed (e.g. onnxruntime rejected the random inputs); when
+            none ran, the first one sums up the search (sizes tried, what onnxruntime
+            said) and the failed runs of each guess follow the others.
         bindings: The input-symbol assignment of each attempted run.
         relations: Guessed relations between input symbols the sizes followed.
         edges: The edge-size runs (with ``edges=True``).
@@ -270,7 +281,7 @@ class _Runner:
             feeds = feeds_for(self.graph, self.input_dims, binding, self.data_rng)
             results = run(self.session, self.output_names, feeds)
         except Exception as e:  # onnxruntime rejects inputs it cannot run with
-            error = f"onnxruntime failed under {binding}: {e}"
+            error = f"onnxruntime failed under {binding}: {short_error(e)}"
             if record:
                 report.errors.append(error)
             return error
@@ -306,8 +317,8 @@ def verify_model(
 
     Args:
         model: A model with inferred shapes (not modified).
-        runs: Number of successful random runs wanted (sizes 2..8; after a rejected
-            run, larger ranges are tried); 0 runs only ``bindings``.
+        runs: Number of successful random runs wanted (sizes 2..8; larger ranges when
+            those are rejected); 0 runs only ``bindings``.
         seed: Seed of the random assignments and input data.
         bindings: Explicit assignments, run after the random ones; symbols they leave
             out are drawn (following the relations found by then).
@@ -317,8 +328,10 @@ def verify_model(
             inference); sizes outside are never drawn.
         edges: Also run the edge sizes (all ones; each symbol 0; each symbol 1). An
             edge onnxruntime refuses is recorded in ``edges``, not as an error.
-        guess_relations: When no random run succeeds, try relations between input
-            symbols guessed from the written dims (see ``candidate_relations``).
+        guess_relations: When no run with independent sizes succeeds, try relations
+            between input symbols: the equalities inference proves on the model, then
+            guesses read from its dims (see ``candidate_relations``), each adopted only
+            when several independent draws under it run.
 
     Returns:
         The :class:`VerifyReport`.
@@ -331,60 +344,40 @@ def verify_model(
     runner = _Runner(model, report, seed)
     plan = SizePlan.of(model.graph, equalities, symbol_ranges)
     rng = random.Random(seed)
-    wanted = runs
-    failures = 0
+
+    def attempt(binding: dict[str, int], record: bool) -> str:
+        if record:
+            report.bindings.append(binding)
+        error = runner.attempt(binding, record=record)
+        if not error and not record:
+            report.bindings.append(binding)  # a guess's run that succeeded
+        return error
+
     size_range = SIZE_RANGES[0]
-    guessed = not guess_relations
-    for _ in range(runs * 3):
-        if report.runs >= wanted:
-            break
-        size_range = SIZE_RANGES[min(failures, len(SIZE_RANGES) - 1)]
-        binding = plan.draw(rng, size_range)
-        if binding is None:
-            report.errors.append("no assignment of the input symbols gives valid input dims")
-            break
-        report.bindings.append(binding)
-        if not runner.attempt(binding):
-            continue
-        failures += 1
-        if not guessed and report.runs == 0:
-            guessed = True
-            found = _guess(model, plan, runner, rng, size_range)
-            if found is not None:
-                plan, failures = found, 0  # the sizes were fine, the relation was missing
-                report.relations = list(plan.relations)
+    if runs > 0:
+        search = find_sizes(
+            plan,
+            attempt,
+            rng,
+            lambda p: candidate_relations([model], p, model_facts(model)),
+            guess=guess_relations,
+        )
+        plan, size_range = search.plan, search.size_range
+        report.relations = list(plan.relations)
+        if search.found:
+            more_runs(plan, attempt, rng, size_range, lambda: report.runs < runs, runs * 3)
+        else:
+            summary, *guesses = search.failure()
+            report.errors = [summary, *report.errors, *guesses]
     for explicit in bindings or ():
         binding = plan.draw(rng, size_range, dict(explicit))
         if binding is None:
             report.errors.append(f"the sizes {dict(explicit)} give a negative input dim")
             continue
-        report.bindings.append(binding)
-        runner.attempt(binding)
+        attempt(binding, True)
     if edges and report.runs:
         for label, binding in plan.edges(rng, size_range):
             report.bindings.append(binding)
             error = runner.attempt(binding, record=False)
             report.edges.append(EdgeRun(label, binding, error))
     return report
-
-
-def _guess(
-    model: ir.Model,
-    plan: SizePlan,
-    runner: _Runner,
-    rng: random.Random,
-    size_range: tuple[int, int],
-) -> SizePlan | None:
-    """The first plan with one guessed relation under which a run succeeds."""
-    for name, definition, why in candidate_relations([model], plan):
-        candidate = plan.with_relation(name, definition, why)
-        if candidate is None:
-            continue
-        binding = candidate.draw(rng, size_range)
-        if binding is None:
-            continue
-        if not runner.attempt(binding, record=False):
-            runner.report.bindings.append(binding)
-            logger.info("verify: sizes follow %s", candidate.relations[-1])
-            return candidate
-    return None

@@ -29,6 +29,7 @@ import onnx_ir.passes.common as common_passes
 from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
 from onnx_symdims.rewrite._broadcast import BroadcastScalarOperandsPass
 from onnx_symdims.rewrite._facts import ShapeFacts, analyze, clear_computed_shapes
+from onnx_symdims.rewrite._folding import should_fold
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (
     CollapseReshapeChainsPass,
@@ -87,6 +88,11 @@ class OptimizePass(ir.passes.InPlacePass):
         anchors: Name dims after the model's declared ones at the end.
         inline: Inline model-local functions first (as onnxscript's optimizer does).
         max_constant_elements: Largest ``ConstantOfShape`` output turned into a constant.
+        exact_floats: Keep every float output bit for bit (the default): onnxscript's
+            folder evaluates float nodes only where numpy computes what onnxruntime
+            does (:mod:`~onnx_symdims.rewrite._folding`), and its BatchNormalization
+            fusions, which reassociate float math, are left out. ``False`` allows both
+            (smaller models, outputs equal up to float rounding).
     """
 
     def __init__(
@@ -97,6 +103,7 @@ class OptimizePass(ir.passes.InPlacePass):
         anchors: bool = True,
         inline: bool = True,
         max_constant_elements: int = 1024,
+        exact_floats: bool = True,
     ) -> None:
         super().__init__()
         if fusions not in FUSIONS:
@@ -106,6 +113,7 @@ class OptimizePass(ir.passes.InPlacePass):
         self.anchors = anchors
         self.inline = inline
         self.max_constant_elements = max_constant_elements
+        self.exact_floats = exact_floats
         # The last round's facts, which the next round's analysis builds on.
         self._facts: ShapeFacts | None = None
 
@@ -127,14 +135,14 @@ class OptimizePass(ir.passes.InPlacePass):
             if not onnxscript_pending:
                 break
             onnxscript_pending = False
-            if not _onnxscript_round(model):
+            if not _onnxscript_round(model, self.exact_floats):
                 break
         if onnxscript_pending:
-            _onnxscript_round(model)
+            _onnxscript_round(model, self.exact_floats)
         self._facts = None  # the rounds' facts: not needed beyond them
         _tail(model)
         if self.fusions is not None:
-            _fuse(model, self.fusions, result)
+            _fuse(model, self.fusions, result, self.exact_floats)
         # The shapes written are proven by the optimized model alone: what a round
         # wrote may rest on facts of a node a later rewrite removed (they hold for the
         # original model's runs, not for every run of this one).
@@ -154,8 +162,6 @@ class OptimizePass(ir.passes.InPlacePass):
 
     def _our_round(self, model: ir.Model, result: OptimizeResult) -> bool:
         """One round of our rewrites and onnxscript's folder; True when anything changed."""
-        from onnxscript import optimizer
-
         result.rounds += 1
         signature = _signature(model)
         fired_before = sum(result.fired.values())
@@ -198,7 +204,7 @@ class OptimizePass(ir.passes.InPlacePass):
         values(model)
         _merge_counts(result, values.fired, values.declined, "ProvenValues")
         remove_dead_nodes(model.graph)
-        optimizer.fold_constants_ir(model, onnx_shape_inference=False)
+        fold_constants(model, self.exact_floats)
         common_passes.CommonSubexpressionEliminationPass()(model)
         remove_dead_nodes(model.graph)
         return sum(result.fired.values()) != fired_before or _signature(model) != signature
@@ -216,9 +222,33 @@ _EXCLUDED_ONNXSCRIPT_RULES = {
     "SlicesSplit",
 }
 
+#: onnxscript rules that reassociate float math (scale and shift folded into the
+#: weights): outputs equal up to rounding, not bit for bit. Run only with
+#: ``exact_floats=False``.
+_FLOAT_REASSOCIATING_RULES = {
+    "FuseBatchNormIntoConv",
+    "FuseBatchNormIntoConvTranspose",
+    "FuseBatchNormIntoGemm",
+}
 
-def _onnxscript_rules(model: ir.Model | None = None):
+
+def fold_constants(model: ir.Model, exact_floats: bool = True) -> None:
+    """Runs onnxscript's constant folder (no ONNX shape inference: our shapes are there).
+
+    With ``exact_floats``, float nodes are folded only where numpy equals onnxruntime.
+    """
+    from onnxscript import optimizer
+
+    if exact_floats:
+        optimizer.fold_constants_ir(model, onnx_shape_inference=False, should_fold=should_fold)
+    else:
+        optimizer.fold_constants_ir(model, onnx_shape_inference=False)
+
+
+def _onnxscript_rules(model: ir.Model | None = None, exact_floats: bool = True):
     """The default pattern rules of onnxscript, minus the excluded ones.
+
+    With ``exact_floats``, also minus the rules that reassociate float math.
 
     With ``model``, also minus the rules whose pattern needs an op the model does not
     have (they cannot match; onnxscript's matcher would still try them on every node).
@@ -231,11 +261,8 @@ def _onnxscript_rules(model: ir.Model | None = None):
     excluded = _excluded_unnamed_rules()
     if excluded is None:  # cannot tell the unsound no-op rules apart: run none of them
         return []
-    kept = [
-        r
-        for r in rules
-        if getattr(r, "name", "") not in _EXCLUDED_ONNXSCRIPT_RULES and id(r) not in excluded
-    ]
+    names = _EXCLUDED_ONNXSCRIPT_RULES | (_FLOAT_REASSOCIATING_RULES if exact_floats else set())
+    kept = [r for r in rules if getattr(r, "name", "") not in names and id(r) not in excluded]
     if model is None:
         return kept
     present = {
@@ -266,12 +293,12 @@ def _can_match(rule, present: set[tuple[str, str]]) -> bool:
     return needed <= present
 
 
-def _onnxscript_round(model: ir.Model) -> bool:
+def _onnxscript_round(model: ir.Model, exact_floats: bool = True) -> bool:
     """Applies the default pattern rules of onnxscript once; True when they changed the model."""
     from onnxscript import rewriter
 
     signature = _signature(model)
-    rules = _onnxscript_rules(model)
+    rules = _onnxscript_rules(model, exact_floats)
     if rules == []:
         return False
     rewriter.rewrite(model, pattern_rewrite_rules=rules)
@@ -331,28 +358,29 @@ def _tail(model: ir.Model) -> None:
         tail(model)
 
 
-def _fusion_cleanup(model: ir.Model) -> None:
+def _fusion_cleanup(model: ir.Model, exact_floats: bool = True) -> None:
     """What onnxscript's ``optimize()`` does after its fusions, with the sound rules only.
 
     Inlines the intermediate fusion functions no later fusion consumed, folds constants,
     applies onnxscript's rules minus the excluded ones, and runs the tail.
     """
-    from onnxscript import optimizer
-
     common_passes.InlinePass()(model)
     for _ in range(2):  # as onnxscript's optimize(): its rules leave Identity to the folder
-        optimizer.fold_constants_ir(model, onnx_shape_inference=False)
-        if not _onnxscript_round(model):
+        fold_constants(model, exact_floats)
+        if not _onnxscript_round(model, exact_floats):
             break
-    optimizer.fold_constants_ir(model, onnx_shape_inference=False)
+    fold_constants(model, exact_floats)
     _tail(model)
 
 
-def _fuse(model: ir.Model, fusions: str, result: OptimizeResult) -> None:
+def _fuse(model: ir.Model, fusions: str, result: OptimizeResult, exact_floats: bool) -> None:
     """Runs onnxscript's fusions step by step; undoes a step that changes a proven shape."""
     from onnx_symdims.rewrite._guard import guarded_fusions
 
-    guarded_fusions(model, fusions, result, cleanup=_fusion_cleanup)
+    def cleanup(model: ir.Model) -> None:
+        _fusion_cleanup(model, exact_floats)
+
+    guarded_fusions(model, fusions, result, cleanup=cleanup)
 
 
 def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
@@ -366,7 +394,7 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
             our shapes present and guarded (a fusion that changes a proven output shape
             is undone).
         **options: Options of :class:`OptimizePass` (``max_rounds``, ``anchors``,
-            ``inline``, ``max_constant_elements``).
+            ``inline``, ``max_constant_elements``, ``exact_floats``).
 
     Returns:
         The optimized model, of the kind described above.

@@ -6,7 +6,9 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import onnx
+import onnx_ir as ir
 import pytest
 
 import onnx_symdims
@@ -102,6 +104,7 @@ def test_optimize_report_has_every_documented_key(tmp_path):
     assert data["options"] == {
         "fusions": None,
         "max_rounds": 6,
+        "inexact_floats": False,
         "verify": False,
         "verify_runs": 3,
         "verify_sizes": [],
@@ -250,3 +253,31 @@ def test_optimize_shows_progress_on_big_models_and_times_the_whole_run(
     monkeypatch.setattr(cli, "PROGRESS_THRESHOLD", 10**6)
     assert cli.main(argv[:4]) == 0
     assert capsys.readouterr().err == ""
+
+
+def _nudging(monkeypatch):
+    """The real pass, then ``y = x * 3`` becomes ``y = x * 3.0000002`` (one ulp)."""
+    import onnx_symdims.rewrite
+
+    real = onnx_symdims.rewrite.OptimizePass
+
+    class Nudging(real):
+        def call(self, model):
+            result = super().call(model)
+            (c,) = model.graph.initializers.values()
+            c.const_value = ir.tensor(np.nextafter(np.float32(3), np.float32(4)).reshape(()))
+            return result
+
+    monkeypatch.setattr(onnx_symdims.rewrite, "OptimizePass", Nudging)
+
+
+def test_optimize_verify_wants_floats_bit_for_bit(tmp_path, monkeypatch, capsys):
+    """Without fusions and --inexact-floats optimize changes no float bit; verify says so."""
+    _nudging(monkeypatch)
+    src = write_text_model(
+        tmp_path / "m.onnx",
+        "g (float[N, 4] x) => (y) { c = Constant<value = float {3.0}>() \n y = Mul(x, c) }",
+    )
+    assert cli.main(["optimize", src, "--verify", "--verify-runs", "1"]) == 1
+    assert "DIFFERENCE y: values: " in capsys.readouterr().out
+    assert cli.main(["optimize", src, "--verify", "--verify-runs", "1", "--inexact-floats"]) == 0

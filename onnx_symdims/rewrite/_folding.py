@@ -1,0 +1,156 @@
+"""Which constant nodes onnxscript's folder may evaluate: only where numpy equals onnxruntime.
+
+onnxscript's constant folder evaluates a node with constant inputs by the ONNX reference
+implementation (numpy) and writes the result as a constant. For a float ``MatMul`` numpy
+sums in another order than onnxruntime's kernels (``(7x300) @ (300x5)``: 34 of 35
+elements differ in the last bits), and its ``Exp`` rounds otherwise (1,640 of 4,096
+values); ``Tanh``, ``Erf``, ``Log``, ``Softmax`` and reductions differ the same way. A folded model then no longer computes what the
+original computed, which ``optimize`` promises it does.
+
+:func:`should_fold` keeps the folder to nodes whose every result element is the same in
+numpy and onnxruntime: every node without floats (integer arithmetic wraps alike,
+comparisons and data movement are exact); with floats, data movement, comparisons and
+the IEEE operations that are correctly rounded by definition (``+ - * /``, square root,
+reciprocal, negation, absolute value, floor and ceiling; for ``Sqrt`` and ``Reciprocal``
+also measured: 0 of 4,096 values differ), and casts whose result is defined (a float cast to
+an integer only when every value is finite and in range).
+
+Two more departures of the reference implementation from onnxruntime are never folded,
+whatever the types: ``Unique(sorted=0)`` (the reference sorts; onnxruntime keeps the
+order of first occurrence) and a ``Slice`` with a negative step whose ``end`` lies
+outside ``[-dim, dim)`` (``INT64_MAX``: empty by the spec's clamping, which the
+reference follows; onnxruntime keeps the elements). Not folding keeps the original's
+behaviour on every runtime.
+
+Example::
+
+    >>> import onnx_ir as ir
+    >>> from onnx_symdims.rewrite._folding import should_fold
+    >>> x = ir.Value(name="x", type=ir.TensorType(ir.DataType.FLOAT))
+    >>> x.const_value = ir.tensor([[1.0]], dtype=ir.DataType.FLOAT)
+    >>> should_fold(ir.node("MatMul", [x, x])) is False
+    True
+    >>> should_fold(ir.node("Add", [x, x])) is None  # the folder's own rules decide
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = ["should_fold"]
+
+import numpy as np
+import onnx_ir as ir
+
+_FLOATS = frozenset(
+    dtype for dtype in ir.DataType if dtype.is_floating_point() or "COMPLEX" in dtype.name
+)
+
+#: Ops whose float results are the same in numpy and onnxruntime, element by element.
+_EXACT_ON_FLOATS = frozenset(
+    {
+        # data movement and shapes
+        "Identity", "Reshape", "Transpose", "Concat", "Slice", "Gather", "GatherElements",
+        "GatherND", "Squeeze", "Unsqueeze", "Expand", "Tile", "Flatten", "Split", "Pad",
+        "ConstantOfShape", "Shape", "Size", "Where", "Compress", "DepthToSpace",
+        "SpaceToDepth", "ReverseSequence", "Trilu", "SplitToSequence",
+        # comparisons and predicates
+        "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "IsNaN", "IsInf",
+        "Sign", "Not", "And", "Or", "Xor",
+        # correctly rounded IEEE operations
+        "Add", "Sub", "Mul", "Div", "Sqrt", "Reciprocal", "Neg", "Abs", "Floor", "Ceil",
+        "Cast", "CastLike",
+    }
+)
+
+
+def _dtype(value: ir.Value | None) -> ir.DataType | None:
+    if value is None:
+        return None
+    if value.const_value is not None:
+        return value.const_value.dtype
+    return value.dtype
+
+
+def _involves_floats(node: ir.Node) -> bool:
+    if any(_dtype(v) in _FLOATS for v in (*node.inputs, *node.outputs)):
+        return True
+    value = node.attributes.get("value")  # ConstantOfShape's fill
+    return value is not None and value.type == ir.AttributeType.TENSOR and (
+        value.as_tensor().dtype in _FLOATS
+    )
+
+
+def _cast_is_defined(node: ir.Node) -> bool:
+    """A float cast to an integer type is defined only for finite values in its range."""
+    source = node.inputs[0] if node.inputs else None
+    if source is None or source.const_value is None or _dtype(source) not in _FLOATS:
+        return True
+    to = node.attributes.get("to") if node.op_type == "Cast" else None
+    target = (
+        ir.DataType(to.as_int()) if to is not None
+        else _dtype(node.inputs[1]) if len(node.inputs) > 1 else None
+    )
+    if target is None or target in _FLOATS or target == ir.DataType.BOOL:
+        return target is not None
+    try:
+        bounds = np.iinfo(target.numpy())
+    except (TypeError, ValueError):
+        return False  # a type numpy has no integer limits for: leave it
+    values = source.const_value.numpy().astype(np.float64)
+    return bool(
+        np.all(np.isfinite(values))
+        and np.all(values > float(bounds.min) - 1)
+        and np.all(values < float(bounds.max) + 1)
+    )
+
+
+def _slice_departs(node: ir.Node) -> bool:
+    """A Slice with a negative step and an ``end`` outside ``[-dim, dim)`` (or unknown)."""
+    inputs = list(node.inputs) + [None] * (5 - len(node.inputs))
+    data, _, ends, axes, steps = inputs[:5]
+    if steps is None or steps.const_value is None:
+        return False  # steps default to 1
+    step_values = steps.const_value.numpy().reshape(-1).tolist()
+    if all(step > 0 for step in step_values):
+        return False
+    if data is None or data.const_value is None or ends is None or ends.const_value is None:
+        return True
+    shape = data.const_value.shape.numpy() if data.const_value.shape is not None else None
+    end_values = ends.const_value.numpy().reshape(-1).tolist()
+    axis_values = (
+        axes.const_value.numpy().reshape(-1).tolist()
+        if axes is not None and axes.const_value is not None
+        else list(range(len(end_values)))
+    )
+    if shape is None or not len(axis_values) == len(end_values) == len(step_values):
+        return True
+    for axis, end, step in zip(axis_values, end_values, step_values):
+        if step < 0:
+            if not -len(shape) <= axis < len(shape):
+                return True
+            dim = shape[axis]
+            if not -dim <= end < dim:
+                return True
+    return False
+
+
+def should_fold(node: ir.Node) -> bool | None:
+    """``False`` for a node numpy would evaluate otherwise than onnxruntime; else ``None``.
+
+    ``None`` leaves the decision to onnxscript's folder (its size limits and op rules).
+    """
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    if node.op_type == "Unique":
+        attr = node.attributes.get("sorted")
+        if attr is not None and attr.as_int() == 0:
+            return False
+    elif node.op_type == "Slice" and _slice_departs(node):
+        return False
+    if not _involves_floats(node):
+        return None
+    if node.op_type not in _EXACT_ON_FLOATS:
+        return False
+    if node.op_type in ("Cast", "CastLike") and not _cast_is_defined(node):
+        return False
+    return None
