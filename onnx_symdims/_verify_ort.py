@@ -21,16 +21,14 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims._modelio import one_line
-
-if TYPE_CHECKING:
-    import onnxruntime
+from onnx_symdims._verify_worker import IsolatedSession, OnnxruntimeCrash
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +65,12 @@ def _external_data_dir(model: ir.Model) -> str | None:
 
 def make_session(
     model: ir.Model, extra_outputs: Sequence[ir.Value] = (), *, keep_value_info: bool = False
-) -> onnxruntime.InferenceSession:
+) -> IsolatedSession:
     """An onnxruntime CPU session of ``model`` (not modified), graph optimizations off.
+
+    The session lives in a child process (:class:`~onnx_symdims._verify_worker.
+    IsolatedSession`): a run that crashes onnxruntime (``SIGFPE`` on an integer division
+    by zero) fails alone.
 
     Args:
         model: The model.
@@ -80,7 +82,7 @@ def make_session(
         ImportError: onnxruntime is not installed.
         VerifyError: onnxruntime refuses the model (one-line message).
     """
-    ort = import_onnxruntime()
+    import_onnxruntime()  # ImportError here, in the caller, when it is missing
     proto = ir.serde.serialize_model(model)
     graph = proto.graph
     if not keep_value_info:
@@ -93,28 +95,15 @@ def make_session(
         output = graph.output.add()
         output.name = value.name
         output.type.tensor_type.elem_type = int(value.dtype)  # type: ignore[arg-type]
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = _QUIET
-    base_dir = _external_data_dir(model)
-    if base_dir:
-        options.add_session_config_entry(
-            "session.model_external_initializers_file_folder_path", base_dir
-        )
     try:
-        return ort.InferenceSession(
-            proto.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
-    except Exception as e:  # onnxruntime's Fail / InvalidGraph / NotImplemented ...
+        return IsolatedSession(proto.SerializeToString(), _external_data_dir(model))
+    except (ValueError, OnnxruntimeCrash) as e:  # Fail / InvalidGraph / NotImplemented ...
         raise VerifyError(f"onnxruntime cannot load the model: {one_line(str(e))}") from e
 
 
 def run(session, output_names: Sequence[str], feeds: Mapping[str, np.ndarray]) -> list:
-    """``session.run`` without onnxruntime's error log (the exception says it all)."""
-    ort = import_onnxruntime()
-    options = ort.RunOptions()
-    options.log_severity_level = _QUIET
-    return session.run(list(output_names), dict(feeds), options)
+    """``session.run`` (the session logs nothing: the exception says it all)."""
+    return session.run(list(output_names), dict(feeds))
 
 
 _ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")

@@ -36,7 +36,7 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["should_fold"]
+__all__ = ["inexact_on_floats", "should_fold"]
 
 import numpy as np
 import onnx_ir as ir
@@ -132,6 +132,11 @@ def _slice_departs(node: ir.Node) -> bool:
             if not -dim <= end < dim:
                 return True
     return False
+
+
+def inexact_on_floats(node: ir.Node) -> bool:
+    """True when numpy may compute the node's float results otherwise than onnxruntime."""
+    return _involves_floats(node) and node.op_type not in _EXACT_ON_FLOATS
 
 
 def should_fold(node: ir.Node) -> bool | None:

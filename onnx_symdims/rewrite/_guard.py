@@ -69,7 +69,7 @@ _ORT_FUSE_STEPS = (
     ("bias_gelu", "fuse_bias_gelu", {}),
     ("sdpa_via_mha", "replace_sdpa_by_mha", {}),
 )
-_NEEDS_MHA = frozenset({"mha_bias", "attention"})
+_NEEDS_MHA = frozenset({"mha_bias", "attention", "attention_no_bias"})
 #: The domain of onnxscript's intermediate fusion ops (``SDPA``, ``RotaryEmbedding``):
 #: no runtime implements them, a later fusion step must replace them.
 _PRIVATE_DOMAIN = "ai.onnxruntime._fusion"
@@ -96,10 +96,68 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
             logger.debug("onnxscript has no %s: step %s skipped", function_name, name)
             continue
         steps.append((name, _bind(function, kwargs)))
+        if name == "attention":
+            no_bias = _attention_no_bias_rules()
+            if no_bias is not None:
+                steps.append(("attention_no_bias", no_bias.apply_to_model))
     # onnxscript runs its ORT pattern rules (FusedMatMul, …) after its last optimize();
     # the cleanup last here also sweeps the nodes they leave dead.
     steps += [("ort_patterns", _rule_set(patterns)), ("cleanup", cleanup)]
     return steps
+
+
+def _attention_no_bias_rules():
+    """The packed ``Attention`` fusion of onnxscript for a ``MultiHeadAttention`` without bias.
+
+    onnxscript's ``AttentionFusion`` (Q, K and V ``MatMul``s of one input, or one packed
+    ``MatMul`` sliced in three, feeding a ``MultiHeadAttention``) requires the bias input
+    that its ``mha_bias`` step writes from the ``Add``s after the ``MatMul``s. When the
+    biases are zero (``AddByZero`` removed them, e.g. a dynamo-exported Swin) or absent
+    (``Linear(bias=False)``), ``mha_bias`` has nothing to fuse and the packed fusion never
+    matches. This is the same rule with the bias allowed to be missing; the ``Attention``
+    written has no bias either (its ``bias`` input is optional in onnxruntime's schema).
+    Only the variants without ``past``; the ``MultiHeadAttention`` must carry no attribute
+    but ``num_heads`` and ``scale`` (the only ones the rewrite copies). ``None`` with an
+    onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import pattern
+        from onnxscript.rewriter.ort_fusions.attention import AttentionFusion
+    except ImportError:
+        return None
+
+    class AttentionNoBias(AttentionFusion):
+        def pattern(  # the parameters of AttentionFusion's pattern but qkv_bias
+            self, op, input, qkv_weight, past, num_heads,
+            start1, end1, start2, end2, start3, end3, q_mul, k_mul, v_mul,
+        ):
+            no_bias = pattern.Var("qkv_bias", can_match_none=True)
+            return super().pattern(
+                op, input, qkv_weight, no_bias, past, num_heads,
+                start1, end1, start2, end2, start3, end3, q_mul, k_mul, v_mul,
+            )
+
+        def check(self, context, qkv_bias=None, mha_output=None, **kwargs):
+            result = pattern.MatchResult()
+            if qkv_bias is not None:
+                return result.fail("MultiHeadAttention has a bias: onnxscript's own rule")
+            mha = mha_output.producer() if mha_output is not None else None
+            if mha is None or set(mha.attributes) - {"num_heads", "scale"}:
+                return result.fail("MultiHeadAttention has attributes the rewrite drops")
+            return super().check(context, qkv_bias=qkv_bias, mha_output=mha_output, **kwargs)
+
+    try:
+        rules = [
+            AttentionNoBias.rule(name, has_past=False, no_slice=no_slice)
+            for name, no_slice in (
+                ("attention_no_bias", False),
+                ("attention_no_bias_no_slice", True),
+            )
+        ]
+    except Exception as e:  # an AttentionFusion whose pattern takes other parameters
+        logger.debug("onnxscript's AttentionFusion differs (%s): no attention_no_bias step", e)
+        return None
+    return pattern.RewriteRuleSet(rules)
 
 
 def _rule_set(rules) -> Callable[[ir.Model], int]:

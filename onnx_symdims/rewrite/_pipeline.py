@@ -36,6 +36,10 @@ from onnx_symdims.rewrite._layout import (
     FlattenConcatsPass,
     GroupedTransposePass,
 )
+from onnx_symdims.rewrite._ort_folding import (
+    FoldFloatsInOnnxruntimePass,
+    onnxruntime_available,
+)
 from onnx_symdims.rewrite._reduce import ReduceDropsKeptAxesPass
 from onnx_symdims.rewrite._rules import ShapeRulesPass
 from onnx_symdims.rewrite._slices import MergeDisjointSlicesPass
@@ -236,13 +240,28 @@ def fold_constants(model: ir.Model, exact_floats: bool = True) -> None:
     """Runs onnxscript's constant folder (no ONNX shape inference: our shapes are there).
 
     With ``exact_floats``, float nodes are folded only where numpy equals onnxruntime.
+    Without, the other float nodes are folded too: in onnxruntime's kernels when it is
+    installed (:mod:`~onnx_symdims.rewrite._ort_folding`, alternating with the folder
+    until neither folds more), else by the folder's numpy reference.
     """
     from onnxscript import optimizer
 
-    if exact_floats:
+    if exact_floats or onnxruntime_available():
         optimizer.fold_constants_ir(model, onnx_shape_inference=False, should_fold=should_fold)
     else:
         optimizer.fold_constants_ir(model, onnx_shape_inference=False)
+        return
+    if exact_floats:
+        return
+    for _ in range(_MAX_FOLD_ALTERNATIONS):
+        if not FoldFloatsInOnnxruntimePass()(model).modified:
+            break
+        optimizer.fold_constants_ir(model, onnx_shape_inference=False, should_fold=should_fold)
+
+
+#: Bound on the folder / onnxruntime alternations of one :func:`fold_constants` call
+#: (each handles the nodes whose inputs the other just made constant).
+_MAX_FOLD_ALTERNATIONS = 16
 
 
 def _onnxscript_rules(model: ir.Model | None = None, exact_floats: bool = True):

@@ -2,9 +2,8 @@
 
 A rewrite is checked the way a user would see it: the model before and after is run in
 onnxruntime (graph optimizations off, so onnxruntime's own rewrites hide nothing) on
-inputs sized by symbol bindings, and every output must be equal — exactly for integers
-and booleans, within a tight tolerance for floats (``-0.0 == 0.0``, the convention the
-rules document).
+inputs sized by symbol bindings, and every output must be equal element by element,
+floats bit for bit under ``==`` (``-0.0 == 0.0``, the convention the rules document).
 """
 
 from __future__ import annotations
