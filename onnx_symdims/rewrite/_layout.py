@@ -68,20 +68,29 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
             if node.graph is None or not _is_reshape_like(node):
                 continue
             y = node.outputs[0]
-            if y in outputs:
-                continue
             root, length = node.inputs[0], 1
             while length < _MAX_CHAIN and _is_reshape_like(root.producer() if root else None):
                 root = root.producer().inputs[0]  # type: ignore[union-attr]
                 length += 1
             if root is None or length < 2:
                 continue
-            self._collapse(graph, node, root, y)
+            self._collapse(graph, node, root, y, y in outputs)
         return ir.passes.PassResult(model, modified=bool(self.fired))
 
-    def _collapse(self, graph: ir.Graph, node: ir.Node, root: ir.Value, y: ir.Value) -> None:
+    def _collapse(
+        self, graph: ir.Graph, node: ir.Node, root: ir.Value, y: ir.Value, is_output: bool
+    ) -> None:
+        """Collapses the chain ending at ``node``; a graph output ``y`` keeps its node."""
         facts = self.facts
         source, result = facts.shape(root), facts.shape(y)
+        if is_output:
+            # The graph output stays the value of this very node: only its input moves.
+            if node.op_type == "Reshape" and self._reads_target_alike(node, root):
+                node.replace_input_with(0, root)
+                self.fired["chain_to_last_target"] += 1
+            else:
+                self.declined["a graph output whose Reshape cannot read the chain's input"] += 1
+            return
         if source is None or result is None or facts.dtype(root) != facts.dtype(y):
             self.declined["rank or dtype of the chain's ends not proven"] += 1
             return

@@ -91,6 +91,22 @@ FIRES = {
         [[-1, 6]],
         [{"N": 0, "M": 2}, {"N": 1, "M": 1}, {"N": 3, "M": 0}, {"N": 2, "M": 3}],
     ),
+    # A graph output keeps its Reshape (and its name); only the chain before it goes
+    # (Swin's pooler: Squeeze of a [batch, 64, 1, 1] pooling, then Reshape to [-1, 64]).
+    "graph_output_reshape_reads_the_chain_input": (
+        """
+        g (float[N, 64, 1, 1] x) => (float[N, 64] y) {
+            a = Constant<value = int64[1] {3}>()
+            s = Squeeze(x, a)
+            t = Constant<value = int64[2] {-1, 64}>()
+            y = Reshape<allowzero = 1>(s, t)
+        }
+        """,
+        "chain_to_last_target",
+        ["Reshape"],
+        [[-1, 64]],
+        [{"N": 0}, {"N": 1}, {"N": 3}],
+    ),
 }
 
 
