@@ -94,24 +94,86 @@ def _path(tmp):
     return os.path.join(tmp, "m.onnx")
 
 
+def _spec(path, ref, bindings, gens, note):
+    return {"path": path, "ref": ref, "bindings": bindings, "gens": gens, "note": note}
+
+
+class HF:
+    """A transformers model class and its config's keyword arguments, each config written once.
+
+    ``new(attn)`` builds the config and the model (``dc._new``, seeded, eval mode); the builder
+    factories below (``kv``, ``seq``, ``encdec``, ``image``, ``audio``) turn one into a corpus
+    entry, so the same config can be exported twice (dynamo and legacy) without repeating it.
+    """
+
+    def __init__(self, model, config, **kw):
+        self.model, self.config, self.kw = model, config, kw
+
+    @property
+    def vocab(self):
+        return self.kw["vocab_size"]
+
+    def but(self, **changes):
+        """The same config with some values changed (in place: the keyword order is kept)."""
+        return HF(self.model, self.config, **{**self.kw, **changes})
+
+    def new(self, attn=None):
+        """``(model, config)``; ``attn=None`` leaves dc._new's default (sdpa)."""
+        import transformers
+
+        cfg = getattr(transformers, self.config)(**self.kw)
+        attn_kw = {} if attn is None else {"attn": attn}
+        return dc._new(getattr(transformers, self.model), cfg, **attn_kw), cfg
+
+
+def _ort_fuse(optimize_model, src, dst, model_type, num_heads, hidden_size):
+    """Fuse ``src`` into ``dst`` with onnxruntime's optimizer.
+
+    Returns a callable giving the note text; call it last (it reads the fused statistics).
+    """
+    opt = optimize_model(
+        src, model_type=model_type, num_heads=num_heads, hidden_size=hidden_size
+    )
+    opt.save_model_to_file(dst)
+    call = (
+        f"onnxruntime.transformers.optimizer.optimize_model(model_type='{model_type}', "
+        f"num_heads={num_heads}, hidden_size={hidden_size})"
+    )
+    return lambda: f"{call}: {json.dumps(opt.get_fused_operator_statistics())}"
+
+
 # ----------------------------------------------------------------------------
 # Decoders with a KV cache
 # ----------------------------------------------------------------------------
-def _kv(tmp, model, n_layers, n_kv, head_dim, pos, vocab, note, exporter="dynamo"):
-    ref = dc.build_decoder_kv(model, n_layers, n_kv, head_dim, pos, _path(tmp), exporter)
+def _kv(tmp, model, n_kv, head_dim, pos, vocab, note, exporter, bindings=KV_BINDINGS, **kw):
+    ref = dc.build_decoder_kv(model, 2, n_kv, head_dim, pos, _path(tmp), exporter, **kw)
     return {
         "path": _path(tmp),
         "ref": ref,
         "gens": kv_gens(vocab, pos),
-        "bindings": KV_BINDINGS,
+        "bindings": bindings,
         "note": note,
     }
 
 
-def b_qwen2_kv(tmp):
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+def kv(hf, n_kv, head_dim, note, pos=True, attn=None, exporter="dynamo"):
+    """A 2-layer decoder with ``n_kv`` KV heads of ``head_dim``.
 
-    cfg = Qwen2Config(
+    ``{exporter}`` in the note is filled in (the registry may choose the exporter).
+    """
+
+    def build(tmp, exporter=exporter):
+        m, _ = hf.new(attn)
+        note_x = note.format(exporter=exporter)
+        return _kv(tmp, m, n_kv, head_dim, pos, hf.vocab, note_x, exporter)
+
+    return build
+
+
+b_qwen2_kv = kv(
+    HF(
+        "Qwen2ForCausalLM",
+        "Qwen2Config",
         vocab_size=416,
         hidden_size=48,
         intermediate_size=96,
@@ -124,25 +186,17 @@ def b_qwen2_kv(tmp):
         pad_token_id=0,
         bos_token_id=1,
         eos_token_id=2,
-    )
-    m = dc._new(Qwen2ForCausalLM, cfg)
-    return _kv(
-        tmp,
-        m,
-        2,
-        2,
-        8,
-        True,
-        416,
-        "Qwen2ForCausalLM 2 layers, hidden 48, GQA 6/2 heads (head_dim 8), qkv bias, KV cache, "
-        "explicit position_ids, sdpa (dynamo)",
-    )
+    ),
+    2,
+    8,
+    "Qwen2ForCausalLM 2 layers, hidden 48, GQA 6/2 heads (head_dim 8), qkv bias, KV cache, "
+    "explicit position_ids, sdpa (dynamo)",
+)
 
-
-def b_phi3_kv(tmp):
-    from transformers import Phi3Config, Phi3ForCausalLM
-
-    cfg = Phi3Config(
+b_phi3_kv = kv(
+    HF(
+        "Phi3ForCausalLM",
+        "Phi3Config",
         vocab_size=448,
         hidden_size=48,
         intermediate_size=80,
@@ -156,25 +210,17 @@ def b_phi3_kv(tmp):
         bos_token_id=1,
         eos_token_id=2,
         sliding_window=None,
-    )
-    m = dc._new(Phi3ForCausalLM, cfg)
-    return _kv(
-        tmp,
-        m,
-        2,
-        2,
-        12,
-        True,
-        448,
-        "Phi3ForCausalLM 2 layers, hidden 48, GQA 4/2 heads (head_dim 12), fused qkv_proj split by slicing, "
-        "fused gate_up_proj (chunk), partial rotary 0.5, KV cache, explicit position_ids (dynamo)",
-    )
+    ),
+    2,
+    12,
+    "Phi3ForCausalLM 2 layers, hidden 48, GQA 4/2 heads (head_dim 12), fused qkv_proj split by slicing, "
+    "fused gate_up_proj (chunk), partial rotary 0.5, KV cache, explicit position_ids (dynamo)",
+)
 
-
-def b_phi_kv(tmp):
-    from transformers import PhiConfig, PhiForCausalLM
-
-    cfg = PhiConfig(
+b_phi_kv = kv(
+    HF(
+        "PhiForCausalLM",
+        "PhiConfig",
         vocab_size=400,
         hidden_size=32,
         intermediate_size=64,
@@ -187,54 +233,41 @@ def b_phi_kv(tmp):
         pad_token_id=0,
         bos_token_id=1,
         eos_token_id=2,
-    )
-    m = dc._new(PhiForCausalLM, cfg)
-    return _kv(
-        tmp,
-        m,
-        2,
-        4,
-        8,
-        True,
-        400,
-        "PhiForCausalLM 2 layers, hidden 32, 4 heads (head_dim 8), partial rotary 0.5 (4 of 8), qk "
-        "LayerNorm, parallel attention+MLP, KV cache, explicit position_ids (dynamo)",
-    )
+    ),
+    4,
+    8,
+    "PhiForCausalLM 2 layers, hidden 32, 4 heads (head_dim 8), partial rotary 0.5 (4 of 8), qk "
+    "LayerNorm, parallel attention+MLP, KV cache, explicit position_ids (dynamo)",
+)
+
+GPT2 = HF(
+    "GPT2LMHeadModel",
+    "GPT2Config",
+    vocab_size=432,
+    n_embd=48,
+    n_layer=2,
+    n_head=4,
+    n_positions=64,
+    n_inner=96,
+    bos_token_id=1,
+    eos_token_id=2,
+    pad_token_id=0,
+)
 
 
 def b_gpt2_kv(tmp, exporter="dynamo"):
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    cfg = GPT2Config(
-        vocab_size=432,
-        n_embd=48,
-        n_layer=2,
-        n_head=4,
-        n_positions=64,
-        n_inner=96,
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=0,
-    )
-    m = dc._new(GPT2LMHeadModel, cfg, attn="eager" if exporter == "legacy" else "sdpa")
-    return _kv(
-        tmp,
-        m,
-        2,
-        4,
-        12,
-        True,
-        432,
+    m, cfg = GPT2.new("eager" if exporter == "legacy" else "sdpa")
+    note = (
         f"GPT2LMHeadModel 2 layers, n_embd 48, 4 heads (head_dim 12), Conv1D qkv split, learned positions "
-        f"from position_ids, KV cache, {cfg._attn_implementation} ({exporter})",
-        exporter=exporter,
+        f"from position_ids, KV cache, {cfg._attn_implementation} ({exporter})"
     )
+    return _kv(tmp, m, 4, 12, True, GPT2.vocab, note, exporter)
 
 
-def b_bigcode_kv(tmp):
-    from transformers import GPTBigCodeConfig, GPTBigCodeForCausalLM
-
-    cfg = GPTBigCodeConfig(
+b_bigcode_kv = kv(
+    HF(
+        "GPTBigCodeForCausalLM",
+        "GPTBigCodeConfig",
         vocab_size=464,
         n_embd=32,
         n_layer=2,
@@ -245,25 +278,17 @@ def b_bigcode_kv(tmp):
         bos_token_id=1,
         eos_token_id=2,
         pad_token_id=0,
-    )
-    m = dc._new(GPTBigCodeForCausalLM, cfg)
-    return _kv(
-        tmp,
-        m,
-        2,
-        1,
-        8,
-        True,
-        464,
-        "GPTBigCodeForCausalLM 2 layers, n_embd 32, multi-query 4/1 heads (head_dim 8), fused c_attn split "
-        "into q / kv, learned positions, KV cache, explicit position_ids (dynamo)",
-    )
+    ),
+    1,
+    8,
+    "GPTBigCodeForCausalLM 2 layers, n_embd 32, multi-query 4/1 heads (head_dim 8), fused c_attn split "
+    "into q / kv, learned positions, KV cache, explicit position_ids (dynamo)",
+)
 
-
-def b_olmo_kv(tmp):
-    from transformers import OlmoConfig, OlmoForCausalLM
-
-    cfg = OlmoConfig(
+b_olmo_kv = kv(
+    HF(
+        "OlmoForCausalLM",
+        "OlmoConfig",
         vocab_size=480,
         hidden_size=32,
         intermediate_size=64,
@@ -276,25 +301,18 @@ def b_olmo_kv(tmp):
         bos_token_id=1,
         eos_token_id=2,
         tie_word_embeddings=False,
-    )
-    m = dc._new(OlmoForCausalLM, cfg)
-    return _kv(
-        tmp,
-        m,
-        2,
-        4,
-        8,
-        False,
-        480,
-        "OlmoForCausalLM 2 layers, hidden 32, 4 heads, non-parametric LayerNorm, clip_qkv 8 (Clip), KV "
-        "cache, no position_ids input (positions from the cache length) (dynamo)",
-    )
+    ),
+    4,
+    8,
+    "OlmoForCausalLM 2 layers, hidden 32, 4 heads, non-parametric LayerNorm, clip_qkv 8 (Clip), KV "
+    "cache, no position_ids input (positions from the cache length) (dynamo)",
+    pos=False,
+)
 
-
-def b_starcoder2_kv(tmp):
-    from transformers import Starcoder2Config, Starcoder2ForCausalLM
-
-    cfg = Starcoder2Config(
+b_starcoder2_kv = kv(
+    HF(
+        "Starcoder2ForCausalLM",
+        "Starcoder2Config",
         vocab_size=496,
         hidden_size=48,
         intermediate_size=96,
@@ -307,25 +325,17 @@ def b_starcoder2_kv(tmp):
         bos_token_id=1,
         eos_token_id=2,
         pad_token_id=0,
-    )
-    m = dc._new(Starcoder2ForCausalLM, cfg)
-    return _kv(
-        tmp,
-        m,
-        2,
-        1,
-        12,
-        True,
-        496,
-        "Starcoder2ForCausalLM 2 layers, hidden 48, MQA 4/1 heads (head_dim 12), biases, LayerNorm, "
-        "gelu MLP, KV cache, explicit position_ids (dynamo)",
-    )
+    ),
+    1,
+    12,
+    "Starcoder2ForCausalLM 2 layers, hidden 48, MQA 4/1 heads (head_dim 12), biases, LayerNorm, "
+    "gelu MLP, KV cache, explicit position_ids (dynamo)",
+)
 
-
-def b_llama_kv_legacy(tmp):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    cfg = LlamaConfig(
+b_llama_kv_legacy = kv(
+    HF(
+        "LlamaForCausalLM",
+        "LlamaConfig",
         vocab_size=392,
         hidden_size=48,
         intermediate_size=96,
@@ -338,84 +348,80 @@ def b_llama_kv_legacy(tmp):
         pad_token_id=0,
         bos_token_id=1,
         eos_token_id=2,
-    )
-    m = dc._new(LlamaForCausalLM, cfg, attn="eager")
-    return _kv(
-        tmp,
-        m,
-        2,
-        2,
-        12,
-        True,
-        392,
-        "LlamaForCausalLM 2 layers, hidden 48, GQA 4/2 heads (head_dim 12, repeat_kv), eager, KV cache, "
-        "explicit position_ids; TorchScript exporter, dynamic_axes, opset 17",
-        exporter="legacy",
-    )
+    ),
+    2,
+    12,
+    "LlamaForCausalLM 2 layers, hidden 48, GQA 4/2 heads (head_dim 12, repeat_kv), eager, KV cache, "
+    "explicit position_ids; TorchScript exporter, dynamic_axes, opset 17",
+    attn="eager",
+    exporter="legacy",
+)
 
 
 def b_gpt2_ortfused(tmp):
     from onnxruntime.transformers.optimizer import optimize_model
 
     spec = b_gpt2_kv(tmp, exporter="legacy")
-    opt = optimize_model(spec["path"], model_type="gpt2", num_heads=4, hidden_size=48)
     path = os.path.join(tmp, "fused.onnx")
-    opt.save_model_to_file(path)
+    fused = _ort_fuse(optimize_model, spec["path"], path, "gpt2", 4, 48)
     spec["path"] = path
-    spec["note"] += (
-        f"; fused by onnxruntime.transformers.optimizer.optimize_model(model_type='gpt2', "
-        f"num_heads=4, hidden_size=48): {json.dumps(opt.get_fused_operator_statistics())}"
-    )
+    spec["note"] += f"; fused by {fused()}"
     return spec
 
 
 # ----------------------------------------------------------------------------
 # Encoders, encoder-decoders
 # ----------------------------------------------------------------------------
-def _seq(tmp, model, names_in, outs, exporter, gens, out_dyn=None, note=""):
-    path, ref = dc._seq_model(tmp, model, names_in, outs, exporter, gens, out_dyn=out_dyn)
-    return {"path": path, "ref": ref, "bindings": SEQ_BINDINGS, "gens": gens, "note": note}
+def seq(hf, outs, note, attn=None, token_types=True, lo=0, exporter="dynamo", out_dyn=None):
+    """An encoder fed input_ids in [lo, vocab), attention_mask (and zero token_type_ids)."""
+
+    def build(tmp):
+        m, _ = hf.new(attn)
+        names = ["input_ids", "attention_mask"]
+        gens = {"input_ids": ("int", lo, hf.vocab), "attention_mask": ("ones",)}
+        if token_types:
+            names.append("token_type_ids")
+            gens["token_type_ids"] = ("zeros",)
+        path, ref = dc._seq_model(tmp, m, names, list(outs), exporter, gens, out_dyn=out_dyn)
+        return _spec(path, ref, SEQ_BINDINGS, gens, note)
+
+    return build
 
 
-def b_deberta_v2(tmp):
-    from transformers import DebertaV2Config, DebertaV2Model
+DEBERTA_V2 = HF(
+    "DebertaV2Model",
+    "DebertaV2Config",
+    vocab_size=420,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=64,
+    relative_attention=True,
+    position_buckets=16,
+    max_relative_positions=32,
+    pos_att_type=["p2c", "c2p"],
+    norm_rel_ebd="layer_norm",
+    share_att_key=True,
+    position_biased_input=False,
+    type_vocab_size=0,
+    pad_token_id=0,
+)
 
-    cfg = DebertaV2Config(
-        vocab_size=420,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        relative_attention=True,
-        position_buckets=16,
-        max_relative_positions=32,
-        pos_att_type=["p2c", "c2p"],
-        norm_rel_ebd="layer_norm",
-        share_att_key=True,
-        position_biased_input=False,
-        type_vocab_size=0,
-        pad_token_id=0,
-    )
-    m = dc._new(DebertaV2Model, cfg, attn="eager")
-    gens = {"input_ids": ("int", 0, 420), "attention_mask": ("ones",)}
-    return _seq(
-        tmp,
-        m,
-        ["input_ids", "attention_mask"],
-        ["last_hidden_state"],
-        "dynamo",
-        gens,
-        note="DebertaV2Model 2 layers, hidden 32, 2 heads, disentangled relative attention (p2c+c2p), "
-        "log-bucket relative positions (16 buckets, max 32), shared att key, layer-norm rel "
-        "embeddings, no absolute positions (dynamo)",
-    )
+b_deberta_v2 = seq(
+    DEBERTA_V2,
+    ["last_hidden_state"],
+    "DebertaV2Model 2 layers, hidden 32, 2 heads, disentangled relative attention (p2c+c2p), "
+    "log-bucket relative positions (16 buckets, max 32), shared att key, layer-norm rel "
+    "embeddings, no absolute positions (dynamo)",
+    attn="eager",
+    token_types=False,
+)
 
-
-def b_albert(tmp):
-    from transformers import AlbertConfig, AlbertModel
-
-    cfg = AlbertConfig(
+b_albert = seq(
+    HF(
+        "AlbertModel",
+        "AlbertConfig",
         vocab_size=360,
         embedding_size=16,
         hidden_size=32,
@@ -427,30 +433,16 @@ def b_albert(tmp):
         pad_token_id=0,
         bos_token_id=2,
         eos_token_id=3,
-    )
-    m = dc._new(AlbertModel, cfg)
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    gens = {
-        "input_ids": ("int", 0, 360),
-        "attention_mask": ("ones",),
-        "token_type_ids": ("zeros",),
-    }
-    return _seq(
-        tmp,
-        m,
-        names,
-        ["last_hidden_state", "pooler_output"],
-        "dynamo",
-        gens,
-        note="AlbertModel 2 layers (shared weights), embedding 16 projected to hidden 32, 2 heads, "
-        "token_type_ids, pooler (dynamo)",
-    )
+    ),
+    ["last_hidden_state", "pooler_output"],
+    "AlbertModel 2 layers (shared weights), embedding 16 projected to hidden 32, 2 heads, "
+    "token_type_ids, pooler (dynamo)",
+)
 
-
-def b_electra(tmp):
-    from transformers import ElectraConfig, ElectraModel
-
-    cfg = ElectraConfig(
+b_electra = seq(
+    HF(
+        "ElectraModel",
+        "ElectraConfig",
         vocab_size=350,
         embedding_size=24,
         hidden_size=48,
@@ -460,29 +452,15 @@ def b_electra(tmp):
         max_position_embeddings=64,
         type_vocab_size=2,
         pad_token_id=0,
-    )
-    m = dc._new(ElectraModel, cfg)
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    gens = {
-        "input_ids": ("int", 0, 350),
-        "attention_mask": ("ones",),
-        "token_type_ids": ("zeros",),
-    }
-    return _seq(
-        tmp,
-        m,
-        names,
-        ["last_hidden_state"],
-        "dynamo",
-        gens,
-        note="ElectraModel 2 layers, embedding 24 projected to hidden 48, 4 heads, token_type_ids (dynamo)",
-    )
+    ),
+    ["last_hidden_state"],
+    "ElectraModel 2 layers, embedding 24 projected to hidden 48, 4 heads, token_type_ids (dynamo)",
+)
 
-
-def b_bert_legacy(tmp):
-    from transformers import BertConfig, BertModel
-
-    cfg = BertConfig(
+b_bert_legacy = seq(
+    HF(
+        "BertModel",
+        "BertConfig",
         vocab_size=370,
         hidden_size=48,
         num_hidden_layers=2,
@@ -491,33 +469,35 @@ def b_bert_legacy(tmp):
         max_position_embeddings=64,
         type_vocab_size=2,
         pad_token_id=0,
-    )
-    m = dc._new(BertModel, cfg, attn="eager")
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    gens = {
-        "input_ids": ("int", 0, 370),
-        "attention_mask": ("ones",),
-        "token_type_ids": ("zeros",),
-    }
-    return _seq(
-        tmp,
-        m,
-        names,
-        ["last_hidden_state", "pooler_output"],
-        "legacy",
-        gens,
-        out_dyn={
-            "last_hidden_state": {0: "batch", 1: "seq_len"},
-            "pooler_output": {0: "batch"},
-        },
-        note="BertModel 2 layers, hidden 48, 3 heads (head_dim 16), token_type_ids, pooler, eager; "
-        "TorchScript exporter, opset 17",
-    )
+    ),
+    ["last_hidden_state", "pooler_output"],
+    "BertModel 2 layers, hidden 48, 3 heads (head_dim 16), token_type_ids, pooler, eager; "
+    "TorchScript exporter, opset 17",
+    attn="eager",
+    exporter="legacy",
+    out_dyn={
+        "last_hidden_state": {0: "batch", 1: "seq_len"},
+        "pooler_output": {0: "batch"},
+    },
+)
+
+ENCDEC_IN = ["input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask"]
+ENCDEC_IN_AXES = {
+    "input_ids": {0: "batch", 1: "enc_seq_len"},
+    "attention_mask": {0: "batch", 1: "enc_seq_len"},
+    "decoder_input_ids": {0: "batch", 1: "dec_seq_len"},
+    "decoder_attention_mask": {0: "batch", 1: "dec_seq_len"},
+}
 
 
-def _encdec(tmp, model, vocab, note, lo=2):
-    torch = dc._torch()
-    names_in = ["input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask"]
+def _encdec(tmp, model, vocab, note, lo=2, torch=None, export=None):
+    """Seq2seq LM on 4 inputs -> logits, encoder_last_hidden_state.
+
+    ``export(w, args, names_in, outs, axes)`` replaces the dynamo export; what it returns, if
+    anything, is called once the reference is made and its text appended to the note.
+    """
+    torch = dc._torch() if torch is None else torch
+    names_in = list(ENCDEC_IN)
     outs = ["logits", "encoder_last_hidden_state"]
     w = dc._wrap_named(model, names_in, outs)
     args = [
@@ -526,63 +506,67 @@ def _encdec(tmp, model, vocab, note, lo=2):
         torch.randint(lo, vocab, (3, 6)),
         torch.ones(3, 6, dtype=torch.int64),
     ]
-    ds = {
-        "input_ids": {0: "batch", 1: "enc_seq_len"},
-        "attention_mask": {0: "batch", 1: "enc_seq_len"},
-        "decoder_input_ids": {0: "batch", 1: "dec_seq_len"},
-        "decoder_attention_mask": {0: "batch", 1: "dec_seq_len"},
-    }
-    dc.export_dynamo(w, args, _path(tmp), names_in, outs, ds)
+    ds = {k: dict(v) for k, v in ENCDEC_IN_AXES.items()}
+    finish = None
+    if export is None:
+        dc.export_dynamo(w, args, _path(tmp), names_in, outs, ds)
+    else:
+        finish = export(w, args, names_in, outs, ds)
     gens = {
         "input_ids": ("int", lo, vocab),
         "attention_mask": ("ones",),
         "decoder_input_ids": ("int", lo, vocab),
         "decoder_attention_mask": ("ones",),
     }
-    return {
-        "path": _path(tmp),
-        "ref": dc.torch_ref(w, names_in),
-        "bindings": ENCDEC_BINDINGS,
-        "gens": gens,
-        "note": note,
-    }
+    spec = _spec(_path(tmp), dc.torch_ref(w, names_in), ENCDEC_BINDINGS, gens, note)
+    if finish is not None:
+        spec["note"] += finish()
+    return spec
 
 
-def b_bart(tmp):
-    from transformers import BartConfig, BartForConditionalGeneration
+def encdec(hf, note, attn=None, lo=2):
+    def build(tmp):
+        m, _ = hf.new(attn)
+        return _encdec(tmp, m, hf.vocab, note, lo=lo)
 
-    cfg = BartConfig(
-        vocab_size=440,
-        d_model=32,
-        encoder_layers=1,
-        decoder_layers=1,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=64,
-        pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
-        decoder_start_token_id=2,
-        forced_eos_token_id=2,
-        use_cache=False,
-    )
-    m = dc._new(BartForConditionalGeneration, cfg)
-    return _encdec(
-        tmp,
-        m,
-        440,
-        "BartForConditionalGeneration 1+1 layers, d_model 32, 4 heads, learned positions "
-        "(offset 2), layernorm_embedding, explicit decoder_attention_mask, no cache (dynamo)",
-        lo=3,
-    )
+    return build
 
 
-def b_t5(tmp):
-    from transformers import T5Config, T5ForConditionalGeneration
+# 1 encoder + 1 decoder layer, d_model 32, 4 heads, FFN 64 (BART and Speech2Text)
+ENCDEC_1_1 = {
+    "d_model": 32,
+    "encoder_layers": 1,
+    "decoder_layers": 1,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 64,
+    "decoder_ffn_dim": 64,
+}
+BART = HF(
+    "BartForConditionalGeneration",
+    "BartConfig",
+    vocab_size=440,
+    **ENCDEC_1_1,
+    max_position_embeddings=64,
+    pad_token_id=1,
+    bos_token_id=0,
+    eos_token_id=2,
+    decoder_start_token_id=2,
+    forced_eos_token_id=2,
+    use_cache=False,
+)
 
-    cfg = T5Config(
+b_bart = encdec(
+    BART,
+    "BartForConditionalGeneration 1+1 layers, d_model 32, 4 heads, learned positions "
+    "(offset 2), layernorm_embedding, explicit decoder_attention_mask, no cache (dynamo)",
+    lo=3,
+)
+
+b_t5 = encdec(
+    HF(
+        "T5ForConditionalGeneration",
+        "T5Config",
         vocab_size=456,
         d_model=32,
         d_kv=8,
@@ -598,16 +582,12 @@ def b_t5(tmp):
         decoder_start_token_id=0,
         use_cache=False,
         tie_word_embeddings=False,
-    )
-    m = dc._new(T5ForConditionalGeneration, cfg, attn="eager")
-    return _encdec(
-        tmp,
-        m,
-        456,
-        "T5ForConditionalGeneration 2 encoder + 1 decoder layers, d_model 32, 4 heads x "
-        "d_kv 8, relative position buckets (8, max distance 20) both directions + causal, "
-        "gated-gelu FFN, RMS norm, explicit decoder_attention_mask, no cache (dynamo)",
-    )
+    ),
+    "T5ForConditionalGeneration 2 encoder + 1 decoder layers, d_model 32, 4 heads x "
+    "d_kv 8, relative position buckets (8, max distance 20) both directions + causal, "
+    "gated-gelu FFN, RMS norm, explicit decoder_attention_mask, no cache (dynamo)",
+    attn="eager",
+)
 
 
 def b_whisper_decoder(tmp):
@@ -642,55 +622,77 @@ def b_whisper_decoder(tmp):
         "encoder_hidden_states": {0: "batch", 1: "enc_seq_len"},
     }
     dc.export_dynamo(w, args, _path(tmp), names_in, ["last_hidden_state"], ds)
-    return {
-        "path": _path(tmp),
-        "ref": dc.torch_ref(w, names_in),
-        "bindings": ENCDEC_BINDINGS,
-        "gens": {"input_ids": ("int", 0, 424), "*": ("randn",)},
-        "note": "WhisperDecoder alone, 2 layers, d_model 32, learned positions sliced to dec_seq_len, causal "
+    return _spec(
+        _path(tmp),
+        dc.torch_ref(w, names_in),
+        ENCDEC_BINDINGS,
+        {"input_ids": ("int", 0, 424), "*": ("randn",)},
+        "WhisperDecoder alone, 2 layers, d_model 32, learned positions sliced to dec_seq_len, causal "
         "self-attention + cross-attention to encoder_hidden_states of any length, no cache (dynamo)",
-    }
+    )
 
 
 # ----------------------------------------------------------------------------
 # Vision, audio
 # ----------------------------------------------------------------------------
-def b_vit(tmp):
-    from transformers import ViTConfig, ViTModel
+def image(hf, outs, example_hw, note, attn=None, bindings=IMAGE_BINDINGS, **image_kw):
+    """An image model with dynamic batch/height/width, exported at ``example_hw``."""
 
-    cfg = ViTConfig(
-        image_size=32,
-        patch_size=8,
-        num_channels=3,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        qkv_bias=True,
-    )
-    m = dc._new(ViTModel, cfg)
-    path, ref = dc._image_dyn(
-        tmp,
-        m,
-        ["last_hidden_state", "pooler_output"],
-        (64, 48),
-        extra_kw={"interpolate_pos_encoding": True},
-    )
-    return {
-        "path": path,
-        "ref": ref,
-        "bindings": IMAGE_BINDINGS,
-        "gens": {"*": ("randn",)},
-        "note": "ViTModel 1 layer, hidden 32, patch 8 (conv k8 s8, floor), CLS token, "
-        "interpolate_pos_encoding=True (bicubic Resize of the 4x4 position grid to the patch grid), "
-        "pooler; dynamic batch/height/width (dynamo)",
-    }
+    def build(tmp):
+        m, _ = hf.new(attn)
+        path, ref = dc._image_dyn(tmp, m, list(outs), example_hw, **image_kw)
+        return _spec(path, ref, bindings, {"*": ("randn",)}, note)
+
+    return build
 
 
-def b_resnet(tmp):
-    from transformers import ResNetConfig, ResNetModel
+def audio(hf, outs, bindings, note, attn=None):
+    """A raw-waveform encoder (input_values [batch, audio_len]), exported at 520 samples."""
 
-    cfg = ResNetConfig(
+    def build(tmp):
+        torch = dc._torch()
+        m, _ = hf.new(attn)
+        names_in = ["input_values"]
+        w = dc._wrap_named(m, names_in, list(outs))
+        args = [torch.randn(3, 520)]
+        axes = {"input_values": {0: "batch", 1: "audio_len"}}
+        dc.export_dynamo(w, args, _path(tmp), names_in, list(outs), axes)
+        return _spec(_path(tmp), dc.torch_ref(w, names_in), bindings, {"*": ("randn",)}, note)
+
+    return build
+
+
+# 32x32 images, patch 8, 1 layer, hidden 32, 2 heads (ViT and DINOv2)
+TINY_VIT = {
+    "image_size": 32,
+    "patch_size": 8,
+    "num_channels": 3,
+    "hidden_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+}
+VIT = HF(
+    "ViTModel",
+    "ViTConfig",
+    **TINY_VIT,
+    intermediate_size=64,
+    qkv_bias=True,
+)
+
+b_vit = image(
+    VIT,
+    ["last_hidden_state", "pooler_output"],
+    (64, 48),
+    "ViTModel 1 layer, hidden 32, patch 8 (conv k8 s8, floor), CLS token, "
+    "interpolate_pos_encoding=True (bicubic Resize of the 4x4 position grid to the patch grid), "
+    "pooler; dynamic batch/height/width (dynamo)",
+    extra_kw={"interpolate_pos_encoding": True},
+)
+
+b_resnet = image(
+    HF(
+        "ResNetModel",
+        "ResNetConfig",
         num_channels=3,
         embedding_size=16,
         hidden_sizes=[16, 24, 32, 48],
@@ -698,81 +700,66 @@ def b_resnet(tmp):
         layer_type="bottleneck",
         hidden_act="relu",
         downsample_in_first_stage=False,
-    )
-    m = dc._new(ResNetModel, cfg, attn="eager")
-    path, ref = dc._image_dyn(tmp, m, ["last_hidden_state", "pooler_output"], (128, 112))
-    return {
-        "path": path,
-        "ref": ref,
-        "bindings": IMAGE_BINDINGS,
-        "gens": {"*": ("randn",)},
-        "note": "ResNetModel bottleneck, 4 stages depths [1,1,1,1], stem conv k7 s2 + maxpool k3 s2 p1, "
-        "stride-2 stages with 1x1 shortcut convs, adaptive avg pool; dynamic batch/height/width (dynamo)",
-    }
+    ),
+    ["last_hidden_state", "pooler_output"],
+    (128, 112),
+    "ResNetModel bottleneck, 4 stages depths [1,1,1,1], stem conv k7 s2 + maxpool k3 s2 p1, "
+    "stride-2 stages with 1x1 shortcut convs, adaptive avg pool; dynamic batch/height/width (dynamo)",
+    attn="eager",
+)
 
-
-def b_convnext(tmp):
-    from transformers import ConvNextConfig, ConvNextModel
-
-    cfg = ConvNextConfig(
+b_convnext = image(
+    HF(
+        "ConvNextModel",
+        "ConvNextConfig",
         num_channels=3,
         patch_size=4,
         hidden_sizes=[16, 24, 32, 48],
         depths=[1, 1, 1, 1],
         drop_path_rate=0.0,
         layer_scale_init_value=1e-6,
-    )
-    m = dc._new(ConvNextModel, cfg, attn="eager")
-    path, ref = dc._image_dyn(tmp, m, ["last_hidden_state", "pooler_output"], (128, 112))
-    return {
-        "path": path,
-        "ref": ref,
-        "bindings": IMAGE_BINDINGS,
-        "gens": {"*": ("randn",)},
-        "note": "ConvNextModel 4 stages depths [1,1,1,1], patchify stem k4 s4, depthwise k7 p3 convs, "
-        "channels-last LayerNorm via permutes, k2 s2 downsampling, layer scale, global mean pool; "
-        "dynamic batch/height/width (dynamo)",
-    }
+    ),
+    ["last_hidden_state", "pooler_output"],
+    (128, 112),
+    "ConvNextModel 4 stages depths [1,1,1,1], patchify stem k4 s4, depthwise k7 p3 convs, "
+    "channels-last LayerNorm via permutes, k2 s2 downsampling, layer scale, global mean pool; "
+    "dynamic batch/height/width (dynamo)",
+    attn="eager",
+)
 
+# the transformer and the conv feature extractor (k10 s5, k3 s2, k3 s2) of both audio encoders
+AUDIO_ENCODER = {
+    "hidden_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+}
+CONV_FEATURES = {
+    "conv_dim": (16, 16, 16),
+    "conv_kernel": (10, 3, 3),
+    "conv_stride": (5, 2, 2),
+    "conv_bias": False,
+    "feat_extract_norm": "group",
+    "num_conv_pos_embeddings": 8,
+    "num_conv_pos_embedding_groups": 4,
+}
+NO_SPEC_AUGMENT = {"mask_time_prob": 0.0, "apply_spec_augment": False, "vocab_size": 32}
 
-def b_wav2vec2(tmp):
-    torch = dc._torch()
-    from transformers import Wav2Vec2Config, Wav2Vec2Model
-
-    cfg = Wav2Vec2Config(
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        conv_dim=(16, 16, 16),
-        conv_kernel=(10, 3, 3),
-        conv_stride=(5, 2, 2),
-        conv_bias=False,
-        feat_extract_norm="group",
-        num_conv_pos_embeddings=8,
-        num_conv_pos_embedding_groups=4,
+b_wav2vec2 = audio(
+    HF(
+        "Wav2Vec2Model",
+        "Wav2Vec2Config",
+        **AUDIO_ENCODER,
+        **CONV_FEATURES,
         do_stable_layer_norm=False,
-        mask_time_prob=0.0,
-        apply_spec_augment=False,
-        vocab_size=32,
-    )
-    m = dc._new(Wav2Vec2Model, cfg)
-    names_in = ["input_values"]
-    outs = ["last_hidden_state", "extract_features"]
-    w = dc._wrap_named(m, names_in, outs)
-    args = [torch.randn(3, 520)]
-    dc.export_dynamo(
-        w, args, _path(tmp), names_in, outs, {"input_values": {0: "batch", 1: "audio_len"}}
-    )
-    return {
-        "path": _path(tmp),
-        "ref": dc.torch_ref(w, names_in),
-        "bindings": AUDIO_BINDINGS,
-        "gens": {"*": ("randn",)},
-        "note": "Wav2Vec2Model: conv feature extractor (k10 s5, k3 s2, k3 s2; group norm on the first), feature "
-        "projection, grouped positional conv (k8, groups 4, even kernel so the last frame is dropped), "
-        "1 encoder layer; dynamic batch/audio_len (dynamo)",
-    }
+        **NO_SPEC_AUGMENT,
+    ),
+    ["last_hidden_state", "extract_features"],
+    AUDIO_BINDINGS,
+    "Wav2Vec2Model: conv feature extractor (k10 s5, k3 s2, k3 s2; group norm on the first), feature "
+    "projection, grouped positional conv (k8, groups 4, even kernel so the last frame is dropped), "
+    "1 encoder layer; dynamic batch/audio_len (dynamo)",
+)
 
 
 # ----------------------------------------------------------------------------
@@ -804,45 +791,44 @@ SWIN_BINDINGS = [
     {"batch": 5, "height": 80, "width": 144},
 ]
 
+QWEN2_SWA = HF(
+    "Qwen2ForCausalLM",
+    "Qwen2Config",
+    vocab_size=408,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=128,
+    use_sliding_window=True,
+    sliding_window=SWA_WINDOW,
+    max_window_layers=0,
+    layer_types=["sliding_attention", "full_attention"],
+    tie_word_embeddings=True,
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=2,
+)
+
 
 def b_qwen2_swa_kv(tmp):
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    cfg = Qwen2Config(
-        vocab_size=408,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        use_sliding_window=True,
-        sliding_window=SWA_WINDOW,
-        max_window_layers=0,
-        layer_types=["sliding_attention", "full_attention"],
-        tie_word_embeddings=True,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    m = dc._new(Qwen2ForCausalLM, cfg)
-    ref = dc.build_decoder_kv(m, 2, 2, 8, True, _path(tmp), "dynamo", cache_config=cfg)
-    return {
-        "path": _path(tmp),
-        "ref": ref,
-        "gens": kv_gens(408, True),
-        "bindings": SWA_KV_BINDINGS,
-        "note": f"Qwen2ForCausalLM 2 layers, hidden 32, GQA 4/2, layer 0 sliding window {SWA_WINDOW} with "
+    m, cfg = QWEN2_SWA.new()
+    note = (
+        f"Qwen2ForCausalLM 2 layers, hidden 32, GQA 4/2, layer 0 sliding window {SWA_WINDOW} with "
         f"DynamicCache(config=...) (layer 0 cropped to its last {SWA_WINDOW - 1} positions: present "
         f"0 = min({SWA_WINDOW - 1}, past + seq) = 12, 11, 12), layer 1 full (present = past + seq); "
-        f"past_seq_len refined by torch.export to <= {SWA_WINDOW - 1}, bindings respect it (dynamo)",
-    }
+        f"past_seq_len refined by torch.export to <= {SWA_WINDOW - 1}, bindings respect it (dynamo)"
+    )
+    return _kv(
+        tmp, m, 2, 8, True, QWEN2_SWA.vocab, note, "dynamo", SWA_KV_BINDINGS, cache_config=cfg
+    )
 
 
-def b_mpt_kv(tmp, exporter="dynamo"):
-    from transformers import MptConfig, MptForCausalLM
-
-    cfg = MptConfig(
+b_mpt_kv = kv(
+    HF(
+        "MptForCausalLM",
+        "MptConfig",
         vocab_size=500,
         d_model=32,
         n_heads=4,
@@ -854,26 +840,19 @@ def b_mpt_kv(tmp, exporter="dynamo"):
         pad_token_id=0,
         bos_token_id=1,
         eos_token_id=2,
-    )
-    m = dc._new(MptForCausalLM, cfg, attn="eager")
-    return _kv(
-        tmp,
-        m,
-        2,
-        4,
-        8,
-        False,
-        500,
-        f"MptForCausalLM 2 layers, d_model 32, 4 heads, ALiBi bias sliced to the key length, fused Wqkv, "
-        f"no biases, KV cache, eager ({exporter})",
-        exporter=exporter,
-    )
+    ),
+    4,
+    8,
+    "MptForCausalLM 2 layers, d_model 32, 4 heads, ALiBi bias sliced to the key length, fused Wqkv, "
+    "no biases, KV cache, eager ({exporter})",
+    pos=False,
+    attn="eager",
+)
 
-
-def b_gptj_kv(tmp):
-    from transformers import GPTJConfig, GPTJForCausalLM
-
-    cfg = GPTJConfig(
+b_gptj_kv = kv(
+    HF(
+        "GPTJForCausalLM",
+        "GPTJConfig",
         vocab_size=460,
         n_embd=48,
         n_layer=2,
@@ -885,26 +864,19 @@ def b_gptj_kv(tmp):
         eos_token_id=2,
         pad_token_id=0,
         tie_word_embeddings=False,
-    )
-    m = dc._new(GPTJForCausalLM, cfg, attn="eager")
-    return _kv(
-        tmp,
-        m,
-        2,
-        4,
-        12,
-        True,
-        460,
-        "GPTJForCausalLM 2 layers, n_embd 48, 4 heads (head_dim 12), interleaved rotary on 8 of 12 dims "
-        "(sin/cos gathered from an embed_positions table by position_ids), parallel attention+MLP, KV "
-        "cache, eager (dynamo)",
-    )
+    ),
+    4,
+    12,
+    "GPTJForCausalLM 2 layers, n_embd 48, 4 heads (head_dim 12), interleaved rotary on 8 of 12 dims "
+    "(sin/cos gathered from an embed_positions table by position_ids), parallel attention+MLP, KV "
+    "cache, eager (dynamo)",
+    attn="eager",
+)
 
-
-def b_funnel(tmp):
-    from transformers import FunnelConfig, FunnelModel
-
-    cfg = FunnelConfig(
+b_funnel = seq(
+    HF(
+        "FunnelModel",
+        "FunnelConfig",
         vocab_size=380,
         block_sizes=[1, 1],
         block_repeats=[1, 1],
@@ -921,32 +893,19 @@ def b_funnel(tmp):
         attention_type="relative_shift",
         pooling_type="mean",
         pad_token_id=0,
-    )
-    m = dc._new(FunnelModel, cfg, attn="eager")
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    gens = {
-        "input_ids": ("int", 0, 380),
-        "attention_mask": ("ones",),
-        "token_type_ids": ("zeros",),
-    }
-    return _seq(
-        tmp,
-        m,
-        names,
-        ["last_hidden_state"],
-        "dynamo",
-        gens,
-        note="FunnelModel 2 blocks + 1 decoder layer, d_model 32: mean pooling of the sequence with stride 2 "
-        "(separate_cls, truncate_seq, avg_pool ceil_mode), relative_shift attention whose position "
-        "tables depend on the pooled lengths, decoder upsampling by repeat_interleave then truncation "
-        "back to seq_len (dynamo)",
-    )
+    ),
+    ["last_hidden_state"],
+    "FunnelModel 2 blocks + 1 decoder layer, d_model 32: mean pooling of the sequence with stride 2 "
+    "(separate_cls, truncate_seq, avg_pool ceil_mode), relative_shift attention whose position "
+    "tables depend on the pooled lengths, decoder upsampling by repeat_interleave then truncation "
+    "back to seq_len (dynamo)",
+    attn="eager",
+)
 
-
-def b_longformer(tmp):
-    from transformers import LongformerConfig, LongformerModel
-
-    cfg = LongformerConfig(
+b_longformer = seq(
+    HF(
+        "LongformerModel",
+        "LongformerConfig",
         vocab_size=390,
         hidden_size=32,
         num_hidden_layers=1,
@@ -958,20 +917,15 @@ def b_longformer(tmp):
         bos_token_id=0,
         eos_token_id=2,
         type_vocab_size=1,
-    )
-    m = dc._new(LongformerModel, cfg, attn="eager")
-    gens = {"input_ids": ("int", 3, 390), "attention_mask": ("ones",)}
-    return _seq(
-        tmp,
-        m,
-        ["input_ids", "attention_mask"],
-        ["last_hidden_state", "pooler_output"],
-        "dynamo",
-        gens,
-        note="LongformerModel 1 layer, hidden 32, attention_window 4: the sequence is padded to a multiple "
-        "of 4 ((4 - seq % 4) % 4 pad), sliding-chunk attention (chunked reshapes by window), output "
-        "cut back to seq_len; no seq_len binding is a multiple of 4 (the example was 9) (dynamo)",
-    )
+    ),
+    ["last_hidden_state", "pooler_output"],
+    "LongformerModel 1 layer, hidden 32, attention_window 4: the sequence is padded to a multiple "
+    "of 4 ((4 - seq % 4) % 4 pad), sliding-chunk attention (chunked reshapes by window), output "
+    "cut back to seq_len; no seq_len binding is a multiple of 4 (the example was 9) (dynamo)",
+    attn="eager",
+    token_types=False,
+    lo=3,
+)
 
 
 def b_speech2text(tmp):
@@ -980,13 +934,7 @@ def b_speech2text(tmp):
 
     cfg = Speech2TextConfig(
         vocab_size=410,
-        d_model=32,
-        encoder_layers=1,
-        decoder_layers=1,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
+        **ENCDEC_1_1,
         input_feat_per_channel=16,
         input_channels=1,
         num_conv_layers=2,
@@ -1021,90 +969,52 @@ def b_speech2text(tmp):
         "attention_mask": ("ones",),
         "decoder_input_ids": ("int", 3, 410),
     }
-    return {
-        "path": _path(tmp),
-        "ref": dc.torch_ref(w, names_in),
-        "bindings": SPEECH_BINDINGS,
-        "gens": gens,
-        "note": "Speech2TextForConditionalGeneration 1+1 layers, d_model 32: conv subsampler (two Conv1d k5 s2 "
+    return _spec(
+        _path(tmp),
+        dc.torch_ref(w, names_in),
+        SPEECH_BINDINGS,
+        gens,
+        "Speech2TextForConditionalGeneration 1+1 layers, d_model 32: conv subsampler (two Conv1d k5 s2 "
         "p2 + GLU), the attention mask downsampled by the conv length formula, sinusoidal positions, "
         "decoder with cross attention; symbols batch/frames/dec_seq_len (dynamo)",
-    }
+    )
 
 
-def b_sew(tmp):
-    torch = dc._torch()
-    from transformers import SEWConfig, SEWModel
-
-    cfg = SEWConfig(
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
+b_sew = audio(
+    HF(
+        "SEWModel",
+        "SEWConfig",
+        **AUDIO_ENCODER,
         squeeze_factor=2,
-        conv_dim=(16, 16, 16),
-        conv_kernel=(10, 3, 3),
-        conv_stride=(5, 2, 2),
-        conv_bias=False,
-        feat_extract_norm="group",
-        num_conv_pos_embeddings=8,
-        num_conv_pos_embedding_groups=4,
-        mask_time_prob=0.0,
-        apply_spec_augment=False,
-        vocab_size=32,
-    )
-    m = dc._new(SEWModel, cfg, attn="eager")
-    names_in = ["input_values"]
-    w = dc._wrap_named(m, names_in, ["last_hidden_state"])
-    args = [torch.randn(3, 520)]
-    dc.export_dynamo(
-        w,
-        args,
-        _path(tmp),
-        names_in,
-        ["last_hidden_state"],
-        {"input_values": {0: "batch", 1: "audio_len"}},
-    )
-    return {
-        "path": _path(tmp),
-        "ref": dc.torch_ref(w, names_in),
-        "bindings": SEW_BINDINGS,
-        "gens": {"*": ("randn",)},
-        "note": "SEWModel: conv feature extractor (k10 s5, k3 s2, k3 s2), squeeze (avg pool k2 s2 inside the "
-        "positional conv with stride 2), upsample by reshape x2 and pad back to the frame count (odd "
-        "counts in every binding, like the example), 1 layer (dynamo)",
-    }
+        **CONV_FEATURES,
+        **NO_SPEC_AUGMENT,
+    ),
+    ["last_hidden_state"],
+    SEW_BINDINGS,
+    "SEWModel: conv feature extractor (k10 s5, k3 s2, k3 s2), squeeze (avg pool k2 s2 inside the "
+    "positional conv with stride 2), upsample by reshape x2 and pad back to the frame count (odd "
+    "counts in every binding, like the example), 1 layer (dynamo)",
+    attn="eager",
+)
 
-
-def b_dinov2(tmp):
-    from transformers import Dinov2Config, Dinov2Model
-
-    cfg = Dinov2Config(
-        image_size=32,
-        patch_size=8,
-        num_channels=3,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
+b_dinov2 = image(
+    HF(
+        "Dinov2Model",
+        "Dinov2Config",
+        **TINY_VIT,
         mlp_ratio=2,
         layerscale_value=1.0,
-    )
-    m = dc._new(Dinov2Model, cfg)
-    path, ref = dc._image_dyn(tmp, m, ["last_hidden_state", "pooler_output"], (64, 48))
-    return {
-        "path": path,
-        "ref": ref,
-        "bindings": IMAGE_BINDINGS,
-        "gens": {"*": ("randn",)},
-        "note": "Dinov2Model 1 layer, hidden 32, patch 8, position embeddings always interpolated (bicubic) "
-        "to the patch grid, layer scale, CLS pooler; dynamic batch/height/width (dynamo)",
-    }
+    ),
+    ["last_hidden_state", "pooler_output"],
+    (64, 48),
+    "Dinov2Model 1 layer, hidden 32, patch 8, position embeddings always interpolated (bicubic) "
+    "to the patch grid, layer scale, CLS pooler; dynamic batch/height/width (dynamo)",
+)
 
-
-def b_swin(tmp):
-    from transformers import SwinConfig, SwinModel
-
-    cfg = SwinConfig(
+b_swin = image(
+    HF(
+        "SwinModel",
+        "SwinConfig",
         image_size=64,
         patch_size=2,
         num_channels=3,
@@ -1114,25 +1024,21 @@ def b_swin(tmp):
         window_size=2,
         mlp_ratio=2.0,
         drop_path_rate=0.0,
-    )
-    m = dc._new(SwinModel, cfg, attn="eager")
-    path, ref = dc._image_dyn(tmp, m, ["last_hidden_state", "pooler_output"], (64, 96))
-    return {
-        "path": path,
-        "ref": ref,
-        "bindings": SWIN_BINDINGS,
-        "gens": {"*": ("randn",)},
-        "note": "SwinModel 3 stages depths [1,1,1], embed 16, patch 2, window 2 (shifted windows, "
-        "window partition/reverse reshapes by H/2, W/2), 2 patch merges; torch.export guards the "
-        "padding branches at the 64x96 example, so the graph is valid for height/width multiples of "
-        "16 only and every binding is one (dynamo)",
-    }
+    ),
+    ["last_hidden_state", "pooler_output"],
+    (64, 96),
+    "SwinModel 3 stages depths [1,1,1], embed 16, patch 2, window 2 (shifted windows, "
+    "window partition/reverse reshapes by H/2, W/2), 2 patch merges; torch.export guards the "
+    "padding branches at the 64x96 example, so the graph is valid for height/width multiples of "
+    "16 only and every binding is one (dynamo)",
+    attn="eager",
+    bindings=SWIN_BINDINGS,
+)
 
-
-def b_poolformer(tmp):
-    from transformers import PoolFormerConfig, PoolFormerModel
-
-    cfg = PoolFormerConfig(
+b_poolformer = image(
+    HF(
+        "PoolFormerModel",
+        "PoolFormerConfig",
         num_channels=3,
         pool_size=3,
         hidden_sizes=[16, 24, 32, 48],
@@ -1143,24 +1049,19 @@ def b_poolformer(tmp):
         num_encoder_blocks=4,
         mlp_ratio=2.0,
         drop_path_rate=0.0,
-    )
-    m = dc._new(PoolFormerModel, cfg, attn="eager")
-    path, ref = dc._image_dyn(tmp, m, ["last_hidden_state"], (128, 112))
-    return {
-        "path": path,
-        "ref": ref,
-        "bindings": IMAGE_BINDINGS,
-        "gens": {"*": ("randn",)},
-        "note": "PoolFormerModel 4 stages: patch-embedding convs k7 s4 p2 / k3 s2 p1, token mixing by "
-        "AvgPool k3 s1 p1 count_include_pad=False minus the input, GroupNorm(1); dynamic "
-        "batch/height/width (dynamo)",
-    }
+    ),
+    ["last_hidden_state"],
+    (128, 112),
+    "PoolFormerModel 4 stages: patch-embedding convs k7 s4 p2 / k3 s2 p1, token mixing by "
+    "AvgPool k3 s1 p1 count_include_pad=False minus the input, GroupNorm(1); dynamic "
+    "batch/height/width (dynamo)",
+    attn="eager",
+)
 
-
-def b_convbert(tmp):
-    from transformers import ConvBertConfig, ConvBertModel
-
-    cfg = ConvBertConfig(
+b_convbert = seq(
+    HF(
+        "ConvBertModel",
+        "ConvBertConfig",
         vocab_size=370,
         hidden_size=32,
         num_hidden_layers=1,
@@ -1173,137 +1074,44 @@ def b_convbert(tmp):
         max_position_embeddings=64,
         type_vocab_size=2,
         pad_token_id=0,
-    )
-    m = dc._new(ConvBertModel, cfg, attn="eager")
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    gens = {
-        "input_ids": ("int", 0, 370),
-        "attention_mask": ("ones",),
-        "token_type_ids": ("zeros",),
-    }
-    return _seq(
-        tmp,
-        m,
-        names,
-        ["last_hidden_state"],
-        "dynamo",
-        gens,
-        note="ConvBertModel 1 layer, hidden 32, head_ratio 2: span-based dynamic convolution (separable "
-        "Conv1d key conv, per-position kernels, unfold of the value over a k5 window), grouped FFN "
-        "(dynamo)",
-    )
+    ),
+    ["last_hidden_state"],
+    "ConvBertModel 1 layer, hidden 32, head_ratio 2: span-based dynamic convolution (separable "
+    "Conv1d key conv, per-position kernels, unfold of the value over a k5 window), grouped FFN "
+    "(dynamo)",
+    attn="eager",
+)
 
-
-def b_deberta_v2_legacy(tmp):
-    from transformers import DebertaV2Config, DebertaV2Model
-
-    cfg = DebertaV2Config(
-        vocab_size=420,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        relative_attention=True,
-        position_buckets=16,
-        max_relative_positions=32,
-        pos_att_type=["p2c", "c2p"],
-        norm_rel_ebd="layer_norm",
-        share_att_key=True,
-        position_biased_input=False,
-        type_vocab_size=0,
-        pad_token_id=0,
-    )
-    m = dc._new(DebertaV2Model, cfg, attn="eager")
-    gens = {"input_ids": ("int", 0, 420), "attention_mask": ("ones",)}
-    return _seq(
-        tmp,
-        m,
-        ["input_ids", "attention_mask"],
-        ["last_hidden_state"],
-        "legacy",
-        gens,
-        out_dyn={"last_hidden_state": {0: "batch", 1: "seq_len"}},
-        note="DebertaV2Model (same config as deberta_v2_dynamo) exported with TorchScript, opset 17",
-    )
+b_deberta_v2_legacy = seq(
+    DEBERTA_V2,
+    ["last_hidden_state"],
+    "DebertaV2Model (same config as deberta_v2_dynamo) exported with TorchScript, opset 17",
+    attn="eager",
+    token_types=False,
+    exporter="legacy",
+    out_dyn={"last_hidden_state": {0: "batch", 1: "seq_len"}},
+)
 
 
 def b_bart_ortfused(tmp):
     torch = dc._torch()
     from onnxruntime.transformers.optimizer import optimize_model
-    from transformers import BartConfig, BartForConditionalGeneration
 
-    cfg = BartConfig(
-        vocab_size=440,
-        d_model=32,
-        encoder_layers=1,
-        decoder_layers=1,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=64,
-        pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
-        decoder_start_token_id=2,
-        forced_eos_token_id=2,
-        use_cache=False,
-    )
-    m = dc._new(BartForConditionalGeneration, cfg, attn="eager")
-    names_in = ["input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask"]
-    outs = ["logits", "encoder_last_hidden_state"]
-    w = dc._wrap_named(m, names_in, outs)
-    args = [
-        torch.randint(3, 440, (3, 8)),
-        torch.ones(3, 8, dtype=torch.int64),
-        torch.randint(3, 440, (3, 6)),
-        torch.ones(3, 6, dtype=torch.int64),
-    ]
-    dyn = {
-        "input_ids": {0: "batch", 1: "enc_seq_len"},
-        "attention_mask": {0: "batch", 1: "enc_seq_len"},
-        "decoder_input_ids": {0: "batch", 1: "dec_seq_len"},
-        "decoder_attention_mask": {0: "batch", 1: "dec_seq_len"},
-        "logits": {0: "batch", 1: "dec_seq_len"},
-        "encoder_last_hidden_state": {0: "batch", 1: "enc_seq_len"},
-    }
-    raw = os.path.join(tmp, "raw.onnx")
-    dc.export_legacy(w, args, raw, names_in, outs, dyn)
-    opt = optimize_model(raw, model_type="bart", num_heads=4, hidden_size=32)
-    opt.save_model_to_file(_path(tmp))
-    gens = {
-        "input_ids": ("int", 3, 440),
-        "attention_mask": ("ones",),
-        "decoder_input_ids": ("int", 3, 440),
-        "decoder_attention_mask": ("ones",),
-    }
-    return {
-        "path": _path(tmp),
-        "ref": dc.torch_ref(w, names_in),
-        "bindings": ENCDEC_BINDINGS,
-        "gens": gens,
-        "note": "BartForConditionalGeneration (bart_dynamo's config, eager) TorchScript export fused by "
-        "onnxruntime.transformers.optimizer.optimize_model(model_type='bart', num_heads=4, "
-        f"hidden_size=32): {json.dumps(opt.get_fused_operator_statistics())}",
-    }
+    def export(w, args, names_in, outs, axes):
+        axes["logits"] = {0: "batch", 1: "dec_seq_len"}
+        axes["encoder_last_hidden_state"] = {0: "batch", 1: "enc_seq_len"}
+        raw = os.path.join(tmp, "raw.onnx")
+        dc.export_legacy(w, args, raw, names_in, outs, axes)
+        return _ort_fuse(optimize_model, raw, _path(tmp), "bart", 4, 32)
+
+    m, _ = BART.new("eager")
+    note = "BartForConditionalGeneration (bart_dynamo's config, eager) TorchScript export fused by "
+    return _encdec(tmp, m, BART.vocab, note, lo=3, torch=torch, export=export)
 
 
 def b_vit_legacy(tmp):
     torch = dc._torch()
-    from transformers import ViTConfig, ViTModel
-
-    cfg = ViTConfig(
-        image_size=32,
-        patch_size=8,
-        num_channels=3,
-        hidden_size=48,
-        num_hidden_layers=1,
-        num_attention_heads=3,
-        intermediate_size=96,
-        qkv_bias=True,
-    )
-    m = dc._new(ViTModel, cfg, attn="eager")
+    m, _ = VIT.but(hidden_size=48, num_attention_heads=3, intermediate_size=96).new("eager")
 
     class W(torch.nn.Module):
         def __init__(self, inner):
@@ -1328,20 +1136,20 @@ def b_vit_legacy(tmp):
         ["last_hidden_state", "pooler_output"],
         dyn,
     )
-    return {
-        "path": _path(tmp),
-        "ref": dc.torch_ref(w, ["pixel_values"]),
-        "bindings": IMAGE_BINDINGS,
-        "gens": {"*": ("randn",)},
-        "note": "ViTModel 1 layer, hidden 48, 3 heads, patch 8, interpolate_pos_encoding=True; TorchScript "
+    return _spec(
+        _path(tmp),
+        dc.torch_ref(w, ["pixel_values"]),
+        IMAGE_BINDINGS,
+        {"*": ("randn",)},
+        "ViTModel 1 layer, hidden 48, 3 heads, patch 8, interpolate_pos_encoding=True; TorchScript "
         "exporter, opset 17, dynamic batch/height/width (output dim 1 declared as an opaque 'patches')",
-    }
+    )
 
 
-def b_efficientnet(tmp):
-    from transformers import EfficientNetConfig, EfficientNetModel
-
-    cfg = EfficientNetConfig(
+b_efficientnet = image(
+    HF(
+        "EfficientNetModel",
+        "EfficientNetConfig",
         num_channels=3,
         image_size=64,
         width_coefficient=0.25,
@@ -1349,18 +1157,14 @@ def b_efficientnet(tmp):
         hidden_dim=320,
         drop_connect_rate=0.0,
         depthwise_padding=[],
-    )
-    m = dc._new(EfficientNetModel, cfg, attn="eager")
-    path, ref = dc._image_dyn(tmp, m, ["last_hidden_state", "pooler_output"], (128, 112))
-    return {
-        "path": path,
-        "ref": ref,
-        "bindings": IMAGE_BINDINGS,
-        "gens": {"*": ("randn",)},
-        "note": "EfficientNetModel width 0.25 depth 0.25: MBConv blocks, depthwise convs with 'same'/'valid' "
-        "padding, squeeze-excitation (global pool, broadcast Mul), stride-2 stages; dynamic "
-        "batch/height/width (dynamo)",
-    }
+    ),
+    ["last_hidden_state", "pooler_output"],
+    (128, 112),
+    "EfficientNetModel width 0.25 depth 0.25: MBConv blocks, depthwise convs with 'same'/'valid' "
+    "padding, squeeze-excitation (global pool, broadcast Mul), stride-2 stages; dynamic "
+    "batch/height/width (dynamo)",
+    attn="eager",
+)
 
 
 # ----------------------------------------------------------------------------
