@@ -73,7 +73,11 @@ from onnx_symdims.expr._seed_api import (
     simplify_expression,
     simplify_two_expressions,
 )
-from onnx_symdims.expr._substitute import replace_subexpressions, substitute
+from onnx_symdims.expr._substitute import (
+    SubexpressionReplacer,
+    replace_subexpressions,
+    substitute,
+)
 
 __all__ = [
     "DIM_SCOPE",
@@ -84,6 +88,7 @@ __all__ = [
     "ExprSyntaxError",
     "InexactDivisionError",
     "Scope",
+    "SubexpressionReplacer",
     "add",
     "as_int",
     "broadcast",

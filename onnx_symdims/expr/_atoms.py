@@ -185,13 +185,34 @@ def _memoized(op: str, impl, a, b):
     return result
 
 
+#: Entries of one scope's memo (:attr:`Scope._scoped_memo`) before it starts over.
+_SCOPED_MEMO_LIMIT = 50_000
+
+
 def _memoized_scoped(kind: str, impl, args: tuple, scope: object | None):
-    key = (kind, args, scope, getattr(scope, "version", None))
-    result = _MEMO.get(key)
+    # A scope keeps the results computed under it in its own memo, which it empties when
+    # a fact is added: they go with the scope (a scope lives for one model's inference)
+    # instead of keeping it alive in the process-wide memo.
+    memo = getattr(scope, "_scoped_memo", None)
+    if memo is None:
+        key = (kind, args, scope, getattr(scope, "version", None))
+        result = _MEMO.get(key)
+        if result is None:
+            result = impl(args, scope)
+            if isinstance(result, int) or result.unknown_reason is None:
+                if len(_MEMO) >= _MEMO_LIMIT:
+                    _MEMO.clear()
+                _MEMO[key] = result
+        return result
+    key = (kind, args)
+    result = memo.get(key)
     if result is None:
+        version = scope.version  # type: ignore[attr-defined]
         result = impl(args, scope)
-        if isinstance(result, int) or result.unknown_reason is None:
-            if len(_MEMO) >= _MEMO_LIMIT:
-                _MEMO.clear()
-            _MEMO[key] = result
+        if (
+            isinstance(result, int) or result.unknown_reason is None
+        ) and version == scope.version:  # type: ignore[attr-defined]
+            if len(memo) >= _SCOPED_MEMO_LIMIT:
+                memo.clear()
+            memo[key] = result
     return result

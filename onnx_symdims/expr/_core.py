@@ -144,6 +144,7 @@ from onnx_symdims.expr._ring import (
     sub,
 )
 from onnx_symdims.expr._substitute import (
+    SubexpressionReplacer,
     _map_atoms,
     _rebuild_atom,
     _rebuild_atom_raw,

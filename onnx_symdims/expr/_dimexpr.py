@@ -77,9 +77,13 @@ class DimExpr:
         "_seed",
         "_seed_top",
         "_symbols",
+        "atom",
         "const",
         "depth",
+        "is_symbol",
+        "is_unknown",
         "key",
+        "name",
         "size",
         "terms",
         "unknown_reason",
@@ -90,34 +94,20 @@ class DimExpr:
     key: str
     depth: int
     unknown_reason: str | None
+    # Read on every shape the engine handles: computed once, when the expression is made
+    # (see _intern and unknown), instead of on each read.
+    #: True for an opaque unknown (overflow or size guard).
+    is_unknown: bool
+    #: True when the expression is exactly one symbol.
+    is_symbol: bool
+    #: The single atom when the expression is exactly one atom, else None.
+    atom: Atom | None
+    #: The symbol's name when the expression is a bare symbol, else None.
+    name: str | None
 
     # Interned: equality is identity and so is the (fast, C-level) hash.
 
     # -- inspection ---------------------------------------------------------------
-    @property
-    def is_unknown(self) -> bool:
-        """True for an opaque unknown (overflow or size guard)."""
-        return self.unknown_reason is not None
-
-    @property
-    def is_symbol(self) -> bool:
-        """True when the expression is exactly one symbol."""
-        return self.atom is not None and self.atom.kind == SYM
-
-    @property
-    def atom(self) -> Atom | None:
-        """The single atom when the expression is exactly one atom, else None."""
-        if self.const == 0 and len(self.terms) == 1:
-            mono, coeff = self.terms[0]
-            if coeff == 1 and len(mono) == 1:
-                return mono[0]
-        return None
-
-    @property
-    def name(self) -> str | None:
-        """The symbol's name when the expression is a bare symbol."""
-        atom = self.atom
-        return atom.name if atom is not None and atom.kind == SYM else None
 
     def symbols(self) -> frozenset[str]:
         """The names of the leaf symbols (never function names)."""
@@ -304,6 +294,9 @@ def unknown(reason: str = "unknown") -> DimExpr:
     e.depth = 0
     e.size = 1
     e.unknown_reason = reason
+    e.is_unknown = True
+    e.is_symbol = False
+    e.atom = e.name = None
     e._onnx = e._seed = e._seed_top = e._coefficients = e._range = None
     e._symbols = frozenset()
     return e
@@ -359,6 +352,15 @@ def _intern(tterms: tuple[tuple[Monomial, int], ...], const: int) -> DimExpr:
     e = object.__new__(DimExpr)
     e.terms = tterms
     e.const = const
+    e.is_unknown = False
+    if not const and len(items) == 1 and items[0][1] == 1 and len(items[0][0]) == 1:
+        atom = items[0][0][0]
+        e.atom = atom
+        e.is_symbol = atom.kind == SYM
+        e.name = atom.name if e.is_symbol else None
+    else:
+        e.atom = e.name = None
+        e.is_symbol = False
     parts = [f"{c}*{_mono_key(m)}" for m, c in items]
     if const:
         parts.append(str(const))

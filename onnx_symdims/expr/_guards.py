@@ -29,7 +29,7 @@ monomial is defined wherever the old one is).
 
 from __future__ import annotations
 
-from onnx_symdims.expr._atoms import MIN, SYM, Atom
+from onnx_symdims.expr._atoms import MIN, SYM, Atom, _memoized_scoped
 from onnx_symdims.expr._dimexpr import Dim, DimExpr, _atom_expr
 from onnx_symdims.expr._ring import add, mul
 from onnx_symdims.expr._substitute import _rebuild_atom
@@ -54,6 +54,12 @@ def drop_zero_guards(d: Dim, scope) -> Dim:
     """
     if isinstance(d, int) or d.unknown_reason is not None or not _has_guard(d):
         return d
+    # A pure function of d and the scope's facts: memoized with the scope's results.
+    return _memoized_scoped("drop_zero_guards", _drop_zero_guards, (d,), scope)
+
+
+def _drop_zero_guards(args: tuple[DimExpr], scope) -> Dim:
+    (d,) = args
     result: Dim = d.const
     changed = False
     for mono, coeff in d.terms:

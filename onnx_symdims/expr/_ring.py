@@ -144,17 +144,32 @@ def _finish(terms: dict[Monomial, int], const: int) -> Dim:
 # ---------------------------------------------------------------------------------------
 
 
+# The shortcuts below return what the implementations return for an identity operand
+# (0 for +, 1 for *) and a known expression, without a memo lookup: rebuilding an
+# expression term by term starts every sum at 0 and every product at 1.
+
+
 def add(a: Dim, b: Dim) -> Dim:
     """``a + b``."""
-    if type(a) is int and type(b) is int:
-        r = a + b
-        return r if _in_int64(r) else unknown("overflow")
+    if type(a) is int:
+        if type(b) is int:
+            r = a + b
+            return r if _in_int64(r) else unknown("overflow")
+        if not a and b.__class__ is DimExpr and b.unknown_reason is None:  # type: ignore[union-attr]
+            return b
+    elif type(b) is int and not b and a.__class__ is DimExpr and a.unknown_reason is None:  # type: ignore[union-attr]
+        return a
     return _memoized("+", _add_impl, a, b)
 
 
 def mul(a: Dim, b: Dim) -> Dim:
     """``a * b`` (fully distributed)."""
-    if type(a) is int and type(b) is int:
-        r = a * b
-        return r if _in_int64(r) else unknown("overflow")
+    if type(a) is int:
+        if type(b) is int:
+            r = a * b
+            return r if _in_int64(r) else unknown("overflow")
+        if a == 1 and b.__class__ is DimExpr and b.unknown_reason is None:  # type: ignore[union-attr]
+            return b
+    elif type(b) is int and b == 1 and a.__class__ is DimExpr and a.unknown_reason is None:  # type: ignore[union-attr]
+        return a
     return _memoized("*", _mul_impl, a, b)

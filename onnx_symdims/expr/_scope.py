@@ -28,8 +28,20 @@ __all__ = ["DIM_SCOPE", "Scope"]
 Bound = "int | None"
 
 _MAX_SUBSTITUTION_DEPTH = 3
-#: Memoized intervals per scope before the memo starts over (bounds its memory).
+#: Memoized intervals (and proofs) per scope before the memo starts over (bounds its
+#: memory).
 _MAX_MEMOIZED = 50_000
+#: Case splits kept per scope before they start over.
+_MAX_CASES = 256
+
+#: A scope's facts are named by their history (see Scope._history): the root
+#: ``(class, nonnegative)`` or an int. (history, fact) -> the history after the fact.
+_HISTORIES: dict[tuple, int] = {}
+_MAX_HISTORIES = 4096
+_next_history = [0]
+#: history -> the memo tables every scope with that history shares.
+_SHARED_MEMOS: dict[object, dict[str, dict]] = {}
+_MAX_SHARED_MEMOS = 32
 
 
 def _floor_div(v: int | None, d: int) -> int | None:
@@ -77,37 +89,90 @@ class Scope:
         nonnegative: when True every symbol is assumed ``>= 0`` (tensor dims).
     """
 
+    #: The memo tables (attribute names): pure functions of the facts.
+    _MEMO_TABLES: tuple[str, ...] = ("_proofs", "_intervals", "_cases", "_scoped_memo")
+
     def __init__(self, nonnegative: bool = False) -> None:
         self.nonnegative = nonnegative
         self._ranges: dict[str, tuple[int | None, int | None]] = {}
         self._upper: dict[str, list[Dim]] = {}
-        # Proofs and intervals are pure functions of the facts: memoized until a fact is
-        # added (_facts_changed). The same atoms (max(1, s), s//2) recur in most of a
+        # Proofs and intervals are pure functions of the facts: memoized per state of
+        # the facts (see _use_memos). The same atoms (max(1, s), s//2) recur in most of a
         # model's expressions, so the intervals of sub-expressions are reused too.
-        self._proofs: dict[DimExpr, bool] = {}
-        self._intervals: dict[DimExpr, tuple[int | None, int | None]] = {}
+        self._proofs: dict[DimExpr, bool]
+        self._intervals: dict[DimExpr, tuple[int | None, int | None]]
         # (symbol, lower, upper) -> this scope with that range added (see _case)
-        self._cases: dict[tuple[str, int | None, int | None], Scope] = {}
+        self._cases: dict[tuple[str, int | None, int | None], Scope]
+        # (operation, arguments) -> the result of a scoped operation (dmax, dmin,
+        # broadcast) under the facts of now; see _atoms._memoized_scoped.
+        self._scoped_memo: dict[tuple, object]
+        # What determines the facts: the root (class, nonnegative), then each fact added
+        # in order (interned to an int); None when a fact was added that is not named.
+        self._history: object = (type(self), nonnegative)
+        self._use_memos()
         #: Incremented whenever a fact is added (keys the algebra's scoped memo).
         self.version = 0
+
+    def _use_memos(self) -> None:
+        """Takes the memo tables of the scope's history, shared with every scope that has it.
+
+        Two scopes with one history hold the same facts (each fact is applied the same
+        way to the same state), so they prove the same: most models add no fact at all
+        (every dim is merely ``>= 0``) or the same few on every run, and their proofs do
+        not change from one run to the next. The tables are bounded like a scope's own,
+        and so is the number of histories kept.
+        """
+        history = self._history
+        tables = None if history is None else _SHARED_MEMOS.get(history)
+        if tables is None:
+            tables = {name: {} for name in self._MEMO_TABLES}
+            if history is not None:
+                if len(_SHARED_MEMOS) >= _MAX_SHARED_MEMOS:
+                    _SHARED_MEMOS.clear()  # scopes keep the tables they hold
+                _SHARED_MEMOS[history] = tables
+        for name, table in tables.items():
+            setattr(self, name, table)
+
+    def _follow(self, history: object, fact: object) -> None:
+        """Sets the history ``history`` followed by ``fact`` (``None``: no fact) and its memos."""
+        if history is not None and fact is not None:
+            key = (history, fact)
+            found = _HISTORIES.get(key)
+            if found is None:
+                if len(_HISTORIES) >= _MAX_HISTORIES:
+                    _HISTORIES.clear()  # ids are never reused: forgotten ones are new
+                _next_history[0] += 1
+                found = _HISTORIES[key] = _next_history[0]
+            self._history = found
+        else:
+            self._history = None
+        self._use_memos()
 
     def copy(self) -> Scope:
         """An independent copy of the scope."""
         other = Scope(self.nonnegative)
         other._ranges = dict(self._ranges)
         other._upper = {k: list(v) for k, v in self._upper.items()}
+        if type(self) is Scope:
+            other._history = self._history  # the same facts: the same memos
+            other._use_memos()
+        else:
+            other._follow(None, None)
         return other
 
-    def _facts_changed(self) -> None:
-        """Forgets every memoized proof and interval, and moves :attr:`version`."""
-        self._proofs.clear()
-        self._intervals.clear()
-        self._cases.clear()
+    def _facts_changed(self, fact: object = None) -> None:
+        """Moves to the memos of the facts after ``fact`` and moves :attr:`version`.
+
+        ``fact`` names the change (hashable, and the same change of the same facts
+        always gives the same new facts); ``None``: an unnamed change, whose memos are
+        the scope's own from here on.
+        """
+        self._follow(self._history, fact)
         self.version += 1
 
     def set_range(self, name: str, lower: int | None = None, upper: int | None = None) -> None:
         """Records ``lower <= name <= upper`` (intersected with what is known)."""
-        self._facts_changed()
+        self._facts_changed(("range", name, lower, upper))
         lo, hi = self._ranges.get(name, (None, None))
         if lower is not None:
             lo = lower if lo is None else max(lo, lower)
@@ -123,7 +188,7 @@ class Scope:
         bounds = self._upper.setdefault(name, [])
         if bound not in bounds:
             bounds.append(bound)
-            self._facts_changed()
+            self._facts_changed(("upper", name, bound))
 
     def upper_bounds(self, name: str) -> list[Dim]:
         """The symbolic upper bounds recorded for ``name``."""
@@ -185,7 +250,9 @@ class Scope:
     def _interval(self, d: Dim, depth: int = 0) -> tuple[int | None, int | None]:
         if isinstance(d, int):
             return d, d
-        if depth:  # below the top, symbolic upper bounds are substituted less deeply
+        if depth and self._upper:
+            # Below the top, symbolic upper bounds are substituted less deeply. Without
+            # any, the depth changes nothing: the memoized interval is the same.
             return self._compute_interval(d, depth)
         found = self._intervals.get(d)
         if found is None:
@@ -246,9 +313,14 @@ class Scope:
         if isinstance(d, int):
             return d >= 0
         if _depth == 0:
-            known = self._proofs.get(d)
+            proofs = self._proofs
+            known = proofs.get(d)
             if known is None:
-                known = self._proofs[d] = self._prove_nonneg(d, 0)
+                known = self._prove_nonneg(d, 0)
+                proofs = self._proofs  # a fact added meanwhile gave the scope new tables
+                if len(proofs) >= _MAX_MEMOIZED:
+                    proofs.clear()
+                proofs[d] = known
             return known
         return self._prove_nonneg(d, _depth)
 
@@ -304,6 +376,8 @@ class Scope:
         if case is None:
             case = self.copy()
             case.set_range(name, lower=lower, upper=upper)
+            if len(self._cases) >= _MAX_CASES:
+                self._cases.clear()
             self._cases[key] = case
         return case
 

@@ -94,56 +94,105 @@ def substitute(d: Dim, mapping: Mapping[str, Dim]) -> Dim:
     return _map_atoms(d, on_symbol, on_arg)
 
 
-def _replace_once(d: Dim, mapping: Mapping[DimExpr, Dim]) -> Dim:
-    if isinstance(d, int) or d.unknown_reason is not None:
+class SubexpressionReplacer:
+    """Replaces sub-expressions equal (in canonical form) to a key of a fixed mapping.
+
+    What :func:`replace_subexpressions` does, for many expressions under one mapping:
+    the mapping's split into atom keys and compound keys is made once, and the result
+    for each sub-expression is kept (results are pure functions of it and the mapping;
+    an unknown result is never kept: each stands for a value of its own). The mapping
+    must not change while the replacer is used.
+    """
+
+    __slots__ = ("_atom_targets", "_compound", "_mapping", "_memo")
+
+    def __init__(self, mapping: Mapping[DimExpr, Dim]) -> None:
+        self._mapping = mapping
+        # Compound keys, in the mapping's order (the first that matches is used).
+        self._compound = [
+            (key, target) for key, target in mapping.items() if key.atom is None and key.terms
+        ]
+        self._atom_targets = {
+            key.atom: target for key, target in mapping.items() if key.atom is not None
+        }
+        self._memo: dict[DimExpr, Dim] = {}
+
+    def replace(self, d: Dim, max_rounds: int = 8) -> Dim:
+        """:func:`replace_subexpressions` of ``d`` under the mapping."""
+        if not self._mapping:
+            return d
+        for _ in range(max_rounds):
+            new = self.once(d)
+            if new is d or new == d:
+                return new
+            d = new
         return d
-    hit = mapping.get(d)
-    if hit is not None:
-        return hit
-    # A compound key that is a sub-sum, term by term: d == k*key + rest.
-    d_terms = dict(d.terms)
-    for key, target in mapping.items():
-        if key.atom is not None or not key.terms:
-            continue
-        lead_m, lead_c = key.terms[0]
-        c = d_terms.get(lead_m)
-        if c is None or c % lead_c:
-            continue
-        k = c // lead_c
-        if any(d_terms.get(m) != k * kc for m, kc in key.terms):
-            continue
-        remaining = {m: dc for m, dc in d_terms.items() if all(m != km for km, _ in key.terms)}
-        rest = (
-            _from_terms(remaining, d.const - k * key.const)
-            if remaining
-            else (d.const - k * key.const)
-        )
-        return add(mul(k, target), _replace_once(rest, mapping))
-    atom_targets = {
-        key.atom: target for key, target in mapping.items() if key.atom is not None
-    }
 
-    def on_symbol(atom: Atom) -> Dim:
-        return atom_targets.get(atom, _atom_expr(atom))
+    def once(self, d: Dim) -> Dim:
+        """One round of replacement (see :func:`replace_subexpressions`)."""
+        if d.__class__ is int or isinstance(d, int) or d.unknown_reason is not None:
+            return d
+        result = self._memo.get(d)
+        if result is None:
+            result = self._once(d)
+            if isinstance(result, int) or result.unknown_reason is None:
+                if len(self._memo) >= _MAX_REPLACED:
+                    self._memo.clear()
+                self._memo[d] = result
+        return result
 
-    result: Dim = d.const
-    for mono, coeff in d.terms:
-        term: Dim = coeff
-        for atom in mono:
-            if atom in atom_targets:
-                factor = atom_targets[atom]
-            elif atom.kind == SYM:
-                factor = _atom_expr(atom)
-            else:
-                new_args = tuple(_replace_once(a, mapping) for a in atom.args)
-                factor = (
-                    _atom_expr(atom)
-                    if new_args == atom.args
-                    else _rebuild_atom(atom, new_args)
+    def _once(self, d: DimExpr) -> Dim:
+        hit = self._mapping.get(d)
+        if hit is not None:
+            return hit
+        # A compound key that is a sub-sum, term by term: d == k*key + rest.
+        if self._compound:
+            d_terms = dict(d.terms)
+            for key, target in self._compound:
+                lead_m, lead_c = key.terms[0]
+                c = d_terms.get(lead_m)
+                if c is None or c % lead_c:
+                    continue
+                k = c // lead_c
+                if any(d_terms.get(m) != k * kc for m, kc in key.terms):
+                    continue
+                remaining = {
+                    m: dc for m, dc in d_terms.items() if all(m != km for km, _ in key.terms)
+                }
+                rest = (
+                    _from_terms(remaining, d.const - k * key.const)
+                    if remaining
+                    else (d.const - k * key.const)
                 )
-            term = mul(term, factor)
-        result = add(result, term)
-    return result
+                return add(mul(k, target), self.once(rest))
+        atom_targets = self._atom_targets
+        result: Dim = d.const
+        for mono, coeff in d.terms:
+            term: Dim = coeff
+            for atom in mono:
+                if atom in atom_targets:
+                    factor = atom_targets[atom]
+                elif atom.kind == SYM:
+                    factor = _atom_expr(atom)
+                else:
+                    new_args = tuple(self.once(a) for a in atom.args)
+                    factor = (
+                        _atom_expr(atom)
+                        if new_args == atom.args
+                        else _rebuild_atom(atom, new_args)
+                    )
+                term = mul(term, factor)
+            result = add(result, term)
+        return result
+
+
+#: Results a :class:`SubexpressionReplacer` keeps before it starts over.
+_MAX_REPLACED = 50_000
+
+
+def _replace_once(d: Dim, mapping: Mapping[DimExpr, Dim]) -> Dim:
+    """One round of :func:`replace_subexpressions`."""
+    return SubexpressionReplacer(mapping).once(d)
 
 
 def replace_subexpressions(d: Dim, mapping: Mapping[DimExpr, Dim], max_rounds: int = 8) -> Dim:
@@ -155,9 +204,4 @@ def replace_subexpressions(d: Dim, mapping: Mapping[DimExpr, Dim], max_rounds: i
     """
     if not mapping:
         return d
-    for _ in range(max_rounds):
-        new = _replace_once(d, mapping)
-        if new is d or new == d:
-            return new
-        d = new
-    return d
+    return SubexpressionReplacer(mapping).replace(d, max_rounds)

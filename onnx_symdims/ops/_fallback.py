@@ -85,13 +85,23 @@ class OnnxFallback:
     """
 
     def __init__(self, model: ir.Model) -> None:
-        self._opset_imports = [
-            onnx.helper.make_opsetid(domain, version)
-            for domain, version in model.opset_imports.items()
-        ]
+        self._opset_items = tuple(model.opset_imports.items())
+        # Built on first use: most models send no node to ONNX (each opset id is a
+        # protobuf message, built for nothing on every run otherwise).
+        self._opset_ids: list[onnx.OperatorSetIdProto] | None = None
         self._ir_version = model.ir_version or onnx.IR_VERSION
         self._functions = model.functions
         self._function_protos: dict[ir.OperatorIdentifier, onnx.FunctionProto] = {}
+
+    @property
+    def _opset_imports(self) -> list[onnx.OperatorSetIdProto]:
+        """The model's opset imports as protos (as they were when this was made)."""
+        if self._opset_ids is None:
+            self._opset_ids = [
+                onnx.helper.make_opsetid(domain, version)
+                for domain, version in self._opset_items
+            ]
+        return self._opset_ids
 
     # ------------------------------------------------------------------------------------
     def infer(self, ctx: NodeContext) -> None:

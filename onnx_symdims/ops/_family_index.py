@@ -49,6 +49,7 @@ FAMILIES: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "Det"): ("einsum",),
     ("", "Div"): ("elementwise",),
     ("", "Dropout"): ("elementwise",),
+    ("", "DynamicQuantizeLinear"): ("quantize",),
     ("", "Einsum"): ("einsum",),
     ("", "Elu"): ("elementwise",),
     ("", "Equal"): ("elementwise",),

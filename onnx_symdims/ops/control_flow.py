@@ -90,17 +90,46 @@ def _constant_bool(ctx: NodeContext, i: int) -> bool | None:
     return None
 
 
+_GRAPH = ir.AttributeType.GRAPH
+_GRAPHS = ir.AttributeType.GRAPHS
+
+
+def _nested_nodes(graph: ir.Graph) -> list[ir.Node]:
+    """The nodes of ``graph`` and of its subgraphs at any depth.
+
+    The nodes ``ir.traversal.RecursiveGraphIterator`` visits (not in its order), without
+    its generator per graph: bodies are walked several times per inference.
+    """
+    nodes: list[ir.Node] = []
+    pending = [graph]
+    while pending:
+        for node in pending.pop():
+            nodes.append(node)
+            attributes = node.attributes.data
+            if attributes:
+                for attr in attributes.values():
+                    kind = attr.type
+                    if kind is _GRAPH:
+                        pending.append(attr.value)
+                    elif kind is _GRAPHS:
+                        pending.extend(attr.value)
+    return nodes
+
+
 def body_values(graph: ir.Graph) -> Iterator[ir.Value]:
     """Every value defined in ``graph`` and its nested subgraphs."""
     yield from graph.inputs
-    for node in ir.traversal.RecursiveGraphIterator(graph):
+    for node in _nested_nodes(graph):
         yield from node.outputs
-        for attr in node.attributes.values():
-            if attr.type == ir.AttributeType.GRAPH:
-                yield from attr.value.inputs
-            elif attr.type == ir.AttributeType.GRAPHS:
-                for sub in attr.value:
-                    yield from sub.inputs
+        attributes = node.attributes.data
+        if attributes:
+            for attr in attributes.values():
+                kind = attr.type
+                if kind is _GRAPH:
+                    yield from attr.value.inputs
+                elif kind is _GRAPHS:
+                    for sub in attr.value:
+                        yield from sub.inputs
 
 
 class _Transaction:
@@ -166,7 +195,7 @@ def _probe(
     iteration, and merging them with one iteration's shapes would derive false facts.
     """
     clone = body.clone(allow_outer_scope_values=True)
-    for node in ir.traversal.RecursiveGraphIterator(clone):
+    for node in _nested_nodes(clone):
         for value in node.outputs:
             value.shape = None
     with _transaction(ctx, clone):
@@ -311,7 +340,7 @@ def _outer_symbols(ctx: NodeContext, body: ir.Graph) -> frozenset[str]:
     for i in range(ctx.num_inputs):
         names |= _symbols(ctx.input_shape(i)) | _symbols(ctx.input_value(i))
     inner = set(body_values(body))
-    for node in ir.traversal.RecursiveGraphIterator(body):
+    for node in _nested_nodes(body):
         for value in node.inputs:
             if value is not None and value not in inner:
                 names |= _symbols(shapes.shape_of(value)) | _symbols(shapes.value_of(value))

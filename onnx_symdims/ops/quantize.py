@@ -53,3 +53,31 @@ def infer_dequantize_linear(ctx: NodeContext, node: ir.Node) -> None:
         if dtype is None:
             dtype = ctx.input_dtype(1)
     ctx.set_output(0, ctx.input_shape(0), dtype)
+
+
+_DYNAMIC_QUANTIZE_TYPES = (ir.DataType.UINT8, ir.DataType.FLOAT, ir.DataType.UINT8)
+
+
+@register("", "DynamicQuantizeLinear", since=11)
+def infer_dynamic_quantize_linear(ctx: NodeContext, node: ir.Node) -> None:
+    """``y`` (UINT8) has x's shape; ``y_scale`` (FLOAT) and ``y_zero_point`` (UINT8) are scalars.
+
+    What ONNX's inference gives (dynamically quantized models hold one per quantized
+    MatMul input, and the fallback costs tens of microseconds each). Anything but the
+    plain form (a float ``x``, three named outputs) goes to the fallback, which checks
+    it the way ONNX does.
+    """
+    x = node.inputs[0] if len(node.inputs) == 1 else None
+    outputs = node.outputs
+    if (
+        x is None
+        or not x.name
+        or len(outputs) != 3
+        or not all(value.name for value in outputs)
+        or ctx.input_dtype(0) != ir.DataType.FLOAT
+    ):
+        ctx.fallback()
+        return
+    ctx.set_output(0, ctx.input_shape(0), _DYNAMIC_QUANTIZE_TYPES[0])
+    ctx.set_output(1, (), _DYNAMIC_QUANTIZE_TYPES[1])
+    ctx.set_output(2, (), _DYNAMIC_QUANTIZE_TYPES[2])

@@ -303,9 +303,10 @@ def plan_renames(
         classes = uf.classes()
         new_mapping, solved, implied, contradictions = planner.round(classes)
         new_edges = list(solved)
+        replacer = expr.SubexpressionReplacer(new_mapping)  # one for every member
         for members in classes:
             for member in members:
-                rewritten = expr.replace_subexpressions(member, new_mapping)
+                rewritten = replacer.replace(member)
                 if _valid(rewritten) and _order(rewritten) != _order(member):
                     new_edges.append((member, rewritten))
         new_edges = [e for e in new_edges if e not in known_edges]

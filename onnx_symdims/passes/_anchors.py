@@ -146,6 +146,7 @@ class _Rewriter:
 
     def __init__(self, mapping: dict[expr.DimExpr, Dim], renamable: frozenset[str]) -> None:
         self._mapping = mapping
+        self._replacer = expr.SubexpressionReplacer(mapping)
         self._renamable = renamable
         self._cache: dict[expr.DimExpr, Dim] = {}
         self._ir_dims: dict[expr.DimExpr, ir.SymbolicDim] = {}
@@ -161,7 +162,7 @@ class _Rewriter:
             return d
         result = self._cache.get(d)
         if result is None:
-            result = self._cache[d] = expr.replace_subexpressions(d, self._mapping)
+            result = self._cache[d] = self._replacer.replace(d)
         return result
 
     def dims(self, dims: Sequence[Dim] | None) -> tuple[Dim, ...] | None:

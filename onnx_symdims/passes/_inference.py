@@ -318,24 +318,12 @@ _LIST_ATTRIBUTES = frozenset(
 )
 
 
-#: DimExpr -> whether it is a bare symbol (``is_symbol`` is a chain of properties, and
-#: this runs for every output of every node; DimExprs are interned: identity keys).
-_IS_SYMBOL: dict[expr.DimExpr, bool] = {}
-
-
 def _all_plain(dims: Sequence[Dim]) -> bool:
     """True when every dim is an int or a bare symbol (nothing to refine or record)."""
     for d in dims:
-        if d.__class__ is int:
+        if d.__class__ is int or isinstance(d, int):
             continue
-        plain = _IS_SYMBOL.get(d)  # type: ignore[call-overload]
-        if plain is None:
-            if isinstance(d, int):
-                continue
-            if len(_IS_SYMBOL) > 100_000:
-                _IS_SYMBOL.clear()
-            plain = _IS_SYMBOL[d] = d.is_symbol
-        if not plain:
+        if not d.is_symbol:
             return False
     return True
 
@@ -461,10 +449,15 @@ class InferenceEngine:
 
     def _reserve_model_names(self) -> None:
         texts: set[str] = set()
+        add = texts.add
         for value in self.snapshot.values:
             shape = value.shape
             if shape is not None:
-                texts.update(_dim_params(shape))
+                for d in shape:  # _dim_params(shape), inline: every value of the model
+                    if d.__class__ is not int and not isinstance(d, int):
+                        text = d.value
+                        if text:
+                            add(text)
         names = set(texts)
         for text in texts:
             parsed = expr.parse_dim(text)
@@ -575,8 +568,14 @@ class InferenceEngine:
                     return
                 stamp = _stamp(ctx)
                 self._count_miss(op_type)
-        # A domain the model does not import: the latest hook, seen as the latest opset.
-        node_ctx.reset(node, opset if opset is not None else _LATEST_OPSET)
+        outputs = node.outputs
+        # node_ctx.reset(node, opset), inline (once per node). A domain the model does
+        # not import: the latest hook, seen as the latest opset.
+        node_ctx.node = node
+        node_ctx.opset = opset if opset is not None else _LATEST_OPSET
+        node_ctx._inputs = node.inputs
+        node_ctx._outputs = outputs
+        node_ctx._hint = None
         try:
             if function is not None:
                 ops.infer_function_call(node_ctx, node, function)
@@ -600,10 +599,11 @@ class InferenceEngine:
             if hook is not None:
                 self._fallback_after_bug(node_ctx)
         if key is not None and stamp == _stamp(ctx):
-            self._memo[key] = tuple(ctx.facts_of(value) for value in node.outputs)
-        self._settle(node)
-        for value in node.outputs:
-            self._commit(node, value)
+            self._memo[key] = tuple(ctx.facts_of(value) for value in outputs)
+        self._settle(node, outputs)
+        commit = self._commit
+        for value in outputs:
+            commit(node, value)
 
     def _constant_fast_path(self, node: ir.Node) -> bool:
         """Infers the usual ``Constant`` (an int64 ``value`` tensor) without the framework.
@@ -654,7 +654,7 @@ class InferenceEngine:
         for value in node.outputs:
             self._commit(node, value)
 
-    def _settle(self, node: ir.Node) -> None:
+    def _settle(self, node: ir.Node, outputs: Sequence[ir.Value] | None = None) -> None:
         """Rewrites the outputs' facts under what successful runs imply, then adds theirs.
 
         Dims and elements are refined with the facts known now (a case split the facts
@@ -669,7 +669,7 @@ class InferenceEngine:
         note = not ctx.conditional_depth
         shapes = ctx._shapes
         values = ctx._values
-        for value in node.outputs:
+        for value in node.outputs if outputs is None else outputs:
             shape = shapes.get(value)
             plain = shape is None or _all_plain(shape)
             if refine:
@@ -817,7 +817,9 @@ class InferenceEngine:
         inferred = ctx._shapes.get(value)  # peek_shape, inline (once per output)
         if value.shape is None:  # the common case: nothing declared, nothing to merge
             if inferred is not None:
-                value.shape = self._writer.shape(inferred)
+                # The writer's hit, inline (stored shapes are tuples).
+                shape = self._writer._shapes.get(inferred)
+                value.shape = self._writer.shape(inferred) if shape is None else shape
                 self.modified = True
             else:
                 ctx._shapes[value] = None  # set_shape(value, None)
@@ -901,12 +903,13 @@ class InferenceEngine:
         """
         ctx = self.ctx
         declared = value.shape
+        declared_ir = declared.dims  # a new tuple on every read: read once
         what = "graph output" if value.is_graph_output() else "value_info"
         # Layers repeat the same anchors (present_key_i): the merge is memoized when it
         # minted nothing and said nothing; its equalities were recorded the first time.
         key = (
             inferred,
-            tuple(d if isinstance(d, int) else d.value for d in declared.dims),
+            tuple(d if isinstance(d, int) else d.value for d in declared_ir),
             what,
             ctx.conditional_depth,  # equalities are only recorded at depth 0
         )
@@ -934,17 +937,17 @@ class InferenceEngine:
             self.modified = True
             ctx.note_filled(value, range(len(written)))
         elif len(merged) == len(declared):
+            # The declared texts were all read when the names were reserved: asking
+            # again reads the same answer.
+            empty = [_declares_nothing(old, ctx) for old in declared_ir]
             written = [
-                self._writer.dim(d) if _declares_nothing(old, ctx) else old
-                for old, d in zip(declared.dims, dims)
+                self._writer.dim(d) if nothing else old
+                for old, d, nothing in zip(declared_ir, dims, empty)
             ]
             if not same_ir_dims(written, declared):
                 value.shape = ir.Shape(written)
                 self.modified = True
-                ctx.note_filled(
-                    value,
-                    (i for i, old in enumerate(declared.dims) if _declares_nothing(old, ctx)),
-                )
+                ctx.note_filled(value, (i for i, nothing in enumerate(empty) if nothing))
         self._commit_type(node, value, had_shape=True)
 
     def _commit_type(self, node: ir.Node, value: ir.Value, had_shape: bool) -> None:

@@ -242,9 +242,25 @@ class ModelSnapshot:
         inputs = tuple(main.inputs)
         outputs = tuple(main.outputs)
         main_values: list[ir.Value] = [*inputs, *outputs]
+        extend = main_values.extend
         nested: list[ir.Graph | ir.Function] = []
+        # in_topological_order(main_nodes), in the same walk: an input produced by a node
+        # not visited yet is suspect (it comes too late if that node is in the graph).
+        visited: set[ir.Node] = set()
+        visit = visited.add
+        suspects: list[ir.Node] = []
+        undefined = False
         for node in main_nodes:
-            main_values.extend(node.outputs)
+            for value in node.inputs:
+                if value is not None:
+                    producer = value.producer()
+                    if producer is None:
+                        if value.graph is None:  # a name nothing defines
+                            undefined = True
+                    elif producer not in visited:
+                        suspects.append(producer)
+            visit(node)
+            extend(node.outputs)
             attributes = node.attributes.data
             if attributes:
                 for attr in attributes.values():
@@ -252,6 +268,7 @@ class ModelSnapshot:
                     if kind is _GRAPH or kind is _GRAPHS:
                         nested.extend(_subgraphs((node,)))
                         break
+        main_sorted = not undefined and not (suspects and visited.intersection(suspects))
         for function in model.functions.values():
             nested.append(function)
             nested.extend(_subgraphs(function))
@@ -272,7 +289,7 @@ class ModelSnapshot:
             list(seen),
             frozenset((*inputs, *outputs)),
             main_values,
-            in_topological_order(main_nodes),
+            main_sorted,
             bool(nested),
         )
 

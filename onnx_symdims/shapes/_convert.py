@@ -5,13 +5,60 @@ from __future__ import annotations
 __all__ = ["IRDimWriter", "same_ir_dims"]
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import onnx_ir as ir
 
 from onnx_symdims import expr
 
 logger = logging.getLogger(__name__)
+
+
+def _state(obj: object) -> tuple:
+    """Every attribute of ``obj`` (slots and ``__dict__``), to compare two objects."""
+    slots = []
+    for cls in type(obj).__mro__:
+        names = cls.__dict__.get("__slots__", ())
+        slots.extend(
+            (name, getattr(obj, name, _ABSENT))
+            for name in ((names,) if isinstance(names, str) else names)
+        )
+    return tuple(slots), dict(getattr(obj, "__dict__", {}))
+
+
+_ABSENT = object()
+
+
+def _frozen_shape_maker() -> Callable[[list[int | ir.SymbolicDim]], ir.Shape] | None:
+    """A constructor of frozen ``ir.Shape`` from ready dims (ints and ``SymbolicDim``).
+
+    ``ir.Shape(dims, frozen=True)`` converts each dim again (several checks per dim) and
+    is most of the cost of writing a new shape. The fast constructor sets what it would
+    set; it is used only when it builds exactly the object ``ir.Shape`` builds (checked
+    once, here: another onnx-ir version may store a shape differently).
+    """
+    new = object.__new__
+    cls = ir.Shape
+
+    def make(dims: list[int | ir.SymbolicDim]) -> ir.Shape:
+        shape = new(cls)
+        shape._dims = dims  # type: ignore[attr-defined]
+        shape._denotations = [None] * len(dims)  # type: ignore[attr-defined]
+        shape._frozen = True  # type: ignore[attr-defined]
+        return shape
+
+    try:
+        probe = [3, ir.SymbolicDim("d")]
+        expected = ir.Shape(list(probe), frozen=True)
+        made = make(list(probe))
+        if _state(made) == _state(expected) and made.frozen and made.dims == expected.dims:
+            return make
+    except Exception:  # any surprise: the constructor, as before
+        logger.debug("fast ir.Shape construction unavailable", exc_info=True)
+    return None
+
+
+_MAKE_FROZEN_SHAPE = _frozen_shape_maker()
 
 
 class IRDimWriter:
@@ -48,7 +95,21 @@ class IRDimWriter:
         key = dims if dims.__class__ is tuple else tuple(dims)
         shape = self._shapes.get(key)  # type: ignore[arg-type]
         if shape is None:
-            shape = self._shapes[key] = ir.Shape(self.dims(key), frozen=True)
+            if _MAKE_FROZEN_SHAPE is None:
+                shape = ir.Shape(self.dims(key), frozen=True)
+            else:
+                # What ir.Shape stores for each dim: an int as an exact int.
+                shape = _MAKE_FROZEN_SHAPE(
+                    [
+                        d
+                        if d.__class__ is int
+                        else int(d)
+                        if isinstance(d, int)
+                        else self.dim(d)
+                        for d in key
+                    ]
+                )
+            self._shapes[key] = shape
         return shape
 
 

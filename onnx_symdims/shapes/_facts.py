@@ -49,16 +49,18 @@ class FactScope(expr.Scope):
     range, where the base prover reads it.
     """
 
+    # d -> known_nonzero(d), until a fact is added (every Reshape with a -1 asks again
+    # about the same dims, layer after layer).
+    _MEMO_TABLES = (*expr.Scope._MEMO_TABLES, "_nonzero_known")
+
     def __init__(self, nonnegative: bool = True) -> None:
-        super().__init__(nonnegative)
+        super().__init__(nonnegative)  # sets the memo tables, _nonzero_known included
+        self._nonzero_known: dict[expr.DimExpr, bool]
         # terms of e -> (the lower bound of e with constant 0, e with constant 0)
         self._lower: dict[Terms, tuple[int, expr.DimExpr]] = {}
         self._nonzero: set[Dim] = set()
         # (divisor, dividend) pairs: divisor divides dividend exactly.
         self._divides: set[tuple[Dim, Dim]] = set()
-        # d -> known_nonzero(d), until a fact is added (every Reshape with a -1 asks
-        # again about the same dims, layer after layer).
-        self._nonzero_known: dict[expr.DimExpr, bool] = {}
 
     @classmethod
     def from_scope(cls, scope: expr.Scope) -> FactScope:
@@ -67,6 +69,9 @@ class FactScope(expr.Scope):
         other._ranges = dict(scope._ranges)
         other._upper = {k: list(v) for k, v in scope._upper.items()}
         other.version = scope.version
+        history = getattr(scope, "_history", None)
+        if other._ranges or other._upper:  # the same facts as a fact scope made so
+            other._follow(history, ("from_scope", type(scope), cls))
         return other
 
     def copy(self) -> FactScope:
@@ -77,14 +82,12 @@ class FactScope(expr.Scope):
         other._lower = dict(self._lower)
         other._nonzero = set(self._nonzero)
         other._divides = set(self._divides)
+        if type(self) is FactScope:
+            other._history = self._history  # the same facts: the same memos
+            other._use_memos()
+        else:
+            other._follow(None, None)
         return other
-
-    def _facts_changed(self) -> None:
-        super()._facts_changed()
-        self._nonzero_known.clear()
-
-    def _changed(self) -> None:
-        self._facts_changed()
 
     def _full(self) -> bool:
         return len(self._lower) + len(self._nonzero) + len(self._divides) >= MAX_FACTS
@@ -107,7 +110,7 @@ class FactScope(expr.Scope):
         if known is not None and known[0] >= bound:
             return False
         self._lower[d.terms] = (bound, d.without_constant())
-        self._changed()
+        self._facts_changed(("lower", d.terms, bound))
         return True
 
     def assume_nonneg(self, d: Dim) -> bool:
@@ -125,7 +128,7 @@ class FactScope(expr.Scope):
         if self._full():
             return False
         self._nonzero.add(d)
-        self._changed()
+        self._facts_changed(("nonzero", d))
         return True
 
     def assume_divides(self, divisor: Dim, dividend: Dim) -> bool:
@@ -136,7 +139,7 @@ class FactScope(expr.Scope):
         if self.known_divides(divisor, dividend) or self._full():
             return new
         self._divides.add((divisor, dividend))
-        self._changed()
+        self._facts_changed(("divides", divisor, dividend))
         return True
 
     # -- questions -------------------------------------------------------------------
@@ -222,6 +225,10 @@ def _refine_function(term: expr.DimExpr, scope: FactScope) -> Dim | None:
     return None if new is term or new == term else new
 
 
+#: Refined dims a scope's memo keeps (with its other results) before it starts over.
+_MAX_REFINED = 50_000
+
+
 def refine_dim(d: Dim, scope: FactScope) -> Dim:
     """``d`` rewritten under the scope's facts: the case splits they make unnecessary go.
 
@@ -231,6 +238,23 @@ def refine_dim(d: Dim, scope: FactScope) -> Dim:
     """
     if isinstance(d, int) or d.is_unknown:
         return d
+    # A pure function of d and the facts: kept with the scope's other results (shared
+    # by every scope holding the same facts, see expr.Scope).
+    memo = scope._scoped_memo
+    key = ("refine", d)
+    found = memo.get(key)
+    if found is None:
+        version = scope.version
+        found = _refine_dim(d, scope)
+        if version == scope.version and (isinstance(found, int) or not found.is_unknown):
+            memo = scope._scoped_memo
+            if len(memo) >= _MAX_REFINED:
+                memo.clear()
+            memo[key] = found
+    return found
+
+
+def _refine_dim(d: expr.DimExpr, scope: FactScope) -> Dim:
     mapping: dict[expr.DimExpr, Dim] = {}
     for term in d.function_terms():
         if term.function in _REFINED_FUNCTIONS:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NoReturn, Protocol
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.shapes._context import MAX_VALUE_ELEMENTS, sanitize_symbol_name
+from onnx_symdims.shapes._context import MAX_VALUE_ELEMENTS, MISSING, sanitize_symbol_name
 from onnx_symdims.shapes._diagnostics import NodeInferenceFailure
 
 if TYPE_CHECKING:
@@ -64,6 +64,16 @@ def broadcast_dims(a: Dim, b: Dim) -> Dim:
         if _one_forces_one(b, a):
             return b
     return expr.broadcast(a, b)
+
+
+_DIM_EXPR = expr.DimExpr
+
+
+def _valid_dim(d: Dim | None) -> bool:
+    """True when ``d`` is an int ``>= 0`` or a known ``DimExpr``."""
+    if isinstance(d, int):
+        return d >= 0
+    return d is not None and d.unknown_reason is None
 
 
 def _valid_dims(dims: Sequence[Dim | None]) -> bool:
@@ -144,7 +154,7 @@ class NodeContext:
         self._hint: str | None = None
 
     def reset(self, node: ir.Node, opset: int) -> None:
-        """Points the view at ``node`` (called by the driver)."""
+        """Points the view at ``node`` (the engine does the same inline: keep in step)."""
         self.node = node
         self.opset = opset
         self._inputs = node.inputs
@@ -172,28 +182,35 @@ class NodeContext:
     # ------------------------------------------------------------------------------------
     # Inputs
     # ------------------------------------------------------------------------------------
+    # The accessors below read ``_inputs`` and the context's tables directly: hooks call
+    # them for nearly every input of every node.
     def input(self, i: int) -> ir.Value | None:
         """The ``i``-th input value, or ``None`` when absent (omitted optional input)."""
-        if i < len(self._inputs):
-            return self._inputs[i]
-        return None
+        inputs = self._inputs
+        return inputs[i] if i < len(inputs) else None
 
     def has_input(self, i: int) -> bool:
         """True when input ``i`` is present (an omitted optional input is absent)."""
-        return i < len(self._inputs) and self._inputs[i] is not None
+        inputs = self._inputs
+        return i < len(inputs) and inputs[i] is not None
 
     def require_input(self, i: int) -> ir.Value:
         """The ``i``-th input; fails the node when it is absent."""
-        value = self.input(i)
+        inputs = self._inputs
+        value = inputs[i] if i < len(inputs) else None
         if value is None:
             self.fail(f"required input {i} is missing")
         return value
 
     def input_shape(self, i: int) -> Shape | None:
         """The dims of input ``i``; ``None`` when its rank is unknown or it is absent."""
-        value = self.input(i)
+        inputs = self._inputs
+        value = inputs[i] if i < len(inputs) else None
         if value is None:
             return None
+        shape = self.ctx._shapes.get(value, MISSING)  # shape_of's hit, inline
+        if shape is not MISSING:
+            return shape  # type: ignore[return-value]
         return self.ctx.shape_of(value)
 
     def input_rank(self, i: int) -> int | None:
@@ -207,9 +224,13 @@ class NodeContext:
         Small integer constants (initializers, ``Constant`` outputs) are read lazily;
         elements may be unknown ``DimExpr`` when only part of the value is known.
         """
-        value = self.input(i)
+        inputs = self._inputs
+        value = inputs[i] if i < len(inputs) else None
         if value is None:
             return None
+        elements = self.ctx._values.get(value, MISSING)  # value_of's hit, inline
+        if elements is not MISSING:
+            return elements  # type: ignore[return-value]
         return self.ctx.value_of(value)
 
     def input_ints(self, i: int) -> tuple[int, ...] | None:
@@ -221,9 +242,13 @@ class NodeContext:
 
     def input_dtype(self, i: int) -> ir.DataType | None:
         """The element type of input ``i`` (``None`` if unknown or absent)."""
-        value = self.input(i)
+        inputs = self._inputs
+        value = inputs[i] if i < len(inputs) else None
         if value is None:
             return None
+        dtype = self.ctx._dtypes.get(value)  # dtype_of's hit, inline
+        if dtype is not None:
+            return dtype
         return self.ctx.dtype_of(value)
 
     # ------------------------------------------------------------------------------------
@@ -301,7 +326,21 @@ class NodeContext:
             if dtype is not None:
                 self.ctx._dtypes[value] = dtype
             return
-        if not _valid_dims(dims):
+        valid = True
+        for d in dims:  # _valid_dims(dims), inline (every hook sets its outputs)
+            cls = d.__class__
+            if cls is int:
+                if d < 0:
+                    valid = False
+                    break
+            elif cls is _DIM_EXPR:
+                if d.unknown_reason is not None:  # type: ignore[union-attr]
+                    valid = False
+                    break
+            elif not _valid_dim(d):
+                valid = False
+                break
+        if not valid:
             checked: list[Dim] = []
             for k, d in enumerate(dims):
                 if isinstance(d, int):

@@ -108,8 +108,9 @@ def read_int64_proto(
     if proto.data_type != _INT64_CODE or proto.data_location == _EXTERNAL:
         return None
     # Most such constants are scalars: an empty field is not copied. Otherwise a slice,
-    # about 3x faster than iterating the field.
-    dims = tuple(proto.dims[:]) if len(proto.dims) else ()
+    # about 3x faster than iterating the field (each read of a field costs: read once).
+    field = proto.dims
+    dims = tuple(field[:]) if field else ()
     count = math.prod(dims)
     if count > MAX_VALUE_ELEMENTS:
         return dims, None

@@ -172,3 +172,32 @@ def test_first_call_on_an_ir_model_loads_no_io_rederive_or_planner_module():
     assert isinstance(
         onnx_symdims.infer_symbolic_shapes(DATA / "bert_ortfused.onnx"), ir.Model
     )
+
+
+def _reordered(text: str, order: list[int]) -> ir.Model:
+    proto = ir.serde.serialize_model(ir.from_onnx_text(text))
+    nodes = list(proto.graph.node)
+    del proto.graph.node[:]
+    proto.graph.node.extend(nodes[i] for i in order)
+    return ir.from_proto(proto)
+
+
+CHAIN = """
+<ir_version: 10, opset_import: ["" : 21]>
+g (float[N] x) => (float[N] w) {
+  y = Relu(x)
+  z = Neg(y)
+  u = Abs(x)
+  w = Add(z, u)
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "order", [[0, 1, 2, 3], [2, 0, 1, 3], [1, 0, 2, 3], [0, 1, 3, 2], [3, 2, 1, 0]]
+)
+def test_main_sorted_is_the_topological_check(order):
+    from onnx_symdims.passes._model_dims import in_topological_order
+
+    m = _reordered(CHAIN, order)
+    assert ModelSnapshot.of(m).main_sorted == in_topological_order(list(m.graph))

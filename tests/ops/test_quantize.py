@@ -6,6 +6,7 @@ import onnx_ir as ir
 import pytest
 
 from onnx_symdims import ops
+from onnx_symdims.passes import SymbolicShapeInferencePass
 from tests.ops._ort_oracle import check_against_ort, model_text
 
 SIZES = [{"N": 0}, {"N": 1}, {"N": 3}]
@@ -87,3 +88,59 @@ def test_every_opset_from_10_has_a_hook(op):
     # Not the ONNX fallback: QDQ models hold dozens of these.
     for opset in range(10, 26):
         assert ops.lookup("", op, opset).__module__ == "onnx_symdims.ops.quantize"
+
+
+DYNAMIC_QUANTIZE = """
+<ir_version: 10, opset_import: ["" : {opset}]>
+g ({dtype}[N, 4] x) => (uint8[?, ?] y, float s, uint8 z) {{
+  y, s, z = DynamicQuantizeLinear(x)
+}}
+"""
+
+
+def _written(model: ir.Model) -> dict[str, tuple]:
+    return {
+        value.name: (
+            None if value.shape is None else tuple(str(d) for d in value.shape),
+            value.dtype,
+        )
+        for node in model.graph
+        for value in node.outputs
+    }
+
+
+def _with_fallback(model: ir.Model) -> dict[str, tuple]:
+    """What ONNX's own inference (the fallback) writes for the model."""
+    from onnx_symdims.ops import _registry
+
+    registry = _registry.registry
+    key = ("", "DynamicQuantizeLinear")
+    registry.registered_ops()  # every family loaded: the hook is in the tables
+    saved = (list(registry._since[key]), list(registry._hooks[key]))
+    registry._since[key].clear()
+    registry._hooks[key].clear()
+    registry._cache.clear()
+    try:
+        SymbolicShapeInferencePass()(model)
+    finally:
+        registry._since[key][:], registry._hooks[key][:] = saved
+        registry._cache.clear()
+    return _written(model)
+
+
+@pytest.mark.parametrize("opset", [11, 17, 21])
+def test_dynamic_quantize_linear_writes_what_the_fallback_writes(opset):
+    text = DYNAMIC_QUANTIZE.format(opset=opset, dtype="float")
+    hooked = ir.from_onnx_text(text)
+    SymbolicShapeInferencePass()(hooked)
+    assert _written(hooked) == _with_fallback(ir.from_onnx_text(text))
+    assert _written(hooked)["y"] == (("N", "4"), ir.DataType.UINT8)
+    assert _written(hooked)["s"] == ((), ir.DataType.FLOAT)
+    assert _written(hooked)["z"] == ((), ir.DataType.UINT8)
+
+
+def test_dynamic_quantize_linear_leaves_a_wrong_input_type_to_onnx():
+    # ONNX rejects a non-float input; the hook hands such a node to the fallback.
+    m = ir.from_onnx_text(DYNAMIC_QUANTIZE.format(opset=17, dtype="int64"))
+    result = SymbolicShapeInferencePass()(m)
+    assert any("ONNX inference failed" in d.message for d in result.diagnostics)
