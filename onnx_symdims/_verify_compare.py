@@ -22,13 +22,11 @@ import onnx_ir as ir
 from onnx_symdims import expr
 from onnx_symdims._verify_ort import feeds_for, make_session, run, short_error
 from onnx_symdims._verify_sizes import (
-    SIZE_RANGES,
     SizePlan,
     candidate_relations,
-    find_sizes,
     model_facts,
-    more_runs,
     parse_shape,
+    run_sizes,
 )
 
 logger = logging.getLogger(__name__)
@@ -215,28 +213,19 @@ def compare_models(
                 report.differences.append(difference)
         return ""
 
-    size_range = SIZE_RANGES[0]
+    models = [original, rewritten]
+    plan, size_range = run_sizes(
+        plan,
+        attempt,
+        rng,
+        lambda p: candidate_relations(models, p, model_facts(original)),
+        runs=runs,
+        wanted=lambda: report.runs < runs,
+        explicit=sizes,
+        errors=report.errors,
+    )
     if runs > 0:
-        models = [original, rewritten]
-        search = find_sizes(
-            plan,
-            attempt,
-            rng,
-            lambda p: candidate_relations(models, p, model_facts(original)),
-        )
-        plan, size_range = search.plan, search.size_range
         report.relations = list(plan.relations)
-        if search.found:
-            more_runs(plan, attempt, rng, size_range, lambda: report.runs < runs, runs * 3)
-        else:
-            summary, *guesses = search.failure()
-            report.errors = [summary, *report.errors, *guesses]
-    for explicit in sizes:
-        binding = plan.draw(rng, size_range, dict(explicit))
-        if binding is None:
-            report.errors.append(f"the sizes {dict(explicit)} give a negative input dim")
-        else:
-            attempt(binding)
     if edges and report.runs:
         for _, binding in plan.edges(rng, size_range):
             attempt(binding, record=False)  # an edge the original refuses is no input

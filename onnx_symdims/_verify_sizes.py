@@ -54,6 +54,7 @@ __all__ = [
     "model_facts",
     "more_runs",
     "parse_shape",
+    "run_sizes",
 ]
 
 import collections
@@ -872,3 +873,43 @@ def more_runs(
             return
         if attempt(binding, True):
             index = min(index + 1, len(SIZE_RANGES) - 1)
+
+
+def run_sizes(
+    plan: SizePlan,
+    attempt: Attempt,
+    rng: random.Random,
+    candidates: Callable[[SizePlan], Sequence[Guess]],
+    *,
+    runs: int,
+    wanted: Callable[[], bool],
+    explicit: Iterable[Mapping[str, int]],
+    errors: list[str],
+    guess: bool = True,
+) -> tuple[SizePlan, tuple[int, int]]:
+    """Runs random sizes (:func:`find_sizes`, then :func:`more_runs`), then ``explicit``.
+
+    What ``verify_model`` and ``compare_models`` share. With ``runs`` > 0 the search
+    runs first; when nothing runs, its summary goes first in ``errors`` (in place) and
+    the guesses' failures last. Each explicit assignment is completed by a draw under
+    the plan (an assignment giving a negative input dim is an error, not a run).
+
+    Returns:
+        The plan the sizes follow (with an adopted relation) and the size range used.
+    """
+    size_range = SIZE_RANGES[0]
+    if runs > 0:
+        search = find_sizes(plan, attempt, rng, candidates, guess=guess)
+        plan, size_range = search.plan, search.size_range
+        if search.found:
+            more_runs(plan, attempt, rng, size_range, wanted, runs * 3)
+        else:
+            summary, *guesses = search.failure()
+            errors[:] = [summary, *errors, *guesses]
+    for sizes in explicit:
+        binding = plan.draw(rng, size_range, dict(sizes))
+        if binding is None:
+            errors.append(f"the sizes {dict(sizes)} give a negative input dim")
+        else:
+            attempt(binding, True)
+    return plan, size_range

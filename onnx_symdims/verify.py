@@ -53,10 +53,9 @@ from onnx_symdims._verify_sizes import (
     SIZE_RANGES,
     SizePlan,
     candidate_relations,
-    find_sizes,
     model_facts,
-    more_runs,
     parse_shape,
+    run_sizes,
 )
 
 logger = logging.getLogger(__name__)
@@ -353,28 +352,19 @@ def verify_model(
             report.bindings.append(binding)  # a guess's run that succeeded
         return error
 
-    size_range = SIZE_RANGES[0]
+    plan, size_range = run_sizes(
+        plan,
+        attempt,
+        rng,
+        lambda p: candidate_relations([model], p, model_facts(model)),
+        runs=runs,
+        wanted=lambda: report.runs < runs,
+        explicit=bindings or (),
+        errors=report.errors,
+        guess=guess_relations,
+    )
     if runs > 0:
-        search = find_sizes(
-            plan,
-            attempt,
-            rng,
-            lambda p: candidate_relations([model], p, model_facts(model)),
-            guess=guess_relations,
-        )
-        plan, size_range = search.plan, search.size_range
         report.relations = list(plan.relations)
-        if search.found:
-            more_runs(plan, attempt, rng, size_range, lambda: report.runs < runs, runs * 3)
-        else:
-            summary, *guesses = search.failure()
-            report.errors = [summary, *report.errors, *guesses]
-    for explicit in bindings or ():
-        binding = plan.draw(rng, size_range, dict(explicit))
-        if binding is None:
-            report.errors.append(f"the sizes {dict(explicit)} give a negative input dim")
-            continue
-        attempt(binding, True)
     if edges and report.runs:
         for label, binding in plan.edges(rng, size_range):
             report.bindings.append(binding)

@@ -58,15 +58,20 @@ def _rebuild_atom_raw(atom: Atom, args: tuple[Dim, ...]) -> Dim:
     return call(atom.name, args)
 
 
-def _map_atoms(d: Dim, atom_fn, arg_fn) -> Dim:
-    """Rebuilds ``d`` with ``atom_fn(atom)`` for symbols and ``arg_fn`` on function args."""
+def _map_atoms(d: Dim, atom_fn, arg_fn, targets: Mapping[Atom, Dim] | None = None) -> Dim:
+    """Rebuilds ``d`` with ``atom_fn(atom)`` for symbols and ``arg_fn`` on function args.
+
+    An atom of ``targets`` (a symbol or a function term) becomes its target instead.
+    """
     if isinstance(d, int) or d.unknown_reason is not None:
         return d
     result: Dim = d.const
     for mono, coeff in d.terms:
         term: Dim = coeff
         for atom in mono:
-            if atom.kind == SYM:
+            if targets and atom in targets:
+                factor = targets[atom]
+            elif atom.kind == SYM:
                 factor = atom_fn(atom)
             else:
                 new_args = tuple(arg_fn(a) for a in atom.args)
@@ -165,25 +170,7 @@ class SubexpressionReplacer:
                     else (d.const - k * key.const)
                 )
                 return add(mul(k, target), self.once(rest))
-        atom_targets = self._atom_targets
-        result: Dim = d.const
-        for mono, coeff in d.terms:
-            term: Dim = coeff
-            for atom in mono:
-                if atom in atom_targets:
-                    factor = atom_targets[atom]
-                elif atom.kind == SYM:
-                    factor = _atom_expr(atom)
-                else:
-                    new_args = tuple(self.once(a) for a in atom.args)
-                    factor = (
-                        _atom_expr(atom)
-                        if new_args == atom.args
-                        else _rebuild_atom(atom, new_args)
-                    )
-                term = mul(term, factor)
-            result = add(result, term)
-        return result
+        return _map_atoms(d, _atom_expr, self.once, self._atom_targets)
 
 
 #: Results a :class:`SubexpressionReplacer` keeps before it starts over.

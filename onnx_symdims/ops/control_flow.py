@@ -105,15 +105,21 @@ def _nested_nodes(graph: ir.Graph) -> list[ir.Node]:
     while pending:
         for node in pending.pop():
             nodes.append(node)
-            attributes = node.attributes.data
-            if attributes:
-                for attr in attributes.values():
-                    kind = attr.type
-                    if kind is _GRAPH:
-                        pending.append(attr.value)
-                    elif kind is _GRAPHS:
-                        pending.extend(attr.value)
+            if node.attributes.data:
+                pending.extend(_node_subgraphs(node))
     return nodes
+
+
+def _node_subgraphs(node: ir.Node) -> list[ir.Graph]:
+    """The graphs of the node's attributes (``If`` branches, ``Loop``/``Scan`` bodies)."""
+    found: list[ir.Graph] = []
+    for attr in node.attributes.data.values():  # the UserDict's dict: faster to iterate
+        kind = attr.type
+        if kind is _GRAPH:
+            found.append(attr.value)
+        elif kind is _GRAPHS:
+            found.extend(attr.value)
+    return found
 
 
 def body_values(graph: ir.Graph) -> Iterator[ir.Value]:
@@ -121,15 +127,9 @@ def body_values(graph: ir.Graph) -> Iterator[ir.Value]:
     yield from graph.inputs
     for node in _nested_nodes(graph):
         yield from node.outputs
-        attributes = node.attributes.data
-        if attributes:
-            for attr in attributes.values():
-                kind = attr.type
-                if kind is _GRAPH:
-                    yield from attr.value.inputs
-                elif kind is _GRAPHS:
-                    for sub in attr.value:
-                        yield from sub.inputs
+        if node.attributes.data:
+            for sub in _node_subgraphs(node):
+                yield from sub.inputs
 
 
 class _Transaction:
