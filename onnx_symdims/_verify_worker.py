@@ -122,7 +122,15 @@ class IsolatedSession:
         self._start()
 
     def _start(self) -> None:
-        env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
+        # The child imports this package from where the caller did (a checkout put on
+        # sys.path by hand, not only an installed one).
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        path = os.environ.get("PYTHONPATH")
+        env = dict(
+            os.environ,
+            ORT_DISABLE_TELEMETRY="1",
+            PYTHONPATH=package_root + (os.pathsep + path if path else ""),
+        )
         self._process = subprocess.Popen(
             [sys.executable, "-m", "onnx_symdims._verify_worker"],
             stdin=subprocess.PIPE,

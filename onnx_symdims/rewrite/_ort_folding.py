@@ -129,7 +129,7 @@ class FoldFloatsInOnnxruntimePass(ir.passes.InPlacePass):
             if value is None:
                 tensors.append(None)
                 continue
-            tensor = None if value.is_graph_input() else ir.convenience.get_const_tensor(value)
+            tensor = None if value.is_graph_input() else _const_tensor(value)
             if tensor is None or tensor.dtype not in _FOLDABLE_TYPES:
                 return None
             if tensor.size > self.input_size_limit and len(value.uses()) != 1:
@@ -139,6 +139,13 @@ class FoldFloatsInOnnxruntimePass(ir.passes.InPlacePass):
         if None not in sizes and sum(sizes) > self.output_size_limit:
             return None  # known too large before running it (else checked after)
         return tensors
+
+
+def _const_tensor(value: ir.Value) -> ir.TensorProtocol | None:
+    try:
+        return ir.convenience.get_const_tensor(value)
+    except ValueError:  # a malformed Constant (two attributes, ...): not a constant here
+        return None
 
 
 def _numel(value: ir.Value) -> int | None:

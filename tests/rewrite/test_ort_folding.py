@@ -143,3 +143,20 @@ def _fold(text: str) -> list[str]:
 )
 def test_declines(text, op, why):
     assert op in _fold(text), why
+
+
+def test_a_malformed_constant_is_no_constant():
+    """A ``Constant`` with two attributes makes onnx-ir raise: the node is just kept."""
+    m = model(
+        """
+        g (float[2] x) => (float[2] y) {
+            c = Constant<value_floats = [1., 2.], value_float = 1.>()
+            e = Exp(c)
+            y = Mul(x, e)
+        }
+        """
+    )
+    (exp,) = (n for n in m.graph if n.op_type == "Exp")
+    exp.outputs[0].dtype = ir.DataType.FLOAT  # as inference writes it: a float node
+    FoldFloatsInOnnxruntimePass()(m)
+    assert "Exp" in [n.op_type for n in m.graph]
