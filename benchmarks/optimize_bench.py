@@ -21,8 +21,10 @@ call only. A cell reads ``nodes/shape-ops time check``: main-graph nodes without
 ``Constant``, of which shape computations (see :func:`count_nodes`), and the onnxruntime
 check of the result against the raw model on the input sizes chosen by
 :func:`choose_sizes` (``exact``: every output equal bit for bit; ``ok``: ints exactly and
-floats to rtol 1e-5, atol 1e-6; ``DIFF``; ``fail``: does not load or run). Totals count a failed tool's model
-with its raw nodes.
+floats to rtol 1e-5, atol 1e-6; ``DIFF``; ``fail``: does not load or run), followed by
+``+domain`` for each op domain outside the ONNX standard that the result uses and the
+raw model does not (``+com.microsoft``: it runs in onnxruntime only). Totals count a
+failed tool's model with its raw nodes.
 """
 
 from __future__ import annotations
@@ -452,8 +454,14 @@ def bench_model(name, path, model_bytes, table, reps) -> dict:
         n, s = count_nodes(result)
         status, detail = check(result, sizes)
         row[tool] = {"nodes": n, "shape": s, "seconds": statistics.median(times),
-                     "times": times, "check": status, "detail": detail}
+                     "times": times, "check": status, "detail": detail,
+                     "new_domains": sorted(_domains(result) - _domains(model))}
     return row
+
+
+def _domains(model: onnx.ModelProto) -> set[str]:
+    """Op domains of the main graph's nodes outside the ONNX standard."""
+    return {n.domain for n in model.graph.node if n.domain not in ("", "ai.onnx")}
 
 
 def _cell(entry: dict) -> str:
@@ -461,7 +469,9 @@ def _cell(entry: dict) -> str:
         return entry["error"]
     if "seconds" not in entry:
         return f"{entry['nodes']}/{entry['shape']}"
-    return f"{entry['nodes']}/{entry['shape']} {entry['seconds']:.2f}s {entry['check']}"
+    cell = f"{entry['nodes']}/{entry['shape']} {entry['seconds']:.2f}s {entry['check']}"
+    # a runtime-specific result (e.g. com.microsoft fusions): it runs in that runtime only
+    return cell + "".join(f" +{d}" for d in entry.get("new_domains", ()))
 
 
 def print_table(rows: list[dict], columns: list[str]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 __all__ = ["OptimizePass", "OptimizeResult", "optimize"]
 
 import dataclasses
+import functools
 import logging
 import os
 import time
@@ -139,10 +140,10 @@ class OptimizePass(ir.passes.InPlacePass):
             if not onnxscript_pending:
                 break
             onnxscript_pending = False
-            if not _onnxscript_round(model, self.exact_floats):
+            if not _onnxscript_round(model, self.exact_floats, result.diagnostics):
                 break
         if onnxscript_pending:
-            _onnxscript_round(model, self.exact_floats)
+            _onnxscript_round(model, self.exact_floats, result.diagnostics)
         self._facts = None  # the rounds' facts: not needed beyond them
         _tail(model)
         if self.fusions is not None:
@@ -208,7 +209,7 @@ class OptimizePass(ir.passes.InPlacePass):
         values(model)
         _merge_counts(result, values.fired, values.declined, "ProvenValues")
         remove_dead_nodes(model.graph)
-        fold_constants(model, self.exact_floats)
+        fold_constants(model, self.exact_floats, result.diagnostics)
         common_passes.CommonSubexpressionEliminationPass()(model)
         remove_dead_nodes(model.graph)
         return sum(result.fired.values()) != fired_before or _signature(model) != signature
@@ -236,27 +237,71 @@ _FLOAT_REASSOCIATING_RULES = {
 }
 
 
-def fold_constants(model: ir.Model, exact_floats: bool = True) -> None:
+def fold_constants(
+    model: ir.Model, exact_floats: bool = True, problems: list[str] | None = None
+) -> None:
     """Runs onnxscript's constant folder (no ONNX shape inference: our shapes are there).
 
     With ``exact_floats``, float nodes are folded only where numpy equals onnxruntime.
     Without, the other float nodes are folded too: in onnxruntime's kernels when it is
     installed (:mod:`~onnx_symdims.rewrite._ort_folding`, alternating with the folder
-    until neither folds more), else by the folder's numpy reference.
+    until neither folds more), else by the folder's numpy reference. A node the folder's
+    evaluator raises on stays as it is, with a message appended to ``problems``.
     """
-    from onnxscript import optimizer
+    guarded = _guarded_folder()
+    problems = problems if problems is not None else []
+
+    def folder(**options):
+        return guarded(problems, **options)
 
     if exact_floats or onnxruntime_available():
-        optimizer.fold_constants_ir(model, onnx_shape_inference=False, should_fold=should_fold)
+        folder(should_fold=should_fold)(model)
     else:
-        optimizer.fold_constants_ir(model, onnx_shape_inference=False)
+        folder()(model)
         return
     if exact_floats:
         return
     for _ in range(_MAX_FOLD_ALTERNATIONS):
         if not FoldFloatsInOnnxruntimePass()(model).modified:
             break
-        optimizer.fold_constants_ir(model, onnx_shape_inference=False, should_fold=should_fold)
+        folder(should_fold=should_fold)(model)
+
+
+@functools.cache
+def _guarded_folder() -> type:
+    """The folder pass of onnxscript, declining a node its evaluator raises on (logged).
+
+    The folder stops the whole pass when one of its per-op evaluators raises (its
+    ``SplitToSequence`` evaluator does on a scalar ``split`` that is not a constant),
+    and ``optimize`` must not fail on a model that runs. Declining the node leaves it
+    as it is: the folder replaces a node only after its evaluator returned.
+    """
+    from onnxscript.optimizer import _constant_folding
+
+    class GuardedFoldConstantsPass(_constant_folding.FoldConstantsPass):
+        def __init__(self, problems: list[str], **options: Any) -> None:
+            self.problems = problems
+            super().__init__(
+                shape_inference=False,
+                input_size_limit=_constant_folding.DEFAULT_CONSTANT_FOLD_INPUT_SIZE_LIMIT,
+                output_size_limit=_constant_folding.DEFAULT_CONSTANT_FOLD_OUTPUT_SIZE_LIMIT,
+                **options,
+            )
+
+        def process_node(self, node: ir.Node, *args: Any, **kwargs: Any):
+            try:
+                return super().process_node(node, *args, **kwargs)
+            except Exception as error:  # any evaluator bug: leave the node
+                cause = error.__cause__ or error
+                message = (
+                    f"constant folding left node {node.name!r} ({node.op_type}) as it is: "
+                    f"onnxscript's evaluator raised {type(cause).__name__}: {cause}"
+                )
+                logger.warning("%s", message)
+                self.problems.append(message)
+                return None
+
+    return GuardedFoldConstantsPass
 
 
 #: Bound on the folder / onnxruntime alternations of one :func:`fold_constants` call
@@ -312,7 +357,9 @@ def _can_match(rule, present: set[tuple[str, str]]) -> bool:
     return needed <= present
 
 
-def _onnxscript_round(model: ir.Model, exact_floats: bool = True) -> bool:
+def _onnxscript_round(
+    model: ir.Model, exact_floats: bool = True, problems: list[str] | None = None
+) -> bool:
     """Applies the default pattern rules of onnxscript once; True when they changed the model."""
     from onnxscript import rewriter
 
@@ -320,7 +367,15 @@ def _onnxscript_round(model: ir.Model, exact_floats: bool = True) -> bool:
     rules = _onnxscript_rules(model, exact_floats)
     if rules == []:
         return False
-    rewriter.rewrite(model, pattern_rewrite_rules=rules)
+    try:
+        rewriter.rewrite(model, pattern_rewrite_rules=rules)
+    except Exception as error:  # a rule's bug must not fail optimize
+        # The rewriter changes the graph only after a rule's check and replacement
+        # returned, so what it applied before the error stands and is sound.
+        message = f"onnxscript's rewrite rules stopped: {type(error).__name__}: {error}"
+        logger.warning("%s", message)
+        if problems is not None:
+            problems.append(message)
     return _signature(model) != signature
 
 

@@ -65,6 +65,10 @@ class Case:
     name: str
     model: onnx.ModelProto
     expected: dict[str, Dims]
+    #: The test's first data set for the graph inputs left (0-d ones as 0-d arrays).
+    feeds: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    #: Every test input is a tensor (no sequence or optional): ``feeds`` runs the model.
+    runnable: bool = False
 
 
 def cases(mode: str) -> Iterator[Case]:
@@ -79,26 +83,28 @@ def cases(mode: str) -> Iterator[Case]:
             continue
         model = onnx.ModelProto()
         model.CopyFrom(case.model)
+        inputs = case.data_sets[0][0] if case.data_sets else []
+        names = [i.name for i in model.graph.input]
+        tensors = {  # 0-d inputs come as numpy scalars (np.float32(...)), not arrays
+            name: np.asarray(array)
+            for name, array in zip(names, inputs)
+            if isinstance(array, (np.ndarray, np.generic))
+        }
+        runnable = bool(case.data_sets) and len(tensors) == len(inputs) == len(names)
         if mode == "inject" and case.data_sets:
-            inputs = case.data_sets[0][0]
-            names = [i.name for i in model.graph.input]
-            injected = set()
-            for name, array in zip(names, inputs):
-                # 0-d inputs come as numpy scalars (np.float32(...)), not arrays.
-                if isinstance(array, (np.ndarray, np.generic)):
-                    array = np.asarray(array)
-                    model.graph.initializer.append(numpy_helper.from_array(array, name))
-                    injected.add(name)
+            for name, array in tensors.items():
+                model.graph.initializer.append(numpy_helper.from_array(array, name))
             # An initializer that stays a graph input is only a default (it can be fed at
             # run time), so the injected inputs are removed to make them true constants.
-            kept = [i for i in model.graph.input if i.name not in injected]
+            kept = [i for i in model.graph.input if i.name not in tensors]
             del model.graph.input[:]
             model.graph.input.extend(kept)
         expected = {o.name: _dims(o.type) for o in model.graph.output}
         for o in model.graph.output:
             if o.type.WhichOneof("value") == "tensor_type":
                 o.type.tensor_type.ClearField("shape")
-        yield Case(case.name, model, expected)
+        feeds = {i.name: tensors[i.name] for i in model.graph.input if i.name in tensors}
+        yield Case(case.name, model, expected, feeds, runnable)
 
 
 def run(
@@ -127,3 +133,67 @@ def run(
             if verdict == "wrong":
                 wrong.append((case.name, name, exp[1], got.get(name, (0, None))[1]))
     return counts, wrong, errors
+
+
+# --- optimize as a rewrite oracle ------------------------------------------------------
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal outputs: floats bit for bit under ``==`` (NaN equals NaN), sequences item by item."""
+    if isinstance(a, list) or isinstance(b, list):
+        return (
+            isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
+            and all(_same(x, y) for x, y in zip(a, b))
+        )
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind in "fc":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    if a.dtype.kind == "O":
+        return a.tolist() == b.tolist()
+    return bool(np.array_equal(a, b))
+
+
+def _outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 4
+    session = ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    return session.run(None, feeds)
+
+
+def compare_optimized(
+    case: Case, optimize: Callable[[onnx.ModelProto], onnx.ModelProto]
+) -> tuple[str, str]:
+    """Runs ``case`` before and after ``optimize`` in onnxruntime on the test's inputs.
+
+    Returns ``(verdict, detail)``: ``same`` (every output equal), ``diff``, ``raised``
+    (``optimize`` raised), ``broken`` (the optimized model does not load or run),
+    or ``skip`` (the case has non-tensor inputs, or the original does not run in
+    onnxruntime).
+    """
+    if not case.runnable:
+        return "skip", "non-tensor inputs"
+    try:
+        expected = _outputs(case.model, case.feeds)
+    except Exception as e:  # onnxruntime lacks the op or departs: nothing to compare
+        return "skip", f"original: {type(e).__name__}"
+    try:
+        optimized = optimize(case.model)
+    except Exception as e:
+        return "raised", f"{type(e).__name__}: {e}"
+    try:
+        got = _outputs(optimized, case.feeds)
+    except Exception as e:
+        return "broken", f"{type(e).__name__}: {str(e)[:300]}"
+    if len(got) != len(expected):
+        return "diff", f"{len(got)} outputs, expected {len(expected)}"
+    for index, (a, e) in enumerate(zip(got, expected)):
+        if not _same(a, e):
+            return "diff", f"output {index} differs"
+    return "same", ""

@@ -417,3 +417,22 @@ def test_a_fused_reshape_wildcard_with_no_safe_target_is_undone(wildcard_fusion)
     )
     sizes = [{"batch": 0, "seq": 3, "h": 2}, {"batch": 2, "seq": 1, "h": 0}]
     assert_equivalent(before, m, sizes)
+
+
+# onnxscript's SplitToSequence evaluator raises on a scalar split that is not a constant.
+SPLIT_TO_SEQUENCE = """
+    g (float[3, 6] data, int64 split) => (seq(float[3, ?]) parts) {
+        parts = SplitToSequence<axis = 1>(data, split)
+    }
+"""
+
+
+def test_a_node_the_folder_raises_on_stays_and_is_reported(caplog):
+    m = model(SPLIT_TO_SEQUENCE, opset=18)
+    result = OptimizePass()(m)
+    assert ops(m) == ["SplitToSequence"]
+    (message,) = [d for d in result.diagnostics if "constant folding left node" in d]
+    assert "SplitToSequence" in message
+    assert message in caplog.text
+    parts = session(m).run(None, {"data": np.ones((3, 6), np.float32), "split": np.array(4)})[0]
+    assert [p.shape for p in parts] == [(3, 4), (3, 2)]
