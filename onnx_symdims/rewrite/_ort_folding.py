@@ -124,6 +124,8 @@ class FoldFloatsInOnnxruntimePass(ir.passes.InPlacePass):
             return None
         if any(v.dtype is not None and v.dtype not in _FOLDABLE_TYPES for v in node.outputs):
             return None
+        if any(v.type is not None and not isinstance(v.type, ir.TensorType) for v in node.outputs):
+            return None  # a sequence or optional: folded into tensors only
         tensors: list[ir.TensorProtocol | None] = []
         for value in node.inputs:
             if value is None:
@@ -193,14 +195,14 @@ def _evaluate(
         logger.debug("onnxruntime cannot fold %s: %s", node.name or node.op_type, e)
         return None
     for value, array in zip(node.outputs, results):
+        if not isinstance(array, np.ndarray) or ir.DataType.from_numpy(array.dtype) not in (
+            _FOLDABLE_TYPES
+        ):
+            return None  # a sequence (its type was not known before running it), ...
         if value.shape is not None and value.shape.is_static() and (
             tuple(value.shape.numpy()) != array.shape
         ):
             return None  # the inferred shape disagrees: leave the node to the checks
-        if not isinstance(array, np.ndarray) or ir.DataType.from_numpy(array.dtype) not in (
-            _FOLDABLE_TYPES
-        ):
-            return None
     return results
 
 

@@ -160,3 +160,26 @@ def test_a_malformed_constant_is_no_constant():
     exp.outputs[0].dtype = ir.DataType.FLOAT  # as inference writes it: a float node
     FoldFloatsInOnnxruntimePass()(m)
     assert "Exp" in [n.op_type for n in m.graph]
+
+
+@pytest.mark.parametrize("typed", [True, False], ids=["sequence_typed", "untyped"])
+def test_a_node_giving_a_sequence_is_kept(typed):
+    """onnxruntime returns a list for a sequence: nothing to fold into a tensor."""
+    m = model(
+        """
+        g (float[5] x) => (float[5] y) <float[5] w = {1., 2., 3., 4., 5.}> {
+            s = SequenceConstruct(w)
+            zero = Constant<value = int64 {0}>()
+            e = SequenceAt(s, zero)
+            y = Mul(x, e)
+        }
+        """
+    )
+    (construct,) = (n for n in m.graph if n.op_type == "SequenceConstruct")
+    sequence = construct.outputs[0]
+    if typed:  # as inference writes it
+        sequence.type = ir.SequenceType(ir.TensorType(ir.DataType.FLOAT))
+    else:  # an element shape left on the value, as the If test of the backend suite had
+        sequence.shape = ir.Shape([5])
+    assert not FoldFloatsInOnnxruntimePass()(m).modified
+    assert "SequenceConstruct" in ops(m)
