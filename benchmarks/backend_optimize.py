@@ -33,12 +33,14 @@ from tests.integration import backend_cases  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("modes", nargs="*", choices=["pure", "inject"], help="default: both")
+    parser.add_argument("modes", nargs="*", help="pure and/or inject (default: both)")
     parser.add_argument("--inexact-floats", action="store_true")
     parser.add_argument("--fusions", choices=["ort", "onnx"])
     parser.add_argument("--only", help="cases whose name contains this")
     args = parser.parse_args(argv)
     args.modes = args.modes or ["pure", "inject"]
+    if set(args.modes) - {"pure", "inject"}:
+        parser.error(f"modes are pure and inject, got {args.modes}")
     warnings.filterwarnings("ignore")
     logging.disable(logging.CRITICAL)
 
