@@ -8,10 +8,12 @@ Usage::
 Every node test case of ``onnx.backend.test.case`` runs in onnxruntime (graph
 optimizations off) on its first data set, before and after ``onnx_symdims.optimize``,
 and every output must be equal (floats bit for bit, NaN equal to NaN; see
-:func:`tests.integration.backend_cases.compare_optimized`). ``pure`` keeps the test
+:func:`tests.integration.backend_cases.compare_optimized`); with ``--fusions`` or
+``--inexact-floats`` floats within ``rtol=1e-4, atol=1e-5`` as ``optimize --verify``
+allows them (``close``). ``pure`` keeps the test
 inputs as graph inputs; ``inject`` makes them initializers, so most of the model is
-folded. Prints the verdict counts per mode and every case that is not ``same`` or
-``skip``; exits 1 when there is one.
+folded. Prints the verdict counts per mode and every case that is not ``same``,
+``close`` or ``skip``; exits 1 when there is one.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
             model, fusions=args.fusions, exact_floats=not args.inexact_floats
         )
 
+    inexact = args.fusions is not None or args.inexact_floats
+    tolerance = (1e-4, 1e-5) if inexact else None
     bad = 0
     for mode in args.modes:
         start = time.perf_counter()
@@ -56,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         for case in backend_cases.cases(mode):
             if args.only and args.only not in case.name:
                 continue
-            verdict, detail = backend_cases.compare_optimized(case, optimize)
+            verdict, detail = backend_cases.compare_optimized(case, optimize, tolerance)
             counts[verdict] += 1
-            if verdict not in ("same", "skip"):
+            if verdict not in ("same", "close", "skip"):
                 bad += 1
                 print(f"  {verdict}: {case.name}: {detail}", flush=True)
         print(

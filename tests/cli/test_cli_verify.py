@@ -162,6 +162,23 @@ def test_compare_models_tolerance_is_tight_but_not_exact():
     assert not compare_models(original, nudged, atol=0.0, rtol=0.0).ok
 
 
+def test_compare_models_tolerance_on_float16_is_a_few_of_its_rounding_steps():
+    """``rtol=1e-4`` is below one float16 step (9.8e-4): the tolerance takes four steps."""
+    original = model_from_text("g (float16[N] x) => (float16[N] y) { y = Relu(x) }")
+    # (Relu(x) + 1 + 2**-11) - 1 moves outputs by at most a float16 step; the text format
+    # takes float16 values as their bits (15360 is 1.0, 4096 is 2**-11, 8192 is 2**-7).
+    one_step = model_from_text(
+        "g (float16[N] x) => (float16[N] y) <float16 one = {15360}, float16 step = {4096}> "
+        "{ r = Relu(x) \n a = Add(r, one) \n b = Add(a, step) \n y = Sub(b, one) }"
+    )
+    assert compare_models(original, one_step).ok
+    assert not compare_models(original, one_step, atol=0.0, rtol=0.0).ok
+    far = model_from_text(
+        "g (float16[N] x) => (float16[N] y) <float16 c = {8192}> { r = Relu(x) \n y = Add(r, c) }"
+    )
+    assert not compare_models(original, far).ok
+
+
 def test_compare_models_uses_the_same_sizes_for_both_and_finds_relations():
     # The original only runs when total == past + seq (a broadcast of two inputs).
     kv = """g (float[b, past, 4] k, float[b, seq, 4] n, float[b, total] mask) => (y)

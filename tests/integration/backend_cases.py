@@ -138,17 +138,24 @@ def run(
 # --- optimize as a rewrite oracle ------------------------------------------------------
 
 
-def _same(a: object, b: object) -> bool:
-    """Equal outputs: floats bit for bit under ``==`` (NaN equals NaN), sequences item by item."""
+def _same(a: object, b: object, tolerance: tuple[float, float] | None = None) -> bool:
+    """Equal outputs: floats bit for bit under ``==`` (NaN equals NaN), or within
+    ``tolerance`` (rtol, atol) when given; sequences item by item."""
     if isinstance(a, list) or isinstance(b, list):
         return (
             isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
-            and all(_same(x, y) for x, y in zip(a, b))
+            and all(_same(x, y, tolerance) for x, y in zip(a, b))
         )
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.dtype.kind in "fc":
+        if tolerance is not None:
+            from onnx_symdims._verify_compare import _tolerance_for
+
+            rtol, atol = _tolerance_for(a.dtype, *tolerance)
+            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+            return bool(np.allclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True))
         return bool(np.array_equal(a, b, equal_nan=True))
     if a.dtype.kind == "O":
         return a.tolist() == b.tolist()
@@ -168,11 +175,14 @@ def _outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list:
 
 
 def compare_optimized(
-    case: Case, optimize: Callable[[onnx.ModelProto], onnx.ModelProto]
+    case: Case,
+    optimize: Callable[[onnx.ModelProto], onnx.ModelProto],
+    tolerance: tuple[float, float] | None = None,
 ) -> tuple[str, str]:
     """Runs ``case`` before and after ``optimize`` in onnxruntime on the test's inputs.
 
-    Returns ``(verdict, detail)``: ``same`` (every output equal), ``diff``, ``raised``
+    Returns ``(verdict, detail)``: ``same`` (every output equal), ``close`` (floats
+    within ``tolerance``, ``(rtol, atol)``, when given), ``diff``, ``raised``
     (``optimize`` raised), ``broken`` (the optimized model does not load or run),
     or ``skip`` (the case has non-tensor inputs, or the original does not run in
     onnxruntime).
@@ -193,7 +203,11 @@ def compare_optimized(
         return "broken", f"{type(e).__name__}: {str(e)[:300]}"
     if len(got) != len(expected):
         return "diff", f"{len(got)} outputs, expected {len(expected)}"
+    verdict = "same"
     for index, (a, e) in enumerate(zip(got, expected)):
-        if not _same(a, e):
+        if _same(a, e):
+            continue
+        if tolerance is None or not _same(a, e, tolerance):
             return "diff", f"output {index} differs"
-    return "same", ""
+        verdict = "close"
+    return verdict, ""
