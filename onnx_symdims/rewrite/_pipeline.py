@@ -267,10 +267,17 @@ def fold_constants(
         folder(should_fold=should_fold)(model)
 
 
+#: Ops whose onnxscript evaluator writes nodes in the form of this opset or later
+#: (``Unsqueeze``/``Squeeze``/``Split`` with their axes or sizes as inputs: 13; ``Split``
+#: with ``num_outputs``: 18), whatever the model's opset: in an older model they are left.
+_EVALUATOR_OPSETS = {"ConcatFromSequence": 13, "SplitToSequence": 18}
+
+
 @functools.cache
 def _guarded_folder() -> type:
     """The folder pass of onnxscript, declining a node its evaluator raises on (logged).
 
+    It also leaves the nodes of :data:`_EVALUATOR_OPSETS` in a model of an older opset.
     The folder stops the whole pass when one of its per-op evaluators raises (its
     ``SplitToSequence`` evaluator does on a scalar ``split`` that is not a constant),
     and ``optimize`` must not fail on a model that runs. Declining the node leaves it
@@ -288,7 +295,14 @@ def _guarded_folder() -> type:
                 **options,
             )
 
+        def call(self, model: ir.Model):
+            self.default_opset = model.opset_imports.get("", 0)
+            return super().call(model)
+
         def process_node(self, node: ir.Node, *args: Any, **kwargs: Any):
+            needed = _EVALUATOR_OPSETS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+            if needed is not None and self.default_opset < needed:
+                return None  # its evaluator writes ops in a newer opset's form
             try:
                 return super().process_node(node, *args, **kwargs)
             except Exception as error:  # any evaluator bug: leave the node
@@ -430,6 +444,31 @@ def _tail(model: ir.Model) -> None:
         common_passes.NameFixPass(),
     ):
         tail(model)
+    if model.ir_version is not None and model.ir_version < 4:
+        _constants_as_nodes(model.graph)
+
+
+def _constants_as_nodes(graph: ir.Graph) -> None:
+    """Turns the initializers that are not graph inputs into ``Constant`` nodes.
+
+    Before IR version 4 every initializer must also be a graph input (a default a feed
+    replaces); the constants ``optimize`` made are not inputs of the original, so they
+    become nodes rather than new inputs.
+    """
+    inputs = set(graph.inputs)
+    constants = []
+    for name, value in list(graph.initializers.items()):
+        if value in inputs or value.const_value is None:
+            continue
+        graph.initializers.pop(name)
+        tensor = value.const_value
+        constants.append(
+            ir.Node("", "Constant", [], [ir.AttrTensor("value", tensor)], outputs=[value])
+        )
+    if constants and len(graph):
+        graph.insert_before(graph.node(0), constants)
+    else:
+        graph.extend(constants)
 
 
 def _fusion_cleanup(model: ir.Model, exact_floats: bool = True) -> None:

@@ -107,6 +107,47 @@ def cases(mode: str) -> Iterator[Case]:
         yield Case(case.name, model, expected, feeds, runnable)
 
 
+def model_cases() -> Iterator[Case]:
+    """The model tests shipped in the onnx wheel, with their first data set.
+
+    ``pytorch-converted``, ``pytorch-operator``, ``simple`` and ``real`` (where the model
+    is in the wheel) come with their inputs; the ``light`` classic CNNs (IR version 3,
+    weights built by ``ConstantOfShape``) get random inputs of their static input shapes.
+    """
+    import glob
+    import os
+
+    root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+    for kind in ("pytorch-converted", "pytorch-operator", "simple", "real"):
+        for folder in sorted(glob.glob(os.path.join(root, kind, "*"))):
+            path = os.path.join(folder, "model.onnx")
+            if not os.path.exists(path):
+                continue
+            model = onnx.load(path)
+            weights = {t.name for t in model.graph.initializer}
+            names = [i.name for i in model.graph.input if i.name not in weights]
+            files = sorted(glob.glob(os.path.join(folder, "test_data_set_0", "input_*.pb")))
+            feeds = {}
+            for name, file in zip(names, files):
+                tensor = onnx.TensorProto()
+                with open(file, "rb") as f:
+                    tensor.ParseFromString(f.read())
+                feeds[name] = numpy_helper.to_array(tensor)
+            runnable = len(feeds) == len(names) == len(files)
+            yield Case(f"{kind}/{os.path.basename(folder)}", model, {}, feeds, runnable)
+    rng = np.random.default_rng(0)
+    for path in sorted(glob.glob(os.path.join(root, "light", "*.onnx"))):
+        model = onnx.load(path)
+        weights = {t.name for t in model.graph.initializer}
+        feeds = {
+            i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim])
+            .astype(np.float32)
+            for i in model.graph.input
+            if i.name not in weights
+        }
+        yield Case(f"light/{os.path.basename(path)}", model, {}, feeds, True)
+
+
 def run(
     tool: Callable[[onnx.ModelProto], onnx.ModelProto], mode: str
 ) -> tuple[collections.Counter, list[tuple[str, str, object, object]], list[tuple[str, str]]]:
@@ -174,6 +215,15 @@ def _outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list:
     return session.run(None, feeds)
 
 
+def _checker_problem(model: onnx.ModelProto) -> str:
+    """What ``onnx.checker`` finds wrong with ``model`` (node schemas of its opsets), or ''."""
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as e:
+        return str(e).splitlines()[0][:300]
+    return ""
+
+
 def compare_optimized(
     case: Case,
     optimize: Callable[[onnx.ModelProto], onnx.ModelProto],
@@ -182,7 +232,8 @@ def compare_optimized(
     """Runs ``case`` before and after ``optimize`` in onnxruntime on the test's inputs.
 
     Returns ``(verdict, detail)``: ``same`` (every output equal), ``close`` (floats
-    within ``tolerance``, ``(rtol, atol)``, when given), ``diff``, ``raised``
+    within ``tolerance``, ``(rtol, atol)``, when given), ``diff``, ``invalid``
+    (``onnx.checker`` rejects the optimized model, not the original), ``raised``
     (``optimize`` raised), ``broken`` (the optimized model does not load or run),
     or ``skip`` (the case has non-tensor inputs, or the original does not run in
     onnxruntime).
@@ -197,6 +248,9 @@ def compare_optimized(
         optimized = optimize(case.model)
     except Exception as e:
         return "raised", f"{type(e).__name__}: {e}"
+    problem = _checker_problem(optimized)
+    if problem and not _checker_problem(case.model):
+        return "invalid", problem  # onnxruntime may run it; another runtime may not
     try:
         got = _outputs(optimized, case.feeds)
     except Exception as e:

@@ -436,3 +436,45 @@ def test_a_node_the_folder_raises_on_stays_and_is_reported(caplog):
     assert message in caplog.text
     parts = session(m).run(None, {"data": np.ones((3, 6), np.float32), "split": np.array(4)})[0]
     assert [p.shape for p in parts] == [(3, 4), (3, 2)]
+
+
+def test_constants_of_an_ir_3_model_become_nodes_not_initializers():
+    """Before IR version 4 an initializer must be a graph input: the checker rejects others."""
+    m = ir.from_onnx_text(
+        """
+        <ir_version: 3, opset_import: ["" : 9]>
+        g (float[2, 3] x) => (float[6] y) {
+            s = Shape(x)
+            n = ReduceProd<keepdims = 1>(s)
+            y = Reshape(x, n)
+        }
+        """
+    )
+    onnx_symdims.optimize(m)
+    assert not m.graph.initializers
+    assert ops(m) == ["Reshape"]
+    checked = ir.serde.serialize_model(m)
+    onnx.checker.check_model(checked)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(session(checked).run(None, {"x": x})[0], x.reshape(6))
+
+
+@pytest.mark.parametrize(("opset", "folded"), [(12, False), (13, True)])
+def test_concat_from_sequence_is_folded_from_opset_13(opset, folded):
+    """onnxscript's evaluator writes Unsqueeze with its axes as an input (opset 13)."""
+    m = model(
+        """
+        g (float[2, 3] x, float[2, 3] y) => (float[2, 3, 2] out) {
+            s = SequenceConstruct(x, y)
+            out = ConcatFromSequence<axis = -1, new_axis = 1>(s)
+        }
+        """,
+        opset=opset,
+    )
+    onnx_symdims.optimize(m)
+    assert ("ConcatFromSequence" not in ops(m)) == folded
+    optimized = ir.serde.serialize_model(m)
+    onnx.checker.check_model(optimized)
+    x, y = np.ones((2, 3), np.float32), np.zeros((2, 3), np.float32)
+    out = session(optimized).run(None, {"x": x, "y": y})[0]
+    np.testing.assert_array_equal(out, np.stack([x, y], axis=-1))
