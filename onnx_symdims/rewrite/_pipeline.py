@@ -225,6 +225,11 @@ _EXCLUDED_ONNXSCRIPT_RULES = {
     # all onnxscript rules on an 8-layer TorchScript decoder); SlicesToSplitPass does
     # the same and more (any partition of any axis) in linear time.
     "SlicesSplit",
+    # Writes the output's int dims into the target with allowzero=0, where a 0 copies an
+    # input dim instead (Flatten of an empty tensor: [1, 0], an invalid target for a
+    # rank-1 input, which onnxruntime refuses to load). CollapseReshapeChains collapses
+    # chains with a Flatten in them to a sound target; a lone Flatten stays.
+    "Flatten2Reshape",
 }
 
 #: onnxscript rules that reassociate float math (scale and shift folded into the

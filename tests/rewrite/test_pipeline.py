@@ -478,3 +478,20 @@ def test_concat_from_sequence_is_folded_from_opset_13(opset, folded):
     x, y = np.ones((2, 3), np.float32), np.zeros((2, 3), np.float32)
     out = session(optimized).run(None, {"x": x, "y": y})[0]
     np.testing.assert_array_equal(out, np.stack([x, y], axis=-1))
+
+
+def test_flatten_of_an_empty_tensor_stays_a_flatten():
+    """onnxscript's Flatten2Reshape would write the target [1, 0]: its 0 copies dim 1."""
+    m = model(
+        """
+        g (float[K] x) => (float[1, ?] y) {
+            zero = Constant<value = int64[1] {0}>()
+            empty = Tile(x, zero)
+            y = Flatten<axis = 0>(empty)
+        }
+        """
+    )
+    onnx_symdims.optimize(m)
+    assert ops(m) == ["Tile", "Flatten"]
+    out = session(m).run(None, {"x": np.ones(3, np.float32)})[0]
+    assert out.shape == (1, 0)
