@@ -241,6 +241,8 @@ def _session(model_bytes: bytes):
     options = ort.SessionOptions()
     # compare the models, not onnxruntime's own rewrites of them
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    # a folded weight must not switch kernels (see onnx_symdims/_verify_worker.py)
+    options.add_session_config_entry("session.disable_prepacking", "1")
     options.log_severity_level = 4
     ort.set_default_logger_severity(4)  # sizes a model rejects are expected while choosing
     return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])

@@ -72,6 +72,11 @@ def main() -> None:
     ort.set_default_logger_severity(_QUIET)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    # Prepacking gives a MatMul/Gemm/Conv whose weight is an initializer another kernel
+    # (other rounding) than one computing it: folding a weight's subgraph must not look
+    # like a change. (With graph optimizations on, onnxruntime folds the original's
+    # constant subgraphs itself and prepacks both.)
+    options.add_session_config_entry("session.disable_prepacking", "1")
     options.log_severity_level = _QUIET
     if base_dir:
         options.add_session_config_entry(

@@ -185,6 +185,24 @@ def test_compare_models_tolerance_on_float16_is_a_few_of_its_rounding_steps():
     assert not compare_models(original, far).ok
 
 
+def test_a_weight_folded_into_an_initializer_compares_exactly():
+    """onnxruntime prepacks a MatMul weight that is an initializer (another kernel, other
+    last bits than a computed one); verify turns prepacking off to compare the graphs."""
+    computed = model_from_text(
+        """g (float[N, 22] x) => (float[N, 4] y) <int64[1] four = {4}> {
+            k = Shape<start = -1>(x)
+            s = Concat<axis = 0>(k, four)
+            w = ConstantOfShape<value = float[1] {1.0}>(s)
+            y = MatMul(x, w)
+        }"""
+    )
+    ones = ", ".join(["1.0"] * 88)
+    folded = model_from_text(
+        f"g (float[N, 22] x) => (float[N, 4] y) <float[22, 4] w = {{{ones}}}> {{ y = MatMul(x, w) }}"
+    )
+    assert compare_models(computed, folded, runs=3, atol=0.0, rtol=0.0).ok
+
+
 def test_compare_models_uses_the_same_sizes_for_both_and_finds_relations():
     # The original only runs when total == past + seq (a broadcast of two inputs).
     kv = """g (float[b, past, 4] k, float[b, seq, 4] n, float[b, total] mask) => (y)

@@ -118,6 +118,8 @@ def _session(model: onnx.ModelProto):
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    # a folded weight must not switch kernels (see onnx_symdims/_verify_worker.py)
+    options.add_session_config_entry("session.disable_prepacking", "1")
     options.log_severity_level = 4
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1

@@ -208,6 +208,8 @@ def _outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list:
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    # a folded weight must not switch kernels (see onnx_symdims/_verify_worker.py)
+    options.add_session_config_entry("session.disable_prepacking", "1")
     options.log_severity_level = 4
     session = ort.InferenceSession(
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]

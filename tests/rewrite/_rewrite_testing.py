@@ -72,6 +72,8 @@ def session(m: ir.Model | onnx.ModelProto) -> ort.InferenceSession:
     p = proto(m) if isinstance(m, ir.Model) else m
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    # a folded weight must not switch kernels (see onnx_symdims/_verify_worker.py)
+    options.add_session_config_entry("session.disable_prepacking", "1")
     options.log_severity_level = 3
     return ort.InferenceSession(
         p.SerializeToString(), options, providers=["CPUExecutionProvider"]
