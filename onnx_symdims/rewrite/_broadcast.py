@@ -136,10 +136,9 @@ class BroadcastScalarOperandsPass(ir.passes.InPlacePass):
             attr = producer.attributes.get("value")
             if attr is None:
                 return ir.tensor(0.0, dtype=ir.DataType.FLOAT)
-            tensor = attr.as_tensor()
-            if tensor.size != 1:
-                return None
-            return ir.tensor(tensor.numpy().reshape(()))
+            if attr.type is not ir.AttributeType.TENSOR or attr.as_tensor().size != 1:
+                return None  # malformed: inference reported it
+            return ir.tensor(attr.as_tensor().numpy().reshape(()))
         return None
 
     def _replace(self, graph: ir.Graph, node: ir.Node, candidates: dict) -> None:

@@ -38,6 +38,8 @@ __all__ = [
     "analyze",
     "clear_computed_shapes",
     "constant_tensor",
+    "int_attribute",
+    "ints_attribute",
     "shape_slice",
     "take_over",
 ]
@@ -239,6 +241,32 @@ def _graph_nodes(graph: ir.Graph) -> list[ir.Node]:
     return nodes
 
 
+#: What :func:`int_attribute` and :func:`ints_attribute` return for a malformed attribute.
+MALFORMED = None
+
+
+def int_attribute(node: ir.Node, name: str, default: int | None = None) -> int | None:
+    """The int attribute ``name`` of ``node``, ``default`` when absent.
+
+    ``None`` when it has another type (``axis`` given as a list): the rules decline such a
+    node, which inference already reported, instead of raising.
+    """
+    attr = node.attributes.get(name)
+    if attr is None:
+        return default
+    return attr.as_int() if attr.type is ir.AttributeType.INT else MALFORMED
+
+
+def ints_attribute(
+    node: ir.Node, name: str, default: tuple[int, ...] | None = None
+) -> tuple[int, ...] | None:
+    """The ints attribute ``name`` of ``node`` as a tuple (see :func:`int_attribute`)."""
+    attr = node.attributes.get(name)
+    if attr is None:
+        return default
+    return tuple(attr.as_ints()) if attr.type is ir.AttributeType.INTS else MALFORMED
+
+
 def shape_slice(node: ir.Node | None, facts: ShapeFacts) -> tuple[ir.Value, int, int] | None:
     """``(x, start, end)`` of a ``Shape(x, start, end)`` node over a non-empty range.
 
@@ -253,12 +281,13 @@ def shape_slice(node: ir.Node | None, facts: ShapeFacts) -> tuple[ir.Value, int,
         return None
     rank = len(shape)
 
-    def bound(name: str, default: int) -> int:
-        attr = node.attributes.get(name)
-        b = default if attr is None else attr.as_int()
-        return min(max(b + rank if b < 0 else b, 0), rank)
+    def bound(name: str, default: int) -> int | None:
+        b = int_attribute(node, name, default)
+        return None if b is None else min(max(b + rank if b < 0 else b, 0), rank)
 
     start, end = bound("start", 0), bound("end", rank)
+    if start is None or end is None:
+        return None
     return (x, start, end) if start < end else None  # type: ignore[return-value]
 
 

@@ -50,6 +50,8 @@ __all__ = ["inexact_on_floats", "should_fold"]
 import numpy as np
 import onnx_ir as ir
 
+from onnx_symdims.rewrite._facts import int_attribute
+
 _FLOATS = frozenset(
     dtype for dtype in ir.DataType if dtype.is_floating_point() or "COMPLEX" in dtype.name
 )
@@ -95,8 +97,7 @@ def _rounds_to_half(node: ir.Node) -> bool:
         return False
     result = _dtype(node.outputs[0]) if node.outputs else None
     if result is None and node.op_type == "Cast":
-        to = node.attributes.get("to")
-        result = ir.DataType(to.as_int()) if to is not None else None
+        result = _cast_target(node)
     elif result is None:  # CastLike takes the second input's type, the others the first's
         result = _dtype(node.inputs[-1 if node.op_type == "CastLike" else 0])
     return result in _HALF_FLOATS
@@ -111,14 +112,22 @@ def _involves_floats(node: ir.Node) -> bool:
     )
 
 
+def _cast_target(node: ir.Node) -> ir.DataType | None:
+    """A ``Cast``'s ``to`` type; ``None`` when absent or not a data type."""
+    to = int_attribute(node, "to")
+    try:
+        return None if to is None else ir.DataType(to)
+    except ValueError:
+        return None
+
+
 def _cast_is_defined(node: ir.Node) -> bool:
     """A float cast to an integer type is defined only for finite values in its range."""
     source = node.inputs[0] if node.inputs else None
     if source is None or source.const_value is None or _dtype(source) not in _FLOATS:
         return True
-    to = node.attributes.get("to") if node.op_type == "Cast" else None
     target = (
-        ir.DataType(to.as_int()) if to is not None
+        _cast_target(node) if node.op_type == "Cast"
         else _dtype(node.inputs[1]) if len(node.inputs) > 1 else None
     )
     if target is None or target in _FLOATS or target == ir.DataType.BOOL:
@@ -180,8 +189,7 @@ def should_fold(node: ir.Node) -> bool | None:
     if node.domain not in ("", "ai.onnx"):
         return None
     if node.op_type == "Unique":
-        attr = node.attributes.get("sorted")
-        if attr is not None and attr.as_int() == 0:
+        if int_attribute(node, "sorted", 1) != 1:
             return False
     elif node.op_type == "Slice" and _slice_departs(node):
         return False

@@ -28,7 +28,13 @@ import numpy as np
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.rewrite._facts import ShapeFacts, shape_slice, take_over
+from onnx_symdims.rewrite._facts import (
+    ShapeFacts,
+    int_attribute,
+    ints_attribute,
+    shape_slice,
+    take_over,
+)
 from onnx_symdims.rewrite._rules import constant_reshape_target
 
 logger = logging.getLogger(__name__)
@@ -128,8 +134,10 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
         missing: a ``0`` there fails the original).
         """
         facts = self.facts
-        allowzero = node.attributes.get("allowzero")
-        if allowzero is not None and allowzero.as_int() == 1:
+        allowzero = int_attribute(node, "allowzero", 0)
+        if allowzero is None:
+            return False  # malformed: no proof
+        if allowzero != 0:
             return True
         elements = facts.elements(node.inputs[1]) if len(node.inputs) > 1 else None
         mid, source = facts.shape(node.inputs[0]), facts.shape(root)
@@ -251,10 +259,9 @@ class FlattenConcatsPass(ir.passes.InPlacePass):
         return shape_slice(value.producer() if value is not None else None, self.facts)
 
     def _axis(self, node: ir.Node) -> int | None:
-        attr = node.attributes.get("axis")
-        if attr is None:
+        axis = int_attribute(node, "axis")
+        if axis is None:
             return None
-        axis = attr.as_int()
         if axis >= 0:
             return axis
         shape = self.facts.shape(node.outputs[0])
@@ -324,8 +331,8 @@ class GroupedTransposePass(ir.passes.InPlacePass):
         if facts.dtype(x) is None or facts.dtype(x) != facts.dtype(y):
             self.declined["input and output dtypes are not proven equal"] += 1
             return None
-        attr = transpose.attributes.get("perm")
-        p = list(attr.as_ints()) if attr is not None else list(range(len(sm)))[::-1]
+        perm = ints_attribute(transpose, "perm", tuple(range(len(sm)))[::-1])
+        p = list(perm) if perm is not None else []
         if sorted(p) != list(range(len(sm))):
             self.declined["the perm is not a permutation of the mid axes"] += 1
             return None

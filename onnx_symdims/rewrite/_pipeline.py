@@ -127,7 +127,14 @@ class OptimizePass(ir.passes.InPlacePass):
         result = OptimizeResult(model, modified=False, before=count_nodes(model.graph))
         declared = {v.name: v.shape for v in model.graph.outputs}
         if self.inline:
-            common_passes.InlinePass()(model)
+            try:
+                common_passes.InlinePass()(model)
+            except Exception as error:  # recursive or malformed functions: stay calls
+                # onnx-ir checks recursion before inlining and clones a call's body
+                # before replacing the call, so the model is whole either way.
+                message = f"model-local functions not inlined: {type(error).__name__}: {error}"
+                logger.warning("%s", message)
+                result.diagnostics.append(message)
         # Our rounds until nothing changes, then onnxscript's pattern rules (their matcher
         # tries every rule on every node: the costly part), then ours again if they
         # changed something.
@@ -517,6 +524,10 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
     Returns:
         The optimized model, of the kind described above.
 
+    Raises:
+        ModelLoadError: ``model`` is a path that is not a loadable ONNX file, or a
+            ``ModelProto`` onnx-ir cannot read (two nodes with the same output name).
+
     Example::
 
         >>> import onnx_ir as ir
@@ -536,8 +547,10 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
     if isinstance(model, ir.Model):
         pass_(model)
         return model
+    from onnx_symdims._modelio import deserialize_proto, load_model
+
     if isinstance(model, (str, os.PathLike)):
-        loaded = ir.load(model)
+        loaded = load_model(model)
         pass_(loaded)
         return loaded
     import onnx
@@ -547,7 +560,7 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
         # constant writes into its TensorProto: work on a copy so the argument stays.
         copy = onnx.ModelProto()
         copy.CopyFrom(model)
-        ir_model = ir.serde.deserialize_model(copy)
+        ir_model = deserialize_proto(copy)
         pass_(ir_model)
         return ir.serde.serialize_model(ir_model)
     raise TypeError(

@@ -21,7 +21,7 @@ from collections import Counter
 
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import ShapeFacts, take_over
+from onnx_symdims.rewrite._facts import ShapeFacts, int_attribute, ints_attribute, take_over
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +64,7 @@ class ReduceDropsKeptAxesPass(ir.passes.InPlacePass):
             if reduce.graph is not graph or len(r.uses()) != 1 or r.is_graph_output():
                 self.declined["the reduction has other uses or is a graph output"] += 1
                 continue
-            keepdims = reduce.attributes.get("keepdims")
-            if keepdims is not None and keepdims.as_int() == 0:
+            if int_attribute(reduce, "keepdims", 1) != 1:
                 continue
             if not self._drops_only_reduced_axes(reduce, node.outputs[0]):
                 continue
@@ -100,11 +99,12 @@ class ReduceDropsKeptAxesPass(ir.passes.InPlacePass):
                 self.declined["the axes are not proven constant"] += 1
                 return None
         else:
-            attr = reduce.attributes.get("axes")
-            axes = tuple(attr.as_ints()) if attr is not None else ()
+            axes = ints_attribute(reduce, "axes", ())
+            if axes is None:
+                self.declined["a malformed axes attribute"] += 1
+                return None
         if not axes:
-            noop = reduce.attributes.get("noop_with_empty_axes")
-            if noop is not None and noop.as_int() != 0:
+            if int_attribute(reduce, "noop_with_empty_axes", 0) != 0:
                 self.declined["empty axes with noop_with_empty_axes"] += 1
                 return None
             return set(range(rank))

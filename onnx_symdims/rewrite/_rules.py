@@ -44,7 +44,7 @@ from onnxscript.rewriter import pattern
 from onnxscript.rewriter._basics import MatchResult
 
 from onnx_symdims import expr
-from onnx_symdims.rewrite._facts import ShapeFacts, constant_tensor
+from onnx_symdims.rewrite._facts import ShapeFacts, constant_tensor, int_attribute
 
 logger = logging.getLogger(__name__)
 
@@ -250,9 +250,9 @@ class CastToOwnType(_FactsRule):
         return op.Cast(x, _allow_other_attributes=True, _outputs=["y"])
 
     def check(self, context, x, y, **_):
-        to = y.producer().attributes.get("to")
+        to = int_attribute(y.producer(), "to")
         dtype = self.facts.dtype(x)
-        if to is None or dtype is None or to.as_int() != dtype.value:
+        if to is None or dtype is None or to != dtype.value:
             return self._fail("the input dtype is not proven equal to 'to'")
         return MatchResult()
 

@@ -126,10 +126,10 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         attr = node.attributes.get("value")
         if attr is None:
             fill = np.zeros((), np.float32)
-        elif attr.type == ir.AttributeType.TENSOR:
+        elif attr.type == ir.AttributeType.TENSOR and attr.as_tensor().size == 1:
             fill = attr.as_tensor().numpy().reshape(())
         else:
-            self.declined["constant_of_shape: value is not a tensor"] += 1
+            self.declined["constant_of_shape: value is not a one-element tensor"] += 1
             return
         array = np.full(shape, fill, dtype=fill.dtype)
         self._replace(node, value, _constant(array, value), "constant_of_shape")

@@ -495,3 +495,76 @@ def test_flatten_of_an_empty_tensor_stays_a_flatten():
     assert ops(m) == ["Tile", "Flatten"]
     out = session(m).run(None, {"x": np.ones(3, np.float32)})[0]
     assert out.shape == (1, 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        # an int attribute given as a list (the rules read `axis`, `perm`, `start`)
+        (
+            """
+            g (float[N, 4] x, float[N, 4] y) => (float[N, 8] z) {
+                z = Concat<axis = [1, 2]>(x, y)
+            }
+            """,
+            "Concat",
+        ),
+        (
+            """
+            g (float[N, 4] x) => (float[4, N] z, int64[2] s) {
+                s = Shape<start = [0]>(x)
+                z = Transpose<perm = 1>(x)
+            }
+            """,
+            "Transpose",
+        ),
+        # a ConstantOfShape fill of two elements
+        (
+            """
+            g (float[N, 4] x) => (float[N, 4] z) {
+                s = Shape(x)
+                c = ConstantOfShape<value = float[2] {1.0, 2.0}>(s)
+                z = Mul(x, c)
+            }
+            """,
+            "ConstantOfShape",
+        ),
+    ],
+    ids=["axis_ints", "start_and_perm", "fill_two_elements"],
+)
+def test_a_malformed_attribute_is_left_alone(text, kept):
+    """Inference reports the node; the rules decline it instead of raising."""
+    m = model(text)
+    OptimizePass()(m)
+    assert kept in ops(m)
+
+
+def test_recursive_functions_stay_calls_with_a_diagnostic():
+    m = ir.from_onnx_text(
+        """
+        <ir_version: 10, opset_import: ["" : 18, "local" : 1]>
+        g (float[N] x) => (float[N] y) {
+            y = local.F(x)
+        }
+        <domain: "local", opset_import: ["" : 18, "local" : 1]>
+        F (a) => (b) {
+            b = local.F(a)
+        }
+        """
+    )
+    result = OptimizePass()(m)
+    assert [n.op_type for n in m.graph] == ["F"]
+    assert any("functions not inlined" in d for d in result.diagnostics)
+
+
+def test_an_unreadable_model_proto_is_a_model_load_error():
+    from onnx import helper
+
+    node = helper.make_node("Relu", ["x"], ["y"])
+    twice = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph(
+        [node, twice], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])],
+    )
+    with pytest.raises(onnx_symdims.ModelLoadError, match="redeclared"):
+        onnx_symdims.optimize(helper.make_model(graph))
