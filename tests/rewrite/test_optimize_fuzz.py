@@ -1,7 +1,8 @@
 """``optimize`` on random exporter-like graphs: onnxruntime outputs unchanged.
 
 The graphs of ``tests/fuzz/graph_gen.py`` (shape chains, slices, reshapes over symbolic
-inputs, sizes 0 and 1 included) are optimized and run before and after on every binding
+inputs, sizes 0 and 1 included) are optimized (the result must pass ``onnx.checker`` where
+the original does) and run before and after on every binding
 the original runs on (and the ONNX reference evaluator accepts: runs only onnxruntime
 accepts are outside the spec). A fixed range of seeds keeps the test derandomized;
 ``python -m tests.rewrite.test_optimize_fuzz LO HI`` checks any other range.
@@ -14,6 +15,7 @@ import sys
 import warnings
 
 import numpy as np
+import onnx
 import onnx_ir as ir
 import pytest
 
@@ -34,6 +36,14 @@ SEEDS = [*range(60), 157, 165, 438, 594, 3972, 5237, 5680, 8406]
 
 #: Seeds whose difference is a known departure or an open bug: seed -> why.
 KNOWN: dict[int, str] = {}
+
+
+def _checker_problem(model) -> str:
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as error:
+        return str(error).splitlines()[0][:160]
+    return ""
 
 
 def differences(seed: int) -> list[str]:
@@ -60,11 +70,13 @@ def differences(seed: int) -> list[str]:
         after_model = ir.serde.serialize_model(
             optimize(ir.serde.deserialize_model(case.model))
         )
+    found = []
+    if _checker_problem(after_model) and not _checker_problem(case.model):
+        found.append(f"onnx.checker rejects the optimized model: {_checker_problem(after_model)}")
     try:
         after = oracle._session(after_model)
     except Exception as error:
-        return [f"the optimized model does not load: {str(error)[:160]}"]
-    found = []
+        return [*found, f"the optimized model does not load: {str(error)[:160]}"]
     for b, feeds, expected in runs:
         try:
             actual = after.run(None, feeds)
