@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from onnx_symdims._api import infer_symbolic_shapes
+    from onnx_symdims._api import infer_symbolic_shapes, optimize
     from onnx_symdims._modelio import ModelLoadError, ModelSaveError
     from onnx_symdims.passes import (
         AnchorConstraintPropagationPass,
         SymbolicShapeInferencePass,
     )
-    from onnx_symdims.rewrite import OptimizePass, optimize
+    from onnx_symdims.rewrite import OptimizePass
     from onnx_symdims.shapes import Diagnostic, ShapeInferenceError, ShapesContext
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ _LAZY = {
     "ModelLoadError": "onnx_symdims._modelio",
     "ModelSaveError": "onnx_symdims._modelio",
     "infer_symbolic_shapes": "onnx_symdims._api",
-    "optimize": "onnx_symdims.rewrite",
+    "optimize": "onnx_symdims._api",
     "OptimizePass": "onnx_symdims.rewrite",
 }
 

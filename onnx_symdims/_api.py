@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["infer_symbolic_shapes"]
+__all__ = ["infer_symbolic_shapes", "optimize"]
 
 import logging
 import os
@@ -95,6 +95,51 @@ def infer_symbolic_shapes(model, *, anchors: bool = True, **options):
             ir_model = deserialize_proto(model)
             _infer(ir_model, anchors, options)
             return ir.serde.serialize_model(ir_model)
+    raise TypeError(
+        f"expected an ir.Model, onnx.ModelProto or path, got {type(model).__name__}"
+    )
+
+
+def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
+    """Optimizes ``model`` with proven shapes (:func:`onnx_symdims.rewrite.optimize`).
+
+    Args:
+        model: An ``ir.Model`` (optimized in place and returned), an ``onnx.ModelProto``
+            (a new optimized ``ModelProto`` is returned) or a path (loaded, optimized and
+            returned as an ``ir.Model``).
+        fusions: ``None``, ``"ort"`` or ``"onnx"``: onnxscript's fusions, guarded.
+        **options: Options of :class:`~onnx_symdims.OptimizePass`.
+
+    Returns:
+        The optimized model, of the kind described above.
+
+    Raises:
+        ModelLoadError: ``model`` is a path that is not a loadable ONNX file, or a
+            ``ModelProto`` onnx-ir cannot read (two nodes with the same output name).
+
+    Example::
+
+        >>> import onnx_symdims
+        >>> model = onnx_symdims.optimize(onnx_symdims.data_path("tiny_decoder.onnx"))
+        >>> sum(1 for _ in model.graph) < 212
+        True
+    """
+    from onnx_symdims import rewrite
+
+    if isinstance(model, ir.Model):
+        return rewrite.optimize(model, fusions=fusions, **options)
+    from onnx_symdims._modelio import deserialize_proto, load_model
+
+    if isinstance(model, (str, os.PathLike)):
+        return rewrite.optimize(load_model(model), fusions=fusions, **options)
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        # a copy: onnx-ir wraps the proto's tensors, and optimizing writes into them
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+        optimized = rewrite.optimize(deserialize_proto(copy), fusions=fusions, **options)
+        return ir.serde.serialize_model(optimized)
     raise TypeError(
         f"expected an ir.Model, onnx.ModelProto or path, got {type(model).__name__}"
     )

@@ -8,9 +8,9 @@ present; the keys shared with ``infer``'s report have the same form)::
     command       "optimize"
     model         {"path": str, "graph": str, "nodes": int, "opsets": {domain: int}}
                   (as loaded)
-    options       {"fusions", "max_rounds", "inexact_floats", "verify", "verify_runs",
-                   "verify_sizes",
-                   "verify_bind", "save_as_external_data"}
+    options       {"fusions", "max_rounds", "max_constant_elements", "inexact_floats",
+                   "verify", "verify_runs", "verify_sizes", "verify_bind",
+                   "save_as_external_data"}
     inputs        [{"name": str, "dtype": str | null, "shape": [int | str | null] | null}]
     outputs       same, after optimizing (dims in the model's own names)
     nodes         {"before": n, "after": n, "before_by_op": {op: n}, "after_by_op": {op: n}}
@@ -84,6 +84,7 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
             fusions=args.fusions,
             max_rounds=args.max_rounds,
             exact_floats=not args.inexact_floats,
+            max_constant_elements=args.max_constant_elements,
         )(model)
     report = _report(loaded, args, result, model)
     if not run.quiet:
@@ -125,6 +126,7 @@ def _report(
         "options": {
             "fusions": args.fusions,
             "max_rounds": args.max_rounds,
+            "max_constant_elements": args.max_constant_elements,
             "inexact_floats": args.inexact_floats,
             "verify": wants_verify(args),
             "verify_runs": args.verify_runs,

@@ -486,6 +486,12 @@ def _parser() -> argparse.ArgumentParser:
         "--max-rounds", type=_positive_int, default=6, metavar="N",
         help="most rounds of the rewrite loop (default 6)",
     )
+    optimize.add_argument(
+        "--max-constant-elements", type=_positive_int, default=1024, metavar="N",
+        help="largest ConstantOfShape output written out as a constant (default 1024; a "
+        "larger one stays a node: a weight built by ConstantOfShape would grow the file "
+        "by its size)",
+    )
     add_verify_args(optimize, what="that every output is unchanged")
     optimize.set_defaults(func=_cmd_optimize)
     simplify = sub.add_parser(

@@ -524,9 +524,8 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
     Returns:
         The optimized model, of the kind described above.
 
-    Raises:
-        ModelLoadError: ``model`` is a path that is not a loadable ONNX file, or a
-            ``ModelProto`` onnx-ir cannot read (two nodes with the same output name).
+    ``onnx_symdims.optimize`` is this function with a :class:`~onnx_symdims.ModelLoadError`
+    naming the cause when a path or ``ModelProto`` cannot be read.
 
     Example::
 
@@ -547,10 +546,8 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
     if isinstance(model, ir.Model):
         pass_(model)
         return model
-    from onnx_symdims._modelio import deserialize_proto, load_model
-
     if isinstance(model, (str, os.PathLike)):
-        loaded = load_model(model)
+        loaded = ir.load(model)
         pass_(loaded)
         return loaded
     import onnx
@@ -560,7 +557,7 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
         # constant writes into its TensorProto: work on a copy so the argument stays.
         copy = onnx.ModelProto()
         copy.CopyFrom(model)
-        ir_model = deserialize_proto(copy)
+        ir_model = ir.serde.deserialize_model(copy)
         pass_(ir_model)
         return ir.serde.serialize_model(ir_model)
     raise TypeError(

@@ -104,6 +104,7 @@ def test_optimize_report_has_every_documented_key(tmp_path):
     assert data["options"] == {
         "fusions": None,
         "max_rounds": 6,
+        "max_constant_elements": 1024,
         "inexact_floats": False,
         "verify": False,
         "verify_runs": 3,
@@ -281,3 +282,26 @@ def test_optimize_verify_wants_floats_bit_for_bit(tmp_path, monkeypatch, capsys)
     assert cli.main(["optimize", src, "--verify", "--verify-runs", "1"]) == 1
     assert "DIFFERENCE y: values: " in capsys.readouterr().out
     assert cli.main(["optimize", src, "--verify", "--verify-runs", "1", "--inexact-floats"]) == 0
+
+
+# A weight of 2 x 600 elements built by ConstantOfShape, as the onnx wheel's light CNNs do.
+WEIGHT_OF_SHAPE = """
+    g (float[N, 600] x) => (float[N, 2] y) <int64[2] ws = {2, 600}> {
+        w = ConstantOfShape<value = float[1] {0.5}>(ws)
+        y = Gemm<transB = 1>(x, w)
+    }
+"""
+
+
+@pytest.mark.parametrize(("limit", "kept"), [(None, True), ("1200", False)])
+def test_max_constant_elements_decides_whether_a_big_constant_of_shape_is_written_out(
+    tmp_path, limit, kept
+):
+    src = write_text_model(tmp_path / "m.onnx", WEIGHT_OF_SHAPE)
+    out = tmp_path / "o.onnx"
+    argv = ["optimize", src, "-o", str(out), "-q"]
+    if limit:
+        argv += ["--max-constant-elements", limit]
+    assert cli.main(argv) == 0
+    ops = [n.op_type for n in onnx.load(out).graph.node]
+    assert ("ConstantOfShape" in ops) == kept
