@@ -109,10 +109,17 @@ class SubexpressionReplacer:
     must not change while the replacer is used.
     """
 
-    __slots__ = ("_atom_targets", "_compound", "_mapping", "_memo")
+    __slots__ = ("_atom_targets", "_compound", "_key_symbols", "_mapping", "_memo")
 
     def __init__(self, mapping: Mapping[DimExpr, Dim]) -> None:
         self._mapping = mapping
+        # A key occurs in an expression only with all its symbols: an expression with
+        # none of the keys' symbols stays as it is. ``None``: some key has no symbol
+        # (an unknown), so no expression can be passed over.
+        key_symbols = [key.symbols() for key in mapping]
+        self._key_symbols: frozenset[str] | None = (
+            frozenset().union(*key_symbols) if all(key_symbols) else None
+        )
         # Compound keys, in the mapping's order (the first that matches is used).
         self._compound = [
             (key, target) for key, target in mapping.items() if key.atom is None and key.terms
@@ -125,6 +132,12 @@ class SubexpressionReplacer:
     def replace(self, d: Dim, max_rounds: int = 8) -> Dim:
         """:func:`replace_subexpressions` of ``d`` under the mapping."""
         if not self._mapping:
+            return d
+        if (
+            self._key_symbols is not None
+            and d.__class__ is DimExpr
+            and self._key_symbols.isdisjoint(d.symbols())
+        ):
             return d
         for _ in range(max_rounds):
             new = self.once(d)

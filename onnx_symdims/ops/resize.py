@@ -19,7 +19,6 @@ from __future__ import annotations
 
 __all__: list[str] = []
 
-import fractions
 import logging
 import math
 from collections.abc import Sequence
@@ -83,13 +82,12 @@ def scaled_dim(ctx: NodeContext, d: Dim, scale: float) -> Dim | None:
     exact (while ``p*d < 2**24``) and equals ``(p*d) // q``.
     """
     scale32 = np.float32(scale)
-    if not scale32 > 0 or not np.isfinite(scale32):
+    if not scale32 > 0 or not math.isfinite(scale32):
         ctx.fail(f"scale must be a positive finite number, got {scale}")
     if isinstance(d, int):
         product = np.float32(d) * scale32
         return int(product) if np.isfinite(product) else None
-    ratio = fractions.Fraction(float(scale32))
-    p, q = ratio.numerator, ratio.denominator
+    p, q = float(scale32).as_integer_ratio()  # in lowest terms, as a Fraction's
     if p > _MAX_SCALE_TERM or q > _MAX_SCALE_TERM:  # float32 scales: q is a power of two
         return None
     return expr.floordiv(expr.mul(p, d), q)
