@@ -24,6 +24,7 @@ __all__ = [
     "ShapeFacts",
     "ShapeRulesPass",
     "SlicesToSplitPass",
+    "TransposeThroughBinaryPass",
     "VectorizeShapeLanesPass",
     "analyze",
     "count_nodes",
@@ -44,4 +45,5 @@ from onnx_symdims.rewrite._reduce import ReduceDropsKeptAxesPass
 from onnx_symdims.rewrite._rules import ShapeRulesPass, shape_rules
 from onnx_symdims.rewrite._slices import MergeDisjointSlicesPass
 from onnx_symdims.rewrite._split import SlicesToSplitPass
+from onnx_symdims.rewrite._transpose import TransposeThroughBinaryPass
 from onnx_symdims.rewrite._values import ProvenValuesPass

@@ -45,6 +45,7 @@ from onnx_symdims.rewrite._reduce import ReduceDropsKeptAxesPass
 from onnx_symdims.rewrite._rules import ShapeRulesPass
 from onnx_symdims.rewrite._slices import MergeDisjointSlicesPass
 from onnx_symdims.rewrite._split import SlicesToSplitPass
+from onnx_symdims.rewrite._transpose import TransposeThroughBinaryPass
 from onnx_symdims.rewrite._values import ProvenValuesPass
 
 logger = logging.getLogger(__name__)
@@ -193,6 +194,9 @@ class OptimizePass(ir.passes.InPlacePass):
         grouped = GroupedTransposePass(facts)
         grouped(model)
         _merge_counts(result, grouped.fired, grouped.declined, "GroupedTranspose")
+        moved = TransposeThroughBinaryPass(facts)
+        moved(model)
+        _merge_counts(result, moved.fired, moved.declined, "TransposeThroughBinary")
         reduces = ReduceDropsKeptAxesPass(facts)
         reduces(model)
         _merge_counts(result, reduces.fired, reduces.declined, "ReduceDropsKeptAxes")
