@@ -90,3 +90,19 @@ def test_declines(body, reason):
     _, _, rewrite = _run(body)
     assert not rewrite.fired
     assert reason in rewrite.declined
+
+
+def test_broadcasting_operands_of_equal_rank_pair_the_same_elements():
+    # b broadcasts over batch and height; the transposed operand is Sub's right one
+    body = """
+        g (float[B, H, W, 4] a, float[1, 1, W, 4] b) => (float[B, H, W, 4] y) {
+            ta = Transpose<perm = [0, 3, 1, 2]>(a)
+            tb = Transpose<perm = [0, 3, 1, 2]>(b)
+            s = Sub(tb, ta)
+            y = Transpose<perm = [0, 2, 3, 1]>(s)
+        }
+    """
+    before, m, rewrite = _run(body)
+    assert rewrite.fired == {"transpose_through_binary": 1}
+    assert ops(m) == ["Sub"]
+    assert_equivalent(before, m, SIZES)
