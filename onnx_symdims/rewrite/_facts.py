@@ -34,6 +34,7 @@ Example::
 from __future__ import annotations
 
 __all__ = [
+    "FactsPass",
     "ShapeFacts",
     "analyze",
     "clear_computed_shapes",
@@ -44,8 +45,11 @@ __all__ = [
     "take_over",
 ]
 
+import dataclasses
 import logging
+from collections import Counter
 from collections.abc import Sequence
+from typing import ClassVar
 
 import onnx_ir as ir
 
@@ -300,3 +304,37 @@ def take_over(old: ir.Value, new: ir.Value, suffix: str) -> None:
     else:
         new.name = f"{old.name}_{suffix}" if old.name else None
         old.replace_all_uses_with(new)
+
+
+@dataclasses.dataclass
+class FactsPass(ir.passes.InPlacePass):
+    """A rewrite of the main graph's nodes of :attr:`op_types` that asks ``facts`` for proofs.
+
+    Subclasses set :attr:`op_types` and implement :meth:`visit`.
+
+    Attributes:
+        facts: The proven facts of the model (see :func:`analyze`).
+        fired: Rewrites applied, by name.
+        declined: Why candidates were kept, counted by reason.
+    """
+
+    facts: ShapeFacts
+    fired: Counter = dataclasses.field(default_factory=Counter)
+    declined: Counter = dataclasses.field(default_factory=Counter)
+
+    #: The default-domain op types :meth:`visit` is called on.
+    op_types: ClassVar[frozenset[str]] = frozenset()
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        self.fired = Counter()
+        self.declined = Counter()
+        graph = model.graph
+        for node in list(graph):
+            # node.graph is None: a node an earlier visit removed
+            if node.graph is not None and node.domain == "" and node.op_type in self.op_types:
+                self.visit(graph, node)
+        return ir.passes.PassResult(model, modified=bool(self.fired))
+
+    def visit(self, graph: ir.Graph, node: ir.Node) -> None:
+        """Rewrites around ``node`` when the facts prove it sound; counts what it did."""
+        raise NotImplementedError

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 __all__ = ["ReduceDropsKeptAxesPass"]
 
-import dataclasses
 import logging
-from collections import Counter
 
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import ShapeFacts, int_attribute, ints_attribute, take_over
+from onnx_symdims.rewrite._facts import FactsPass, int_attribute, ints_attribute, take_over
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +32,7 @@ _REDUCE = frozenset(
 _RESHAPE_LIKE = frozenset({"Reshape", "Squeeze", "Flatten"})
 
 
-@dataclasses.dataclass
-class ReduceDropsKeptAxesPass(ir.passes.InPlacePass):
+class ReduceDropsKeptAxesPass(FactsPass):
     """Replaces ``Reshape(Reduce(x, keepdims=1))`` by ``Reduce(x, keepdims=0)`` when the reshape only drops the reduced axes.
 
     Args:
@@ -46,30 +43,20 @@ class ReduceDropsKeptAxesPass(ir.passes.InPlacePass):
         declined: Why candidates were kept, counted by reason.
     """
 
-    facts: ShapeFacts
-    fired: Counter = dataclasses.field(default_factory=Counter)
-    declined: Counter = dataclasses.field(default_factory=Counter)
+    op_types = _RESHAPE_LIKE
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
-        self.fired = Counter()
-        self.declined = Counter()
-        graph = model.graph
-        for node in list(graph):
-            if node.graph is None or node.domain != "" or node.op_type not in _RESHAPE_LIKE:
-                continue
-            r = node.inputs[0] if node.inputs else None
-            reduce = r.producer() if r is not None else None
-            if reduce is None or reduce.domain != "" or reduce.op_type not in _REDUCE:
-                continue
-            if reduce.graph is not graph or len(r.uses()) != 1 or r.is_graph_output():
-                self.declined["the reduction has other uses or is a graph output"] += 1
-                continue
-            if int_attribute(reduce, "keepdims", 1) != 1:
-                continue
-            if not self._drops_only_reduced_axes(reduce, node.outputs[0]):
-                continue
+    def visit(self, graph: ir.Graph, node: ir.Node) -> None:
+        r = node.inputs[0] if node.inputs else None
+        reduce = r.producer() if r is not None else None
+        if reduce is None or reduce.domain != "" or reduce.op_type not in _REDUCE:
+            return
+        if reduce.graph is not graph or len(r.uses()) != 1 or r.is_graph_output():
+            self.declined["the reduction has other uses or is a graph output"] += 1
+            return
+        if int_attribute(reduce, "keepdims", 1) != 1:
+            return
+        if self._drops_only_reduced_axes(reduce, node.outputs[0]):
             self._replace(graph, node, reduce)
-        return ir.passes.PassResult(model, modified=bool(self.fired))
 
     def _drops_only_reduced_axes(self, reduce: ir.Node, y: ir.Value) -> bool:
         facts = self.facts

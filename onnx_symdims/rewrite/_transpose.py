@@ -15,13 +15,11 @@ from __future__ import annotations
 
 __all__ = ["TransposeThroughBinaryPass"]
 
-import dataclasses
 import logging
-from collections import Counter
 
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import ShapeFacts, ints_attribute, take_over
+from onnx_symdims.rewrite._facts import FactsPass, ints_attribute, take_over
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +28,7 @@ logger = logging.getLogger(__name__)
 _ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div"})
 
 
-@dataclasses.dataclass
-class TransposeThroughBinaryPass(ir.passes.InPlacePass):
+class TransposeThroughBinaryPass(FactsPass):
     """Replaces ``T_q(Op(T_p(a), T_p(b)))`` by ``Op(a, b)`` when ``q`` undoes ``p``.
 
     Also ``T_q(Op(x, T_p(b)))`` by ``Op(T_q(x), b)`` (either operand order) when nothing
@@ -45,22 +42,11 @@ class TransposeThroughBinaryPass(ir.passes.InPlacePass):
         declined: Why candidates were kept, counted by reason.
     """
 
-    facts: ShapeFacts
-    fired: Counter = dataclasses.field(default_factory=Counter)
-    declined: Counter = dataclasses.field(default_factory=Counter)
+    op_types = _ELEMENTWISE
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
-        self.fired = Counter()
-        self.declined = Counter()
-        graph = model.graph
-        for node in list(graph):
-            if node.graph is None or node.domain != "" or node.op_type not in _ELEMENTWISE:
-                continue
-            if len(node.inputs) == 2 and len(node.outputs) == 1:
-                self._visit(graph, node)
-        return ir.passes.PassResult(model, modified=bool(self.fired))
-
-    def _visit(self, graph: ir.Graph, node: ir.Node) -> None:
+    def visit(self, graph: ir.Graph, node: ir.Node) -> None:
+        if len(node.inputs) != 2 or len(node.outputs) != 1:
+            return
         transposed = [_transpose_of(value, node) for value in node.inputs]
         perms = {ints_attribute(t, "perm") for t in transposed if t is not None}
         if not perms:
