@@ -78,6 +78,10 @@ class TransposeThroughBinaryPass(FactsPass):
         if not undoing or y.is_graph_output():
             self.declined["the result is a graph output or unused"] += 1
             return
+        if sum(user.outputs[0].is_graph_output() for user in undoing) > 1:
+            # one value cannot keep two graph outputs' names
+            self.declined["two inverse Transposes are graph outputs"] += 1
+            return
         operands = [
             t.inputs[0] if t is not None else value for t, value in zip(transposed, node.inputs)
         ]
@@ -102,7 +106,6 @@ class TransposeThroughBinaryPass(FactsPass):
         for user in undoing:  # each dies once its output has no use left
             take_over(user.outputs[0], z, "moved")
         self.fired["transpose_through_binary"] += 1
-
 
 
 def _transpose_of(value: ir.Value | None, node: ir.Node) -> ir.Node | None:

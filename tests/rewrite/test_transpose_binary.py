@@ -83,8 +83,17 @@ def test_one_transposed_operand_moves_the_transpose_to_the_other():
             ONE.replace("float[B, 4, H, W] x", "float[W] x"),
             "an operand's rank is not proven equal to the perm's",
         ),
+        (
+            BOTH.replace("{op}", "Add")
+            .replace("=> (float[B, H, W, 4] y)", "=> (float[B, H, W, 4] y, float[B, H, W, 4] y2)")
+            .replace("    }\n", "    y2 = Transpose<perm = [0, 2, 3, 1]>(s)\n    }\n"),
+            "two inverse Transposes are graph outputs",
+        ),
     ],
-    ids=["different_perms", "result_is_output", "not_the_inverse", "shared_transpose", "rank"],
+    ids=[
+        "different_perms", "result_is_output", "not_the_inverse", "shared_transpose", "rank",
+        "two_outputs",
+    ],
 )
 def test_declines(body, reason):
     _, _, rewrite = _run(body)
