@@ -45,6 +45,7 @@ from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import (
     NodeContext,
     is_fully_unknown,
+    node_subgraphs,
     unknown_element,
 )
 
@@ -90,10 +91,6 @@ def _constant_bool(ctx: NodeContext, i: int) -> bool | None:
     return None
 
 
-_GRAPH = ir.AttributeType.GRAPH
-_GRAPHS = ir.AttributeType.GRAPHS
-
-
 def _nested_nodes(graph: ir.Graph) -> list[ir.Node]:
     """The nodes of ``graph`` and of its subgraphs at any depth.
 
@@ -106,20 +103,8 @@ def _nested_nodes(graph: ir.Graph) -> list[ir.Node]:
         for node in pending.pop():
             nodes.append(node)
             if node.attributes.data:
-                pending.extend(_node_subgraphs(node))
+                pending.extend(node_subgraphs(node))
     return nodes
-
-
-def _node_subgraphs(node: ir.Node) -> list[ir.Graph]:
-    """The graphs of the node's attributes (``If`` branches, ``Loop``/``Scan`` bodies)."""
-    found: list[ir.Graph] = []
-    for attr in node.attributes.data.values():  # the UserDict's dict: faster to iterate
-        kind = attr.type
-        if kind is _GRAPH:
-            found.append(attr.value)
-        elif kind is _GRAPHS:
-            found.extend(attr.value)
-    return found
 
 
 def body_values(graph: ir.Graph) -> Iterator[ir.Value]:
@@ -128,7 +113,7 @@ def body_values(graph: ir.Graph) -> Iterator[ir.Value]:
     for node in _nested_nodes(graph):
         yield from node.outputs
         if node.attributes.data:
-            for sub in _node_subgraphs(node):
+            for sub in node_subgraphs(node):
                 yield from sub.inputs
 
 

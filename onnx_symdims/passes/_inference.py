@@ -40,7 +40,7 @@ import onnx_ir as ir
 from onnx_symdims import expr, ops
 from onnx_symdims.passes._deep import nesting_bound, run_deep
 from onnx_symdims.passes._gc import without_gc
-from onnx_symdims.passes._model_dims import ModelSnapshot, node_subgraphs, topological_order
+from onnx_symdims.passes._model_dims import ModelSnapshot, topological_order
 from onnx_symdims.shapes import (
     CONSTANT_INPUT_KEY,
     Diagnostic,
@@ -54,6 +54,7 @@ from onnx_symdims.shapes import (
     is_anonymous_dim_text,
     merge_declared_shape,
     merge_with_anchor,
+    node_subgraphs,
     read_int64_proto,
     same_ir_dims,
     tensor_dims,

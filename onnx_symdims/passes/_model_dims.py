@@ -8,7 +8,6 @@ __all__ = [
     "dim_texts",
     "in_topological_order",
     "model_values",
-    "node_subgraphs",
     "structural_problems",
     "topological_order",
 ]
@@ -20,6 +19,7 @@ from collections.abc import Iterable, Iterator
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.shapes import node_subgraphs
 
 logger = logging.getLogger(__name__)
 
@@ -28,31 +28,8 @@ _GRAPH = ir.AttributeType.GRAPH
 _GRAPHS = ir.AttributeType.GRAPHS
 
 
-def node_subgraphs(node: ir.Node) -> list[ir.Graph]:
-    """The graphs held by ``node``'s attributes (If branches, Loop/Scan bodies)."""
-    graphs: list[ir.Graph] = []
-    for attr in node.attributes.values():
-        kind = attr.type
-        if kind is _GRAPH:
-            graphs.append(attr.value)
-        elif kind is _GRAPHS:
-            graphs.extend(attr.value)
-    return graphs
-
-
 def _direct_subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
-    found: list[ir.Graph] = []
-    for node in nodes:
-        attributes = node.attributes.data  # the UserDict's dict: much faster to iterate
-        if not attributes:
-            continue
-        for attr in attributes.values():
-            kind = attr.type
-            if kind is _GRAPH:
-                found.append(attr.value)
-            elif kind is _GRAPHS:
-                found.extend(attr.value)
-    return found
+    return [g for node in nodes if node.attributes.data for g in node_subgraphs(node)]
 
 
 def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:

@@ -42,6 +42,7 @@ __all__ = [
     "is_fully_unknown",
     "merge_declared_shape",
     "merge_with_anchor",
+    "node_subgraphs",
     "note_untracked_read",
     "read_int64_proto",
     "same_ir_dims",
@@ -66,6 +67,7 @@ from onnx_symdims.shapes._diagnostics import (
     ShapeInferenceError,
 )
 from onnx_symdims.shapes._facts import FactScope
+from onnx_symdims.shapes._graphs import node_subgraphs
 from onnx_symdims.shapes._merge import merge_declared_shape
 from onnx_symdims.shapes._node_context import NodeContext
 from onnx_symdims.shapes._tensors import (
