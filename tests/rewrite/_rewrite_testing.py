@@ -43,6 +43,20 @@ def cleanup(m: ir.Model) -> ir.Model:
     return m
 
 
+def apply_pass(pass_type, body: str) -> tuple[onnx.ModelProto, ir.Model, object]:
+    """``pass_type(analyze(m))`` applied once to the model of ``body``, dead nodes removed.
+
+    Returns the model before (a proto, for :func:`assert_equivalent`), after, and the pass
+    (its ``fired`` and ``declined`` counts).
+    """
+    m = model(body)
+    before = proto(m)
+    rewrite = pass_type(analyze(m))
+    rewrite(m)
+    cleanup(m)
+    return before, m, rewrite
+
+
 #: The two ways the rules run: onnxscript's matcher (``shape_rules``, what a user's own
 #: pipeline does) and the op-type dispatch of ``ShapeRulesPass`` (what ``optimize`` does).
 RULE_DRIVERS = ("onnxscript", "dispatch")

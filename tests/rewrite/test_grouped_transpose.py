@@ -10,17 +10,14 @@ import numpy as np
 import pytest
 
 from onnx_symdims.rewrite import FlattenConcatsPass, GroupedTransposePass, analyze
-from tests.rewrite._rewrite_testing import assert_equivalent, cleanup, model, ops, proto
-
-
-def _run(pass_type, body: str):
-    m = model(body)
-    before = proto(m)
-    rewrite = pass_type(analyze(m))
-    rewrite(m)
-    cleanup(m)
-    return before, m, rewrite
-
+from tests.rewrite._rewrite_testing import (
+    apply_pass,
+    assert_equivalent,
+    cleanup,
+    model,
+    ops,
+    proto,
+)
 
 SIZES = [{"B": 0, "T": 3}, {"B": 1, "T": 1}, {"B": 2, "T": 5}]
 
@@ -46,7 +43,7 @@ WHISPER_K = """
 
 
 def test_grouped_transpose_fires_on_whisper_key_transpose():
-    before, m, rewrite = _run(GroupedTransposePass, WHISPER_K)
+    before, m, rewrite = apply_pass(GroupedTransposePass, WHISPER_K)
     assert rewrite.fired == {"grouped_transpose": 1}
     assert ops(m) == ["Transpose"]
     (node,) = list(m.graph)
@@ -68,7 +65,7 @@ def test_grouped_transpose_fires_on_split_heads_with_trailing_one():
     # [B, T, 8] -> [B, T, 2, 4] -> perm [0, 2, 1, 3] -> [B, 2, T, 4] is not a grouped
     # transpose of x (the heads split a group), so the chain stays; the converse
     # direction, [B, T, 2, 4, 1] -> [B, T, 8] -> [T, B, 8] -> [T, B, 2, 4, 1], is.
-    before, m, rewrite = _run(
+    before, m, rewrite = apply_pass(
         GroupedTransposePass,
         """
         g (float[B, T, 2, 4, 1] x) => (float[T, B, 2, 4, 1] y) {
@@ -152,7 +149,7 @@ MERGE = """
 
 
 def test_adjacent_shape_slices_merge_into_one_shape():
-    before, m, rewrite = _run(FlattenConcatsPass, MERGE)
+    before, m, rewrite = apply_pass(FlattenConcatsPass, MERGE)
     assert rewrite.fired == {"merge_shapes": 1}
     assert ops(m) == ["Shape", "Concat", "Reshape"]
     shape = next(n for n in m.graph if n.op_type == "Shape")
@@ -188,7 +185,7 @@ def test_shape_slices_that_are_not_adjacent_runs_of_one_tensor_stay(second):
 
 
 def test_merged_shapes_keep_outputs_for_empty_tensors():
-    before, m, _ = _run(FlattenConcatsPass, MERGE)
+    before, m, _ = apply_pass(FlattenConcatsPass, MERGE)
     from tests.rewrite._rewrite_testing import run
 
     feeds = {"x": np.zeros((0, 3, 4), np.float32)}

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from onnx_symdims.rewrite import VectorizeShapeLanesPass, analyze
-from tests.rewrite._rewrite_testing import assert_equivalent, cleanup, model, ops, proto
+from onnx_symdims.rewrite import VectorizeShapeLanesPass
+from tests.rewrite._rewrite_testing import (
+    apply_pass,
+    assert_equivalent,
+    ops,
+)
 
 SIZES = [
     {"N": 0, "C": 3, "H": 0, "W": 3},
@@ -41,17 +45,8 @@ CONVNET = """
 """
 
 
-def _run(body: str):
-    m = model(body)
-    before = proto(m)
-    rewrite = VectorizeShapeLanesPass(analyze(m))
-    rewrite(m)
-    cleanup(m)
-    return before, m, rewrite
-
-
 def test_per_dim_chains_become_one_vector_chain():
-    before, m, rewrite = _run(CONVNET)
+    before, m, rewrite = apply_pass(VectorizeShapeLanesPass, CONVNET)
     assert rewrite.fired == {"vectorize_lanes": 1}
     # Shape(x, 0, 4), then +[0, 0, 1, 1], /[1, 1, 2, 2], [0, 0, 1, 1]+ : the run of
     # bare dims N, C joins with neutral constants.
@@ -62,14 +57,14 @@ def test_per_dim_chains_become_one_vector_chain():
 def test_a_run_with_a_proven_int_is_left_to_proven_values():
     # C == 3 is a proven int: Shape(x, 0, 2) stays for ProvenValues (which can write the
     # 3 as a constant); the H and W lanes still merge.
-    before, m, rewrite = _run(CONVNET.replace("float[N, C, H, W]", "float[N, 3, H, W]"))
+    before, m, rewrite = apply_pass(VectorizeShapeLanesPass, CONVNET.replace("float[N, C, H, W]", "float[N, 3, H, W]"))
     assert rewrite.fired == {"vectorize_lanes": 1}
     assert sorted(ops(m)) == ["Add", "Add", "Concat", "Div", "Shape", "Shape"]
     assert_equivalent(before, m, SIZES)
 
 
 def test_a_gathered_dim_is_a_lane():
-    before, m, rewrite = _run(
+    before, m, rewrite = apply_pass(VectorizeShapeLanesPass,
         """
         g (float[N, H, W] x) => (int64[2] s) {
             sx = Shape(x)
@@ -141,6 +136,6 @@ DECLINES = {
 def test_lanes_decline_with_reason(case):
     """Each group is kept, with its reason."""
     body, reason = DECLINES[case]
-    _, _, rewrite = _run(body)
+    _, _, rewrite = apply_pass(VectorizeShapeLanesPass, body)
     assert not rewrite.fired
     assert reason in rewrite.declined

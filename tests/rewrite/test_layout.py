@@ -11,26 +11,15 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from onnx_symdims.rewrite import CollapseReshapeChainsPass, analyze
+from onnx_symdims.rewrite import CollapseReshapeChainsPass
 from tests.rewrite._rewrite_testing import (
+    apply_pass,
     assert_equivalent,
-    cleanup,
     model,
     ops,
-    proto,
     reshape_targets,
     run,
 )
-
-
-def _run_pass(body: str):
-    m = model(body)
-    before = proto(m)
-    chains = CollapseReshapeChainsPass(analyze(m))
-    chains(m)
-    cleanup(m)
-    return before, m, chains
-
 
 FIRES = {
     "unsqueeze_of_squeeze_cancels": (
@@ -113,7 +102,7 @@ FIRES = {
 @pytest.mark.parametrize("case", sorted(FIRES))
 def test_chain_collapses_and_keeps_outputs(case):
     body, what, remaining, targets, sizes = FIRES[case]
-    before, after, chains = _run_pass(body)
+    before, after, chains = apply_pass(CollapseReshapeChainsPass, body)
     assert chains.fired == {what: 1}, (chains.fired, chains.declined)
     assert ops(after) == remaining
     if targets is not None:
@@ -177,7 +166,7 @@ DECLINES = {
 @pytest.mark.parametrize("case", sorted(DECLINES))
 def test_chain_declines_with_reason(case):
     body, reason = DECLINES[case]
-    _, after, chains = _run_pass(body)
+    _, after, chains = apply_pass(CollapseReshapeChainsPass, body)
     assert chains.fired == {}
     assert chains.declined == {reason: 1}
     assert ops(after) == ops(model(body))

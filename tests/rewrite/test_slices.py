@@ -11,20 +11,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onnx_symdims.rewrite import CollapseReshapeChainsPass, MergeDisjointSlicesPass, analyze
-from tests.rewrite._rewrite_testing import assert_equivalent, cleanup, model, ops, proto
+from onnx_symdims.rewrite import CollapseReshapeChainsPass, MergeDisjointSlicesPass
+from tests.rewrite._rewrite_testing import (
+    apply_pass,
+    assert_equivalent,
+    ops,
+)
 from tests.rewrite.test_layout import MINUS_ONE_NEXT_TO_MAYBE_ZERO
 
 SIZES = [{"N": 0, "H": 4}, {"N": 1, "H": 1}, {"N": 2, "H": 0}, {"N": 3, "H": 7}]
-
-
-def _run(pass_type, body: str):
-    m = model(body)
-    before = proto(m)
-    rewrite = pass_type(analyze(m))
-    rewrite(m)
-    cleanup(m)
-    return before, m, rewrite
 
 
 SLICE_FIRES = {
@@ -87,7 +82,7 @@ SLICE_FIRES = {
 @pytest.mark.parametrize("case", list(SLICE_FIRES))
 def test_slices_on_disjoint_axes_merge(case):
     body, merged, left = SLICE_FIRES[case]
-    before, m, rewrite = _run(MergeDisjointSlicesPass, body)
+    before, m, rewrite = apply_pass(MergeDisjointSlicesPass, body)
     assert rewrite.fired == {"merge_disjoint_slices": merged}
     assert ops(m) == left
     # the patch merge concatenates halves: the original runs on even H only
@@ -137,7 +132,7 @@ SLICE_DECLINES = {
 @pytest.mark.parametrize("case", list(SLICE_DECLINES))
 def test_slices_decline_with_reason(case):
     body, reason = SLICE_DECLINES[case]
-    _, m, rewrite = _run(MergeDisjointSlicesPass, body)
+    _, m, rewrite = apply_pass(MergeDisjointSlicesPass, body)
     assert not rewrite.fired
     assert rewrite.declined[reason] == 1
     assert ops(m) == ["Slice", "Slice"]
@@ -166,7 +161,7 @@ CHAIN_SIZES = [{"N": 0, "H": 2, "W": 3}, {"N": 1, "H": 1, "W": 1}, {"N": 2, "H":
 def test_reshape_chain_ends_in_its_computed_target():
     # Swin's window reverse: [B*nW, 4, 6] -> [-1, 2, 2, 6] -> [-1, H, W, 24] (computed,
     # allowzero=1: every element literal): the middle Reshape goes
-    before, m, chains = _run(CollapseReshapeChainsPass, WINDOW_REVERSE)
+    before, m, chains = apply_pass(CollapseReshapeChainsPass, WINDOW_REVERSE)
     assert chains.fired["chain_to_last_target"] == 1
     assert ops(m) == ["Relu", "Reshape", "Relu", "Shape", "Concat", "Reshape", "Relu"]
     assert_equivalent(before, m, CHAIN_SIZES)
@@ -188,7 +183,7 @@ def test_reshape_chain_copying_the_same_dim_fires():
             y = Relu(r)
         }
         """
-    before, m, chains = _run(CollapseReshapeChainsPass, body)
+    before, m, chains = apply_pass(CollapseReshapeChainsPass, body)
     assert chains.fired["chain_to_last_target"] == 1
     assert ops(m) == ["Relu", "Shape", "Concat", "Reshape", "Relu"]
     assert_equivalent(before, m, [s for s in SIZES if s["H"]])  # H = 0 fails the original
@@ -206,7 +201,7 @@ TARGET_FED = """
 
 
 def test_reshape_chain_with_a_fed_literal_target_fires():
-    before, m, chains = _run(CollapseReshapeChainsPass, TARGET_FED.replace("Z", "1"))
+    before, m, chains = apply_pass(CollapseReshapeChainsPass, TARGET_FED.replace("Z", "1"))
     assert chains.fired["chain_to_last_target"] == 1
     assert ops(m) == ["Relu", "Reshape", "Relu"]
     given = {"t": lambda s: np.array([s["N"], 24 * s["H"]], np.int64)}
@@ -216,7 +211,7 @@ def test_reshape_chain_with_a_fed_literal_target_fires():
 def test_reshape_chain_copying_a_dim_that_may_differ_declines():
     # allowzero=0 and the fed target may hold a 0: it would copy dim 0 of the chain's
     # input (N) instead of the intermediate's (N*H)
-    _, m, chains = _run(CollapseReshapeChainsPass, TARGET_FED.replace("Z", "0"))
+    _, m, chains = apply_pass(CollapseReshapeChainsPass, TARGET_FED.replace("Z", "0"))
     assert not chains.fired.get("chain_to_last_target")
     assert chains.declined["more than one output dim is neither an int nor a copied dim"] == 1
     assert ops(m).count("Reshape") == 2
@@ -226,7 +221,7 @@ def test_reshape_chain_without_a_constant_target_keeps_its_computed_one():
     # [N, M, 3] -> Unsqueeze [N, M, 3, 1] -> Reshape [N, 3*M] (allowzero=0): a constant
     # [0, -1] would fail at N = 0; the computed [N, 3*M] copies only where N and M sit
     # at the same positions in x and in the Unsqueeze output
-    before, m, chains = _run(CollapseReshapeChainsPass, MINUS_ONE_NEXT_TO_MAYBE_ZERO)
+    before, m, chains = apply_pass(CollapseReshapeChainsPass, MINUS_ONE_NEXT_TO_MAYBE_ZERO)
     assert chains.fired == {"chain_to_last_target": 1}
     assert "Unsqueeze" not in ops(m)
     assert_equivalent(before, m, [{"N": 0, "M": 2}, {"N": 1, "M": 1}, {"N": 3, "M": 0}])

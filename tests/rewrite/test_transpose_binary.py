@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from onnx_symdims.rewrite import TransposeThroughBinaryPass, analyze
-from tests.rewrite._rewrite_testing import assert_equivalent, cleanup, model, ops, proto
+from onnx_symdims.rewrite import TransposeThroughBinaryPass
+from tests.rewrite._rewrite_testing import (
+    apply_pass,
+    assert_equivalent,
+    ops,
+)
 
 SIZES = [{"B": 0, "H": 2, "W": 3}, {"B": 1, "H": 1, "W": 1}, {"B": 2, "H": 3, "W": 4}]
 
@@ -29,18 +33,9 @@ ONE = """
 """
 
 
-def _run(body: str):
-    m = model(body)
-    before = proto(m)
-    rewrite = TransposeThroughBinaryPass(analyze(m))
-    rewrite(m)
-    cleanup(m)
-    return before, m, rewrite
-
-
 @pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
 def test_both_operands_transposed_alike_cancel_with_the_inverse(op):
-    before, m, rewrite = _run(BOTH.replace("{op}", op))
+    before, m, rewrite = apply_pass(TransposeThroughBinaryPass, BOTH.replace("{op}", op))
     assert rewrite.fired == {"transpose_through_binary": 1}
     assert ops(m) == [op]
     assert [v.name for v in m.graph.outputs] == ["y"]
@@ -48,7 +43,7 @@ def test_both_operands_transposed_alike_cancel_with_the_inverse(op):
 
 
 def test_one_transposed_operand_moves_the_transpose_to_the_other():
-    before, m, rewrite = _run(ONE)
+    before, m, rewrite = apply_pass(TransposeThroughBinaryPass, ONE)
     assert rewrite.fired == {"transpose_through_binary": 1}
     assert ops(m) == ["Transpose", "Add"]
     assert_equivalent(before, m, SIZES)
@@ -96,7 +91,7 @@ def test_one_transposed_operand_moves_the_transpose_to_the_other():
     ],
 )
 def test_declines(body, reason):
-    _, _, rewrite = _run(body)
+    _, _, rewrite = apply_pass(TransposeThroughBinaryPass, body)
     assert not rewrite.fired
     assert reason in rewrite.declined
 
@@ -111,7 +106,7 @@ def test_broadcasting_operands_of_equal_rank_pair_the_same_elements():
             y = Transpose<perm = [0, 2, 3, 1]>(s)
         }
     """
-    before, m, rewrite = _run(body)
+    before, m, rewrite = apply_pass(TransposeThroughBinaryPass, body)
     assert rewrite.fired == {"transpose_through_binary": 1}
     assert ops(m) == ["Sub"]
     assert_equivalent(before, m, SIZES)
