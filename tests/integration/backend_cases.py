@@ -217,7 +217,7 @@ def _outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list:
     return session.run(None, feeds)
 
 
-def _checker_problem(model: onnx.ModelProto) -> str:
+def checker_problem(model: onnx.ModelProto) -> str:
     """What ``onnx.checker`` finds wrong with ``model`` (node schemas of its opsets), or ''."""
     try:
         onnx.checker.check_model(model)
@@ -250,8 +250,8 @@ def compare_optimized(
         optimized = optimize(case.model)
     except Exception as e:
         return "raised", f"{type(e).__name__}: {e}"
-    problem = _checker_problem(optimized)
-    if problem and not _checker_problem(case.model):
+    problem = checker_problem(optimized)
+    if problem and not checker_problem(case.model):
         return "invalid", problem  # onnxruntime may run it; another runtime may not
     try:
         got = _outputs(optimized, case.feeds)

@@ -15,12 +15,12 @@ import sys
 import warnings
 
 import numpy as np
-import onnx
 import onnx_ir as ir
 import pytest
 
 from onnx_symdims.rewrite import optimize
 from tests.fuzz import graph_gen, oracle
+from tests.integration.backend_cases import checker_problem
 
 #: A derandomized range, plus seeds that found something (kept as regressions): 165,
 #: 438 and 594 crashed optimize (ProvenValuesPass inserted before a removed first node);
@@ -36,14 +36,6 @@ SEEDS = [*range(60), 157, 165, 438, 594, 3972, 5237, 5680, 8406]
 
 #: Seeds whose difference is a known departure or an open bug: seed -> why.
 KNOWN: dict[int, str] = {}
-
-
-def _checker_problem(model) -> str:
-    try:
-        onnx.checker.check_model(model)
-    except onnx.checker.ValidationError as error:
-        return str(error).splitlines()[0][:160]
-    return ""
 
 
 def differences(seed: int) -> list[str]:
@@ -71,8 +63,8 @@ def differences(seed: int) -> list[str]:
             optimize(ir.serde.deserialize_model(case.model))
         )
     found = []
-    if _checker_problem(after_model) and not _checker_problem(case.model):
-        found.append(f"onnx.checker rejects the optimized model: {_checker_problem(after_model)}")
+    if checker_problem(after_model) and not checker_problem(case.model):
+        found.append(f"onnx.checker rejects the optimized model: {checker_problem(after_model)}")
     try:
         after = oracle._session(after_model)
     except Exception as error:
