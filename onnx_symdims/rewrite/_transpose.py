@@ -70,6 +70,7 @@ class TransposeThroughBinaryPass(FactsPass):
             if (
                 user.op_type != "Transpose"
                 or user.domain != ""
+                or user.graph is not node.graph  # a subgraph's output must stay its own
                 or ints_attribute(user, "perm") != inverse
             ):
                 self.declined["a use of the result is not the inverse Transpose"] += 1

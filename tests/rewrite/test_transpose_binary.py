@@ -84,10 +84,28 @@ def test_one_transposed_operand_moves_the_transpose_to_the_other():
             .replace("    }\n", "    y2 = Transpose<perm = [0, 2, 3, 1]>(s)\n    }\n"),
             "two inverse Transposes are graph outputs",
         ),
+        (
+            """
+            g (bool c, float[B, H, W, 4] a, float[B, H, W, 4] b) => (float[B, H, W, 4] y) {
+                ta = Transpose<perm = [0, 3, 1, 2]>(a)
+                tb = Transpose<perm = [0, 3, 1, 2]>(b)
+                s = Add(ta, tb)
+                y = If(c) <
+                    then_branch = g1 () => (float[B, H, W, 4] t1) {
+                        t1 = Transpose<perm = [0, 2, 3, 1]>(s)
+                    },
+                    else_branch = g2 () => (float[B, H, W, 4] t2) {
+                        t2 = Transpose<perm = [0, 2, 3, 1]>(s)
+                    }
+                >
+            }
+            """,
+            "a use of the result is not the inverse Transpose",
+        ),
     ],
     ids=[
         "different_perms", "result_is_output", "not_the_inverse", "shared_transpose", "rank",
-        "two_outputs",
+        "two_outputs", "inverse_in_a_subgraph",
     ],
 )
 def test_declines(body, reason):
