@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from onnx_symdims.expr._atoms import _ATOMS, EXACT, FLOOR, MAX, MIN, MOD, Monomial
+from onnx_symdims.expr._atoms import _ATOMS, EXACT, FLOOR, MAX, MIN, MOD, Atom, Monomial
 from onnx_symdims.expr._dimexpr import Dim, DimExpr, _atom_expr, _from_terms, _split
 from onnx_symdims.expr._divisions import exact_div
 from onnx_symdims.expr._extremum import _extremum
@@ -92,9 +92,13 @@ def _absorb_exact_divisions(terms: dict[Monomial, int], const: int) -> Dim | Non
         merged = exact_div(num_product, den_product)
         if isinstance(merged, DimExpr) and merged.unknown_reason is not None:
             # The merged numerator or denominator leaves int64 (60 exact divisions by
-            # 2..61): the product of the separate quotients is just as exact.
-            out[m] = out.get(m, 0) + c
-            continue
+            # 2..61): the product of the separate quotients is just as exact. The
+            # factor outside still moves into a symbolic quotient, as with one quotient,
+            # so that the form does not depend on the order the product was built in.
+            merged = _absorb_into_symbolic_quotient(rest, c, exacts)
+            if merged is None:
+                out[m] = out.get(m, 0) + c
+                continue
         changed = True
         extra.append(merged)
     if not changed:
@@ -102,6 +106,29 @@ def _absorb_exact_divisions(terms: dict[Monomial, int], const: int) -> Dim | Non
     result: Dim = _from_terms(out, const) if out else const
     for e in extra:
         result = add(result, e)
+    return result
+
+
+def _absorb_into_symbolic_quotient(
+    rest: Monomial, c: int, exacts: list[Atom]
+) -> Dim | None:
+    """``c*rest*(N/:D)*others`` as ``((c*rest*N)/:D)*others``, D the first symbolic divisor.
+
+    None when there is nothing outside to move, no quotient with a symbolic divisor,
+    or the moved numerator leaves int64.
+    """
+    if c == 1 and not rest:
+        return None
+    target = next((a for a in exacts if not isinstance(a.args[1], int)), None)
+    if target is None:
+        return None
+    outside: Dim = _from_terms({rest: c}, 0) if rest else c
+    result = exact_div(mul(outside, target.args[0]), target.args[1])
+    for atom in exacts:
+        if atom is not target:
+            result = mul(result, _atom_expr(atom))
+    if isinstance(result, DimExpr) and result.unknown_reason is not None:
+        return None
     return result
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from onnx_symdims import expr
@@ -200,6 +200,15 @@ big_leaves = st.one_of(
             expr.BinOp, st.sampled_from(("+", "-", "*", "//", "%", "/:")), c, c
         ),
         max_leaves=6,
+    )
+)
+# -1 * (a/:(a+2**31)) * (a/:2**62): the merged quotient overflows, and the -1 must still
+# move into the symbolic one, as parsing "-(a/(a+2147483648))*..." moves it.
+@example(
+    tree=expr.BinOp(
+        "*",
+        expr.BinOp("/:", expr.Name("a"), expr.UnaryOp("-", expr.Constant(4611686018427387904))),
+        expr.BinOp("/:", expr.Name("a"), expr.BinOp("+", expr.Name("a"), expr.Constant(2147483648))),
     )
 )
 def test_printed_dims_with_huge_constants_re_parse(tree):
