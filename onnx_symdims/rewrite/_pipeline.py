@@ -29,7 +29,12 @@ import onnx_ir.passes.common as common_passes
 
 from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
 from onnx_symdims.rewrite._broadcast import BroadcastScalarOperandsPass
-from onnx_symdims.rewrite._facts import ShapeFacts, analyze, clear_computed_shapes
+from onnx_symdims.rewrite._facts import (
+    ShapeFacts,
+    analyze,
+    clear_computed_shapes,
+    ints_attribute,
+)
 from onnx_symdims.rewrite._folding import should_fold
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (
@@ -141,6 +146,7 @@ class OptimizePass(ir.passes.InPlacePass):
         # changed something.
         onnxscript_pending = True
         self._facts = None
+        pool_indices = _pool_indices_at_risk(model)
         while result.rounds < self.max_rounds:
             if self._our_round(model, result):
                 onnxscript_pending = True
@@ -156,6 +162,7 @@ class OptimizePass(ir.passes.InPlacePass):
         _tail(model)
         if self.fusions is not None:
             _fuse(model, self.fusions, result, self.exact_floats)
+        _restore_pool_indices(model, pool_indices)
         # The shapes written are proven by the optimized model alone: what a round
         # wrote may rest on facts of a node a later rewrite removed (they hold for the
         # original model's runs, not for every run of this one).
@@ -462,6 +469,72 @@ def _tail(model: ir.Model) -> None:
         tail(model)
     if model.ir_version is not None and model.ir_version < 4:
         _constants_as_nodes(model.graph)
+
+
+def _pool_indices_at_risk(model: ir.Model) -> list[tuple[ir.Node, str, ir.TypeProtocol | None]]:
+    """The ``MaxPool`` nodes whose ``Indices`` output must stay, with its name and type.
+
+    onnx-ir's ``RemoveUnusedNodesPass`` (run by onnxscript's rewriter and by our tail)
+    drops unused optional outputs. onnxruntime runs a ``MaxPool`` with its ``Indices``
+    output on another kernel than one without, and only the one with indices accepts the
+    negative padding ``auto_pad = SAME_*`` computes when a stride exceeds the kernel's
+    extent (``kernel_shape = [1], strides = [2]``): the single-output node fails to run
+    where the original ran (fuzz seed 19180). :func:`_restore_pool_indices` puts such an
+    output back at the end.
+    """
+    return [
+        (node, node.outputs[1].name or "indices", node.outputs[1].type)
+        for graph in (model.graph, *model.functions.values())
+        for node in ir.traversal.RecursiveGraphIterator(graph)
+        if node.op_type == "MaxPool"
+        and node.domain in ("", "ai.onnx")
+        and len(node.outputs) > 1
+        and _may_pad_negatively(node)
+    ]
+
+
+def _restore_pool_indices(
+    model: ir.Model, kept: list[tuple[ir.Node, str, ir.TypeProtocol | None]]
+) -> None:
+    """Gives each node of :func:`_pool_indices_at_risk` still in the model its output back."""
+    taken: set[str] | None = None
+    for node, name, type_ in kept:
+        if node.graph is None or len(node.outputs) > 1:
+            continue  # removed as dead, or left alone
+        if taken is None:  # names the rounds gave may reuse the dropped one
+            taken = {
+                value.name
+                for graph_node in ir.traversal.RecursiveGraphIterator(model.graph)
+                for value in graph_node.outputs
+            } | {value.name for value in model.graph.inputs}
+        while name in taken:
+            name += "_indices"
+        taken.add(name)
+        node.resize_outputs(2)
+        restored = node.outputs[1]
+        restored.name, restored.type = name, type_
+
+
+def _may_pad_negatively(node: ir.Node) -> bool:
+    """True unless every pad of the pooling ``node`` is provably ``>= 0`` (any input size).
+
+    ``SAME_*`` pads an axis by ``(ceil(n / s) - 1) * s + (k - 1) * d + 1 - n`` in all, at
+    least ``(k - 1) * d + 1 - s`` (``n`` a multiple of ``s``); explicit ``pads`` are read
+    as given. A malformed attribute counts as possibly negative.
+    """
+    auto_pad = node.attributes.get("auto_pad")
+    mode = auto_pad.value if auto_pad is not None else "NOTSET"
+    if mode not in ("SAME_UPPER", "SAME_LOWER"):
+        pads = ints_attribute(node, "pads", ())
+        return pads is None or any(p < 0 for p in pads)
+    kernel = ints_attribute(node, "kernel_shape")
+    if not kernel:
+        return True
+    strides = ints_attribute(node, "strides", (1,) * len(kernel))
+    dilations = ints_attribute(node, "dilations", (1,) * len(kernel))
+    if strides is None or dilations is None or not len(kernel) == len(strides) == len(dilations):
+        return True
+    return any((k - 1) * d + 1 < s for k, s, d in zip(kernel, strides, dilations))
 
 
 def _constants_as_nodes(graph: ir.Graph) -> None:

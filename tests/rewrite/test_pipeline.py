@@ -570,3 +570,35 @@ def test_an_unreadable_model_proto_is_a_model_load_error():
     )
     with pytest.raises(onnx_symdims.ModelLoadError, match="redeclared"):
         onnx_symdims.optimize(helper.make_model(graph))
+
+
+@pytest.mark.parametrize(
+    ("attributes", "kept"),
+    [
+        # SAME_* pads by (k - 1) * d + 1 - s at least: negative where the stride is longer
+        ('auto_pad = "SAME_LOWER", kernel_shape = [1], strides = [2]', True),
+        ('auto_pad = "SAME_UPPER", kernel_shape = [2], strides = [3]', True),
+        ('auto_pad = "SAME_UPPER", kernel_shape = [2], strides = [3], dilations = [2]', False),
+        ('auto_pad = "SAME_LOWER", kernel_shape = [2], strides = [2]', False),
+        ("kernel_shape = [2], strides = [3]", False),
+    ],
+)
+def test_max_pool_indices_stay_where_the_padding_may_be_negative(attributes, kept):
+    """onnxruntime's MaxPool without Indices refuses negative pads; with them it runs."""
+    m = model(
+        f"""
+        g (float[1, 2, N] x) => (float[1, 2, ?] y) {{
+            y, unused = MaxPool<{attributes}>(x)
+        }}
+        """
+    )
+    before = proto(m)
+    onnx_symdims.optimize(m)
+    (pool,) = m.graph
+    assert len(pool.outputs) == (2 if kept else 1)
+    optimized = ir.serde.serialize_model(m)
+    onnx.checker.check_model(optimized)
+    for n in (1, 5, 6, 7):
+        x = np.arange(2 * n, dtype=np.float32).reshape(1, 2, n)
+        expected = session(before).run(None, {"x": x})[0]
+        np.testing.assert_array_equal(session(optimized).run(None, {"x": x})[0], expected)
