@@ -35,6 +35,7 @@ from collections.abc import Callable
 
 import numpy as np
 import onnx_ir as ir
+import onnx_ir.passes.common as common_passes
 
 from onnx_symdims.rewrite._facts import analyze, constant_tensor
 from onnx_symdims.rewrite._rules import constant_reshape_target
@@ -55,8 +56,9 @@ _ORT_FUSE_STEPS = (
     ("rotary_embedding", "fuse_rotary_embedding", {}),
     ("cos_sin_cache", "fuse_cos_sin_cache", {}),
     ("partial_rotary_embedding", "fuse_partial_rotary_embedding", {}),
-    # onnxscript applies ONNX shape inference after this one (its rule adds nodes)
-    ("sdpa", "fuse_sdpa", {"apply_shape_inference": True}),
+    # onnxscript applies ONNX shape inference after this one (its rule adds nodes);
+    # ours runs instead (see _with_our_shapes)
+    ("sdpa", "fuse_sdpa", {}),
     ("gqa", "fuse_gqa", {}),
     ("packed_qkv_for_gqa", "fuse_qkv_gqa", {}),
     ("mha1", "fuse_mha1", {}),
@@ -70,6 +72,9 @@ _ORT_FUSE_STEPS = (
     ("sdpa_via_mha", "replace_sdpa_by_mha", {}),
 )
 _NEEDS_MHA = frozenset({"mha_bias", "attention", "attention_no_bias"})
+#: Steps after which onnxscript runs ONNX shape inference (the shapes of the nodes its
+#: rule adds are read by later steps).
+_SHAPES_AFTER = frozenset({"sdpa"})
 #: The domain of onnxscript's intermediate fusion ops (``SDPA``, ``RotaryEmbedding``):
 #: no runtime implements them, a later fusion step must replace them.
 _PRIVATE_DOMAIN = "ai.onnxruntime._fusion"
@@ -95,7 +100,8 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
         if function is None:  # an onnxscript without this fusion
             logger.debug("onnxscript has no %s: step %s skipped", function_name, name)
             continue
-        steps.append((name, _bind(function, kwargs)))
+        step = _bind(function, kwargs)
+        steps.append((name, _with_our_shapes(step) if name in _SHAPES_AFTER else step))
         if name == "attention":
             no_bias = _attention_no_bias_rules()
             if no_bias is not None:
@@ -168,6 +174,35 @@ def _rule_set(rules) -> Callable[[ir.Model], int]:
 
 def _bind(function, kwargs) -> Callable[[ir.Model], int | None]:
     return lambda model: function(model, **kwargs)
+
+
+def _with_our_shapes(step: Callable[[ir.Model], int | None]) -> Callable[[ir.Model], int | None]:
+    """``step``, then ONNX shape inference for the values that have no shape yet.
+
+    onnxscript runs ONNX's shape inference after this step, always: the later steps
+    read the shapes of the nodes its rule adds. Here it runs only when the step fired,
+    and every shape there was before stays: ONNX's inference writes the spec's dims
+    over ours where onnxruntime departs from the spec (a backward ``Slice`` ending at
+    ``INT64_MAX``: empty by the spec, not in onnxruntime), and the cleanup's folder then
+    published such a dim as a constant the model does not compute (fuzz seed 23167).
+    When the fusions' transaction closes, the guard infers every shape afresh.
+    """
+
+    def run(model: ir.Model) -> int | None:
+        count = step(model)
+        if count:
+            ours = [
+                (value, value.shape)
+                for node in ir.traversal.RecursiveGraphIterator(model.graph)
+                for value in node.outputs
+                if value.shape is not None
+            ]
+            common_passes.ShapeInferencePass()(model)
+            for value, shape in ours:
+                value.shape = shape
+        return count
+
+    return run
 
 
 def _whole(fusions: str) -> list[Step]:
