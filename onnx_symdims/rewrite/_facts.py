@@ -55,7 +55,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.passes import SymbolicShapeInferencePass
-from onnx_symdims.shapes import ShapesContext
+from onnx_symdims.shapes import FactScope, ShapesContext, refine_dim
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +153,23 @@ class ShapeFacts:
         if a is None or b is None or len(a) != len(b):
             return False
         return all(self.same_dim(x, y) for x, y in zip(a, b))
+
+    def if_nonempty(self, dims: Sequence[Dim], tensor: Sequence[Dim]) -> tuple[Dim, ...]:
+        """``dims`` as they read in the runs where a tensor of shape ``tensor`` has elements.
+
+        Every dim of ``tensor`` is then ``>= 1``, which can make a case split for empty
+        tensors go (``4*b*min(1,s)`` reads ``4*b`` when ``s >= 1``). A proof built on the
+        result holds in those runs only: a rule using it must show otherwise that the
+        empty runs agree (e.g. by an output shape proven without it).
+        """
+        scope = self.scope
+        if not isinstance(scope, FactScope) or any(isinstance(d, int) and d < 1 for d in tensor):
+            return tuple(dims)  # no facts to add, or never any elements: nothing to gain
+        nonempty = scope.copy()
+        for d in tensor:
+            if not isinstance(d, int):
+                nonempty.assume_ge(d, 1)
+        return tuple(refine_dim(d, nonempty) for d in dims)
 
     def at_least(self, d: Dim, bound: int) -> bool:
         """True when ``d >= bound`` holds in every successful run."""

@@ -45,6 +45,7 @@ __all__ = [
     "node_subgraphs",
     "note_untracked_read",
     "read_int64_proto",
+    "refine_dim",
     "same_ir_dims",
     "sanitize_symbol_name",
     "tensor_dims",
@@ -66,7 +67,7 @@ from onnx_symdims.shapes._diagnostics import (
     Severity,
     ShapeInferenceError,
 )
-from onnx_symdims.shapes._facts import FactScope
+from onnx_symdims.shapes._facts import FactScope, refine_dim
 from onnx_symdims.shapes._graphs import node_subgraphs
 from onnx_symdims.shapes._merge import merge_declared_shape
 from onnx_symdims.shapes._node_context import NodeContext

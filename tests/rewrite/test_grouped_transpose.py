@@ -14,9 +14,11 @@ from tests.rewrite._rewrite_testing import (
     apply_pass,
     assert_equivalent,
     cleanup,
+    feeds_for,
     model,
     ops,
     proto,
+    session,
 )
 
 SIZES = [{"B": 0, "T": 3}, {"B": 1, "T": 1}, {"B": 2, "T": 5}]
@@ -51,14 +53,49 @@ def test_grouped_transpose_fires_on_whisper_key_transpose():
     assert_equivalent(before, m, SIZES)
 
 
-def test_grouped_transpose_declines_when_a_zero_in_the_target_copies_a_dim():
-    # Without allowzero, T == 0 makes the first target's 0 copy x's dim 1 (2): the mid
-    # shape is [2B, 2, 4], not a grouping of x's axes, and the chain is kept.
-    m = model(WHISPER_K.replace("<allowzero = 1>", ""))
-    rewrite = GroupedTransposePass(analyze(m))
-    rewrite(m)
-    assert not rewrite.fired
-    assert "the first reshape does not group consecutive axes" in rewrite.declined
+# The dynamo spelling: the first target is [-1, T, 4] without allowzero, so T == 0 makes
+# its 0 copy x's dim 1 and the mid shape is [0, 2, 4]: 2*B*min(1,T), T-2*min(1,T)+2.
+DYNAMO_K = """
+    g (float[B, 2, T, 4] x) => (float[B, 2, 4, T] y) {
+        sx = Shape(x)
+        b = Constant<value = int64[1] {0}>()
+        t = Constant<value = int64[1] {2}>()
+        bb = Gather(sx, b)
+        tt = Gather(sx, t)
+        d4 = Constant<value = int64[1] {4}>()
+        h2 = Constant<value = int64[1] {2}>()
+        m1 = Constant<value = int64[1] {-1}>()
+        s1 = Concat<axis = 0>(m1, tt, d4)
+        r1 = Reshape(x, s1)
+        tr = Transpose<perm = [0, 2, 1]>(r1)
+        s2 = Concat<axis = 0>(bb, h2, d4, tt)
+        y = Reshape<allowzero = 1>(tr, s2)
+    }
+"""
+
+
+def test_grouped_transpose_fires_where_the_grouping_holds_on_nonempty_runs():
+    # The elements matter only where x has some (then T >= 1 and the mid shape is
+    # [2B, T, 4]); on the empty runs both give an empty tensor of the proven y shape.
+    m = model(DYNAMO_K)
+    facts = analyze(m)
+    (r1,) = [n for n in m.graph if n.outputs[0].name == "r1"]
+    assert "min" in str(facts.shape(r1.outputs[0]))  # the case split is there
+    before, m, rewrite = apply_pass(GroupedTransposePass, DYNAMO_K)
+    assert rewrite.fired == {"grouped_transpose": 1}
+    assert ops(m) == ["Transpose"]
+    assert_equivalent(before, m, [{"B": 2, "T": 0}, *SIZES])
+
+
+def test_grouped_transpose_fires_where_only_failing_runs_differ():
+    # Without allowzero on the last Reshape either, T == 0 makes its target's 0 copy
+    # dim 3 of a rank-3 tensor: the original fails there, so every successful run has
+    # T >= 1 and y's proven shape is x's permuted one.
+    before, m, rewrite = apply_pass(GroupedTransposePass, DYNAMO_K.replace("<allowzero = 1>", ""))
+    assert rewrite.fired == {"grouped_transpose": 1}
+    with pytest.raises(Exception, match="Reshape"):
+        session(before).run(None, feeds_for(before, {"B": 2, "T": 0}))
+    assert_equivalent(before, m, [{"B": 1, "T": 1}, {"B": 2, "T": 5}])
 
 
 def test_grouped_transpose_fires_on_split_heads_with_trailing_one():
