@@ -203,7 +203,7 @@ class FactScope(expr.Scope):
         )
 
 
-_REFINED_FUNCTIONS = frozenset({"min", "max", "floordiv", "mod"})
+_REFINED_FUNCTIONS = frozenset({"min", "max", "floordiv", "mod", "exact_div"})
 
 
 def _refine_function(term: expr.DimExpr, scope: FactScope) -> Dim | None:
@@ -215,6 +215,8 @@ def _refine_function(term: expr.DimExpr, scope: FactScope) -> Dim | None:
         new = expr.dmin(*args, scope=scope)
     elif kind == "max":
         new = expr.dmax(*args, scope=scope)
+    elif kind == "exact_div":  # refined arguments may cancel: 2*b*(t-1)/(t-2*min(t-1,1)+1)
+        new = expr.exact_div(*args)
     else:  # floordiv or mod
         num, den = args
         divides = scope.known_divides(den, num) or scope.known_divides(raw[1], raw[0])
@@ -234,7 +236,8 @@ def refine_dim(d: Dim, scope: FactScope) -> Dim:
 
     ``min``/``max`` arguments the facts prove dominated are dropped (``min(1, t)`` is 1
     once ``t >= 1`` is known), a floor division or remainder by a recorded divisor
-    becomes the exact division or 0. Equal to ``d`` in every run the facts describe.
+    becomes the exact division or 0, an exact division of refined arguments is taken
+    again (its factors may cancel). Equal to ``d`` in every run the facts describe.
     """
     if isinstance(d, int) or d.is_unknown:
         return d

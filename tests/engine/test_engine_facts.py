@@ -83,6 +83,12 @@ def test_divides_fact_and_copy():
         (("div", 4, n), expr.floordiv(n, 4), expr.exact_div(n, 4)),
         (("div", 4, n), expr.add(expr.mod(n, 4), s), s),
         (("ge", t, 0), expr.dmin(1, t), expr.dmin(1, t)),  # nothing known: unchanged
+        # an exact division whose refined divisor cancels (wav2vec2's attention reshape)
+        (
+            ("ge", expr.sub(t, 1), 1),
+            expr.parse_dim("2*b*(t-1)/(t-2*min(t-1,1)+1)"),
+            expr.mul(2, b),
+        ),
     ],
 )
 def test_refine_dim(fact, dim, expected):
