@@ -21,6 +21,7 @@ __all__ = [
     "OptimizeResult",
     "ProvenValuesPass",
     "ReduceDropsKeptAxesPass",
+    "ReuseEqualValuesPass",
     "ShapeFacts",
     "ShapeRulesPass",
     "SlicesToSplitPass",
@@ -42,6 +43,7 @@ from onnx_symdims.rewrite._layout import (
 )
 from onnx_symdims.rewrite._pipeline import OptimizePass, OptimizeResult, count_nodes, optimize
 from onnx_symdims.rewrite._reduce import ReduceDropsKeptAxesPass
+from onnx_symdims.rewrite._reuse import ReuseEqualValuesPass
 from onnx_symdims.rewrite._rules import ShapeRulesPass, shape_rules
 from onnx_symdims.rewrite._slices import MergeDisjointSlicesPass
 from onnx_symdims.rewrite._split import SlicesToSplitPass

@@ -47,6 +47,7 @@ from onnx_symdims.rewrite._ort_folding import (
     onnxruntime_available,
 )
 from onnx_symdims.rewrite._reduce import ReduceDropsKeptAxesPass
+from onnx_symdims.rewrite._reuse import ReuseEqualValuesPass
 from onnx_symdims.rewrite._rules import ShapeRulesPass
 from onnx_symdims.rewrite._slices import MergeDisjointSlicesPass
 from onnx_symdims.rewrite._split import SlicesToSplitPass
@@ -227,6 +228,9 @@ class OptimizePass(ir.passes.InPlacePass):
         values(model)
         _merge_counts(result, values.fired, values.declined, "ProvenValues")
         remove_dead_nodes(model.graph)
+        reuse = ReuseEqualValuesPass(facts)
+        reuse(model)
+        _merge_counts(result, reuse.fired, reuse.declined, "ReuseEqualValues")
         fold_constants(model, self.exact_floats, result.diagnostics)
         common_passes.CommonSubexpressionEliminationPass()(model)
         remove_dead_nodes(model.graph)

@@ -33,7 +33,7 @@ from onnx_symdims.rewrite._facts import ShapeFacts
 
 logger = logging.getLogger(__name__)
 
-_INTEGER_DTYPES = frozenset(
+INTEGER_DTYPES = frozenset(
     {
         ir.DataType.INT64,
         ir.DataType.INT32,
@@ -102,7 +102,7 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         if node.op_type == "ConstantOfShape" and node.domain == "":
             self._constant_of_shape(node, value, shape, dtype)
             return
-        if dtype not in _INTEGER_DTYPES:
+        if dtype not in INTEGER_DTYPES:
             return
         elements = facts.elements(value)
         if elements is None or len(elements) != _numel(shape):
@@ -137,7 +137,7 @@ class ProvenValuesPass(ir.passes.InPlacePass):
     def _rebuild(self, node, value, shape, dtype, elements) -> None:
         if dtype != ir.DataType.INT64 or len(shape) > 1 or self._opset < 15:
             return
-        dead = _dead_cone(node, value)
+        dead = dead_cone(node, value)
         pieces = _pieces(elements, self._sources(dead))
         if pieces is None:
             self.declined["rebuild_chain: an element is not a dim of a tensor the chain reads"] += 1
@@ -212,7 +212,7 @@ class ProvenValuesPass(ir.passes.InPlacePass):
 
     def _replace(self, node: ir.Node, value: ir.Value, const: ir.Node, what: str) -> None:
         self._graph.insert_before(node, const)
-        dead = _dead_cone(node, value)
+        dead = dead_cone(node, value)
         value.replace_all_uses_with(const.outputs[0])
         self._graph.remove(dead, safe=True)
         self.fired[what] += 1
@@ -240,7 +240,7 @@ def _pieces(elements, sources: dict) -> list | None:
     return pieces
 
 
-def _dead_cone(node: ir.Node, value: ir.Value) -> set[ir.Node]:
+def dead_cone(node: ir.Node, value: ir.Value) -> set[ir.Node]:
     """The nodes (``node`` and its producers) that die when ``value`` loses every use."""
     remaining: dict[ir.Value, int] = {value: 0}
     dead: set[ir.Node] = set()
