@@ -72,6 +72,8 @@ _ORT_FUSE_STEPS = (
     ("sdpa_via_mha", "replace_sdpa_by_mha", {}),
 )
 _NEEDS_MHA = frozenset({"mha_bias", "attention", "attention_no_bias"})
+#: The steps after every fusion: none of them consumes a private fusion node.
+_CONSUME_NO_PRIVATE_NODES = frozenset({"ort_patterns", "cleanup"})
 #: Steps after which onnxscript runs ONNX shape inference (the shapes of the nodes its
 #: rule adds are read by later steps).
 _SHAPES_AFTER = frozenset({"sdpa"})
@@ -296,10 +298,14 @@ def guarded_fusions(
         steps = _whole(fusions)
     facts = analyze(model)
     guard = _Guard(model, fusions, result, _named_shapes(model, facts),
-                   [facts.shape(v) for v in model.graph.outputs])
+                   [facts.shape(v) for v in model.graph.outputs], dict(steps))
     for name, step in steps:
         if name in _NEEDS_MHA and not guard.mha_fired:
             continue
+        if name in _CONSUME_NO_PRIVATE_NODES:
+            # No step from here on makes runnable ops of onnxscript's private ones: undo
+            # what is still waiting for one, so these steps are kept on their own.
+            guard.close()
         guard.run(name, step)
     guard.close()
 
@@ -307,8 +313,9 @@ def guarded_fusions(
 class _Guard:
     """The open transaction of fusion steps and the proven shapes they must keep."""
 
-    def __init__(self, model, fusions, result, before, outputs_before):
+    def __init__(self, model, fusions, result, before, outputs_before, steps):
         self.model = model
+        self.steps = steps  # name -> step, to run a transaction's steps again
         self.fusions = fusions
         self.result = result
         self.before = before
@@ -326,7 +333,7 @@ class _Guard:
         try:
             count = step(self.model)
         except Exception as e:  # a fusion step that fails leaves the model as it was
-            self._undo(f"failed and were undone: {e}", name)
+            self._refuse(name, f"failed and was undone: {e}")
             return
         if count == 0 or (count is None and _signature(self.model) == signature):
             if not self.pending:
@@ -338,17 +345,31 @@ class _Guard:
         facts = analyze(self.model)
         changed = self._changed(facts)
         if changed:
-            self._undo(
+            self._refuse(
+                name,
                 f"undone: the proven shape of {changed[0]!r} changed"
                 + (f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""),
-                name,
             )
             return
         unsafe = _pin_new_reshape_wildcards(self.model, self.known, facts, self.snapshot)
         if unsafe:
-            self._undo(f"undone: the new Reshape {unsafe!r} {_WILDCARD_REASON}", name)
+            self._refuse(name, f"undone: the new Reshape {unsafe!r} {_WILDCARD_REASON}")
             return
         self._commit()
+
+    def _refuse(self, name: str, why: str) -> None:
+        """Undoes the open transaction, then runs its steps before ``name`` again.
+
+        The shapes were whole before ``name`` ran, so the earlier steps are not what
+        broke them; what they made (an ``SDPA`` whose ``mha1`` fusion swallowed a
+        flattening Reshape) stays for a later step (``sdpa_via_mha``) to consume, and
+        is undone at the end if none does.
+        """
+        earlier = [step for step in self.pending if step != name]
+        self.pending = {name: 0}
+        self._undo(why, name)
+        for step in earlier:
+            self.run(step, self.steps[step])
 
     def close(self) -> None:
         if self.pending:

@@ -291,7 +291,7 @@ def test_a_crashing_fusion_step_is_undone_and_the_others_stay(monkeypatch):
     path = DATA / "bert_dynamo.onnx"
     m = ir.load(path)
     result = OptimizePass(fusions="ort")(m)
-    assert any("'ort.crash' failed and were undone" in d for d in result.diagnostics)
+    assert any("'ort.crash' failed and was undone" in d for d in result.diagnostics)
     assert result.fired["fusion.skip_layer_normalization"] > 0
     reference, fused = session(onnx.load(path)), session(m)
     feeds = _bert_feeds({"batch": 2, "seq_len": 5})
@@ -313,7 +313,7 @@ def test_a_crashing_fusion_pass_leaves_the_model_as_it_was(monkeypatch):
     before = proto(m)
     result = OptimizePass(fusions="ort")(m)
     assert not any(k.startswith("fusion.") for k in result.fired)
-    assert any("'ort' failed and were undone" in d for d in result.diagnostics)
+    assert any("'ort' failed and was undone" in d for d in result.diagnostics)
     assert m.opset_imports == {"": 18}
     assert_equivalent(before, m, SIZES)
 
@@ -341,6 +341,60 @@ def test_private_fusion_nodes_left_at_the_end_are_undone(monkeypatch):
     ), result.diagnostics
     assert not any(n.domain.startswith("ai.onnxruntime._fusion") for n in m.graph)
     assert "fusion.private" not in result.fired
+
+
+def _private_relu(model):
+    """Replaces the Relu by a node of the private fusion domain (as ``fuse_sdpa`` does)."""
+    (relu,) = [n for n in model.graph if n.op_type == "Relu"]
+    node = ir.node("PrivateRelu", [relu.inputs[0]], domain="ai.onnxruntime._fusion")
+    model.graph.insert_before(relu, node)
+    relu.outputs[0].replace_all_uses_with(node.outputs[0], replace_graph_outputs=True)
+    node.outputs[0].name, relu.outputs[0].name = relu.outputs[0].name, "old"
+    model.graph.remove(relu, safe=True)
+    return 1
+
+
+def _consume_private(op_type: str, **attributes):
+    """A step replacing the private node by ``op_type`` (as ``fuse_mha1`` consumes SDPA)."""
+
+    def step(model):
+        private = [n for n in model.graph if n.domain == "ai.onnxruntime._fusion"]
+        for node in private:
+            new = ir.node(op_type, [node.inputs[0]], attributes=attributes)
+            model.graph.insert_before(node, new)
+            node.outputs[0].replace_all_uses_with(new.outputs[0], replace_graph_outputs=True)
+            new.outputs[0].name, node.outputs[0].name = node.outputs[0].name, "old_private"
+            model.graph.remove(node, safe=True)
+        return len(private)
+
+    return step
+
+
+def test_a_refused_step_leaves_what_earlier_steps_made_to_later_ones(monkeypatch):
+    """``sdpa`` then ``mha1`` changing a shape (it swallowed a flattening Reshape on a GPT-2
+    export): only ``mha1`` is refused; ``sdpa``'s node stays for ``sdpa_via_mha``."""
+    from onnxscript.rewriter.ort_fusions import _core
+
+    from onnx_symdims.rewrite import _guard
+
+    steps = (("make", "make", {}), ("wrong", "wrong", {}), ("right", "right", {}))
+    monkeypatch.setattr(_guard, "_ORT_FUSE_STEPS", steps)
+    monkeypatch.setattr(_core, "make", _private_relu, raising=False)
+    monkeypatch.setattr(_core, "wrong", _consume_private("Flatten", axis=0), raising=False)
+    monkeypatch.setattr(_core, "right", _consume_private("Relu"), raising=False)
+    m = model("""
+        g (float[N, 4] x) => (float[N, 4] y) {
+            y = Relu(x)
+        }
+    """)
+    before = proto(m)
+    result = OptimizePass(fusions="ort")(m)
+    assert result.fired["fusion.make"] == 1 and result.fired["fusion.right"] == 1
+    assert "fusion.wrong" not in result.fired
+    (refused,) = [d for d in result.diagnostics if "undone" in d]
+    assert "'ort.wrong' undone: the proven shape of 'y' changed" in refused
+    assert ops(m) == ["Relu"]
+    assert_equivalent(before, m, [{"N": 0}, {"N": 3}])
 
 
 def test_guard_refusal_is_reported_in_the_diagnostics(gpt2_fused):
