@@ -7,10 +7,13 @@ computed from, which then die):
 * **publish proven values** — an integer or boolean tensor whose every element is a
   proven integer becomes a ``Constant`` (so onnxscript's folder and every later pass
   see it), as does a ``ConstantOfShape`` whose shape is proven;
-* **rebuild shape chains** — a value whose elements are integers and dims of the tensors
-  whose shapes the chain reads, computed through ``Shape → Gather → Unsqueeze → Concat →
-  ...``, becomes ``Concat(Shape(tensor, start, end), constant, ...)`` when that removes
-  more nodes than it adds.
+* **rebuild shape chains** — a value whose elements are integers and dims of tensors
+  computed before it, computed through ``Shape → Gather → Unsqueeze → Concat → ...`` (or
+  through scalar arithmetic on an input's dims: SegFormer computes ``[batch, 16, (H+3)//4,
+  (W+3)//4]`` from ``H`` and ``W`` when the Conv's output already has those dims), becomes
+  ``Concat(Shape(tensor, start, end), constant, ...)`` when that removes more nodes than
+  it adds. A dim is read from a tensor whose shape the chain reads when one has it, else
+  from the first tensor (graph inputs first, then in graph order) that has it.
 
 Proof relied on: :class:`~onnx_symdims.rewrite.ShapeFacts` elements hold in every
 successful run, so the replacement computes the same tensor (same dtype, same shape,
@@ -80,6 +83,8 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         self._graph = graph
         self._opset = opset
         nodes = list(graph)
+        self._positions = {node: i for i, node in enumerate(nodes)}
+        self._holders = _dim_holders(graph, self.facts)
         outputs = frozenset(graph.outputs)
         for node in reversed(nodes):
             if node.graph is None:  # removed with a value rebuilt after it
@@ -138,9 +143,9 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         if dtype != ir.DataType.INT64 or len(shape) > 1 or self._opset < 15:
             return
         dead = dead_cone(node, value)
-        pieces = _pieces(elements, self._sources(dead))
+        pieces = _pieces(elements, self._sources(dead, node, elements))
         if pieces is None:
-            self.declined["rebuild_chain: an element is not a dim of a tensor the chain reads"] += 1
+            self.declined["rebuild_chain: an element is not a dim of a tensor computed before it"] += 1
             return
         scalar = len(shape) == 0
         new_nodes = sum(1 for p in pieces if isinstance(p, tuple) and p not in self._shape_nodes)
@@ -166,13 +171,16 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         self._graph.remove(dead, safe=True)
         self.fired["rebuild_chain"] += 1
 
-    def _sources(self, dead: set[ir.Node]) -> dict:
-        """``dim -> (tensor, axis)`` for the tensors whose shape the dying chain reads.
+    def _sources(self, dead: set[ir.Node], node: ir.Node, elements) -> dict:
+        """``dim -> (tensor, axis)`` for the symbolic ``elements`` of a value ``node`` computes.
 
-        Reading the dim from the tensor the chain read (not from another one declared
-        with the same name) keeps the rewrite exact even for feeds that break the
-        declared names: onnxruntime does not check that inputs sharing a dim name agree.
-        A tensor computed inside the dying chain is no source.
+        The tensors whose shape the dying chain reads come first: reading a dim from the
+        tensor the chain read (not from another one declared with the same name) keeps
+        the rewrite exact even for feeds that break the declared names (onnxruntime does
+        not check that inputs sharing a dim name agree). Other dims are read from the
+        first tensor that has them and is computed before ``node`` (so the new ``Shape``,
+        placed right after that tensor's producer, comes before ``node``'s uses). A
+        tensor computed inside the dying chain is no source.
         """
         sources: dict = {}
         for n in dead:
@@ -184,6 +192,17 @@ class ProvenValuesPass(ir.passes.InPlacePass):
             for axis, d in enumerate(self.facts.shape(tensor) or ()):
                 if isinstance(d, expr.DimExpr) and not d.is_unknown and d not in sources:
                     sources[d] = (tensor, axis)
+        position = self._positions.get(node, -1)
+        for d in elements:
+            if isinstance(d, int) or d in sources:
+                continue
+            for tensor, axis, at in self._holders.get(d, ()):
+                producer = tensor.producer()
+                if at >= position:
+                    break  # the holders are in graph order: none later is usable either
+                if producer is None or (producer.graph is not None and producer not in dead):
+                    sources[d] = (tensor, axis)
+                    break
         return sources
 
     def _piece_value(self, piece, node: ir.Node) -> ir.Value:
@@ -216,6 +235,32 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         value.replace_all_uses_with(const.outputs[0])
         self._graph.remove(dead, safe=True)
         self.fired[what] += 1
+
+
+#: Tensors remembered per dim as sources for rebuilt chains (the first ones in graph order).
+_MAX_HOLDERS = 4
+
+
+def _dim_holders(graph: ir.Graph, facts: ShapeFacts) -> dict:
+    """``dim -> [(tensor, axis, position), ...]``: the first tensors whose proven shape has it.
+
+    Graph inputs first (position -1), then the main graph's values in node order.
+    """
+    holders: dict = {}
+
+    def add(value: ir.Value, position: int) -> None:
+        for axis, d in enumerate(facts.shape(value) or ()):
+            if isinstance(d, expr.DimExpr) and not d.is_unknown:
+                found = holders.setdefault(d, [])
+                if len(found) < _MAX_HOLDERS and (not found or found[-1][0] is not value):
+                    found.append((value, axis, position))
+
+    for value in graph.inputs:
+        add(value, -1)
+    for i, node in enumerate(graph):
+        for value in node.outputs:
+            add(value, i)
+    return holders
 
 
 def _pieces(elements, sources: dict) -> list | None:

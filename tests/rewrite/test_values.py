@@ -313,6 +313,76 @@ def test_rebuild_chain_reads_the_dim_from_the_input_the_chain_read():
     assert [a.shape for a in actual] == [e.shape for e in expected]
 
 
+# Every second row and column of x has [N, C, (H+1)//2, (W+1)//2]; the target recomputes
+# those from x's dims by arithmetic (no tensor the chain reads has them): they are read
+# from the strided slice.
+FROM_A_TENSOR_BEFORE = """
+    g (float[N, C, H, W] x) => (float[?, ?, ?, ?] y) {
+        i0 = Constant<value = int64[1] {0}>()
+        i1 = Constant<value = int64[1] {1}>()
+        i2 = Constant<value = int64[1] {2}>()
+        i3 = Constant<value = int64[1] {3}>()
+        i4 = Constant<value = int64[1] {4}>()
+        zeros = Constant<value = int64[2] {0, 0}>()
+        ends = Constant<value = int64[2] {9223372036854775807, 9223372036854775807}>()
+        axes = Constant<value = int64[2] {2, 3}>()
+        steps = Constant<value = int64[2] {2, 2}>()
+        p = Slice(x, zeros, ends, axes, steps)
+        t = Transpose<perm = [0, 1, 3, 2]>(p)
+        s = Shape(x)
+        nc = Slice(s, i0, i2)
+        h = Slice(s, i2, i3)
+        w = Slice(s, i3, i4)
+        h1 = Add(h, i1)
+        w1 = Add(w, i1)
+        h2 = Div(h1, i2)
+        w2 = Div(w1, i2)
+        target = Concat<axis = 0>(nc, h2, w2)
+        y = Reshape(t, target)
+    }
+"""
+
+
+def test_rebuild_chain_reads_a_dim_from_a_tensor_computed_before_it():
+    before, after, values = _run_pass(FROM_A_TENSOR_BEFORE)
+    assert values.fired == {"rebuild_chain": 1}
+    shapes = [n for n in after.graph if n.op_type == "Shape"]
+    assert sorted(n.inputs[0].name for n in shapes) == ["p", "x"]
+    assert "Div" not in ops(after)
+    sizes = [{"N": 0, "C": 2, "H": 4, "W": 6}, {"N": 2, "C": 1, "H": 5, "W": 3},
+             {"N": 1, "C": 3, "H": 0, "W": 0}, {"N": 1, "C": 1, "H": 1, "W": 1}]
+    assert_equivalent(before, after, sizes)
+
+
+def test_rebuild_chain_never_reads_a_dim_from_a_tensor_computed_after_it():
+    # (H+1)//2 first appears on the output of the node the target feeds.
+    body = """
+        g (float[N, C, H, W] x) => (float[?, ?, ?, ?] y) {
+            i0 = Constant<value = int64[1] {0}>()
+            i1 = Constant<value = int64[1] {1}>()
+            i2 = Constant<value = int64[1] {2}>()
+            i3 = Constant<value = int64[1] {3}>()
+            i4 = Constant<value = int64[1] {4}>()
+            s = Shape(x)
+            nc = Slice(s, i0, i2)
+            h = Slice(s, i2, i3)
+            w = Slice(s, i3, i4)
+            h1 = Add(h, i1)
+            w1 = Add(w, i1)
+            h2 = Div(h1, i2)
+            w2 = Div(w1, i2)
+            target = Concat<axis = 0>(nc, h2, w2)
+            y = ConstantOfShape(target)
+        }
+    """
+    _, after, values = _run_pass(body)
+    assert "rebuild_chain" not in values.fired
+    assert values.declined[
+        "rebuild_chain: an element is not a dim of a tensor computed before it"
+    ] >= 1
+    assert "Div" in ops(after)
+
+
 # ------------------------------------------------------------------------------------
 # Narrow integer dtypes: the facts are the exact arithmetic, onnxruntime wraps
 # ------------------------------------------------------------------------------------
