@@ -15,6 +15,7 @@ __all__ = [
     "BroadcastScalarOperandsPass",
     "CollapseReshapeChainsPass",
     "FlattenConcatsPass",
+    "GatherNDOfIndexGridPass",
     "GroupedTransposePass",
     "MergeDisjointSlicesPass",
     "OptimizePass",
@@ -35,6 +36,7 @@ __all__ = [
 
 from onnx_symdims.rewrite._broadcast import BroadcastScalarOperandsPass
 from onnx_symdims.rewrite._facts import ShapeFacts, analyze
+from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (
     CollapseReshapeChainsPass,

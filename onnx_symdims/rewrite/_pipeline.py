@@ -36,6 +36,7 @@ from onnx_symdims.rewrite._facts import (
     ints_attribute,
 )
 from onnx_symdims.rewrite._folding import should_fold
+from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (
     CollapseReshapeChainsPass,
@@ -205,6 +206,9 @@ class OptimizePass(ir.passes.InPlacePass):
         moved = TransposeThroughBinaryPass(facts)
         moved(model)
         _merge_counts(result, moved.fired, moved.declined, "TransposeThroughBinary")
+        grids = GatherNDOfIndexGridPass(facts)
+        grids(model)
+        _merge_counts(result, grids.fired, grids.declined, "GatherNDOfIndexGrid")
         reduces = ReduceDropsKeptAxesPass(facts)
         reduces(model)
         _merge_counts(result, reduces.fired, reduces.declined, "ReduceDropsKeptAxes")

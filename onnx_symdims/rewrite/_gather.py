@@ -1,0 +1,213 @@
+"""Replaces a ``GatherND`` over a grid of ``Range(0, n)`` indices by a slice of its data.
+
+transformers builds its attention masks with ``vmap``; exported, the padding mask reads
+``mask[b, t]`` for every ``(b, t)`` through ``GatherND(mask, idx)``, where ``idx`` stacks
+``Expand(arange(batch).view(B, 1, 1, 1), S)`` and ``Expand(arange(kv).view(1, 1, 1, T), S)``
+on a last axis: nine nodes (the aranges, expands, unsqueezes, a concat, the grid's shape)
+for what is ``mask[:, :T]`` with two axes of 1 inserted.
+
+Proof relied on: with ``batch_dims = 0`` and as many index components as ``data`` has
+axes, ``out[i] = data[idx[i, 0], ..., idx[i, k-1]]``. Component ``j`` is
+``Expand(R_j, S)[i]``, where ``R_j`` is a ``Range(0, n_j, 1)`` reshaped so that only axis
+``a_j`` has ``n_j`` elements (every other dim proven 1) and ``S[a_j]`` is proven
+``n_j``: its value at ``i`` is ``i[a_j]``. So ``out[i] = data[i[a_0], ..., i[a_{k-1}]]``,
+with each index below ``n_j`` (an index past ``data``'s dim fails the original). When the
+``a_j`` increase and every other axis of ``S`` is proven 1, that is
+``data[:n_0, ..., :n_{k-1}]`` with size-1 axes inserted at the other positions, element for
+element in row-major order; a ``Slice`` is written only for the axes whose ``n_j`` is not
+proven equal to ``data``'s dim (its end is the ``Range``'s own limit).
+"""
+
+from __future__ import annotations
+
+__all__ = ["GatherNDOfIndexGridPass"]
+
+import logging
+
+import numpy as np
+import onnx_ir as ir
+
+from onnx_symdims.rewrite._facts import FactsPass, int_attribute, take_over
+from onnx_symdims.rewrite._values import dead_cone
+
+logger = logging.getLogger(__name__)
+
+_RESHAPES = frozenset({"Reshape", "Unsqueeze"})
+
+
+class GatherNDOfIndexGridPass(FactsPass):
+    """Replaces ``GatherND(data, grid of Range(0, n) indices)`` by a slice of ``data`` with size-1 axes inserted.
+
+    Args:
+        facts: The proven facts of the model.
+
+    Attributes:
+        fired: ``{"gather_nd_of_index_grid": n}``.
+        declined: Why candidates were kept, counted by reason.
+    """
+
+    op_types = frozenset({"GatherND"})
+
+    def visit(self, graph: ir.Graph, node: ir.Node) -> None:
+        if len(node.inputs) != 2 or node.inputs[0] is None or node.inputs[1] is None:
+            return
+        if int_attribute(node, "batch_dims", 0) != 0:
+            self.declined["batch_dims is not 0"] += 1
+            return
+        data, idx = node.inputs
+        facts = self.facts
+        sd, si, so = facts.shape(data), facts.shape(idx), facts.shape(node.outputs[0])
+        if sd is None or si is None or so is None or not si or si[-1] != len(sd) or not sd:
+            self.declined["the index does not address every axis of the data"] += 1
+            return
+        grid = self._grid(idx, si)
+        if grid is None:
+            return
+        axes = [axis for axis, _ in grid]
+        if axes != sorted(set(axes)):
+            self.declined["the grid's axes are not in increasing order"] += 1
+            return
+        if not facts.same_shape(so, si[:-1]) or not all(
+            facts.same_dim(d, 1) for a, d in enumerate(so) if a not in axes
+        ):
+            self.declined["the grid has other axes than size 1"] += 1
+            return
+        if graph.opset_imports.get("", 0) < 13:
+            self.declined["opset before 13 (Unsqueeze axes as an attribute)"] += 1
+            return
+        self._replace(graph, node, data, sd, so, grid)
+
+    def _grid(self, idx: ir.Value, si) -> list[tuple[int, ir.Node]] | None:
+        """``[(a_j, range_j), ...]`` for the components of ``idx``, or ``None`` (reason recorded)."""
+        rank = len(si) - 1
+        concat = idx.producer()
+        if concat is None:
+            return None
+        if concat.op_type == "Concat" and concat.domain == "":
+            axis = int_attribute(concat, "axis")
+            if axis is None or (axis if axis >= 0 else axis + rank + 1) != rank:
+                self.declined["the index is not stacked on its last axis"] += 1
+                return None
+            parts = list(concat.inputs)
+        else:
+            parts = [idx]
+        if len(parts) != si[-1]:
+            self.declined["the index is not stacked from one component per axis"] += 1
+            return None
+        grid = []
+        for part in parts:
+            component = self._component(part, si[:-1])
+            if component is None:
+                return None
+            grid.append(component)
+        return grid
+
+    def _component(self, part: ir.Value | None, grid_shape) -> tuple[int, ir.Node] | None:
+        """``(a, Range node)`` when ``part`` is ``Range(0, n)`` along axis ``a`` of the grid."""
+        facts = self.facts
+        lift = part.producer() if part is not None else None
+        if (
+            lift is None
+            or lift.domain != ""
+            or lift.op_type not in _RESHAPES
+            or not facts.same_shape(facts.shape(part), (*grid_shape, 1))
+            or not facts.same_shape(facts.shape(lift.inputs[0]), grid_shape)
+        ):
+            self.declined["an index component is not a grid with a trailing axis"] += 1
+            return None
+        spread = lift.inputs[0]
+        expand = spread.producer()
+        placed = expand.inputs[0] if expand is not None and expand.op_type == "Expand" else spread
+        shape = facts.shape(placed)
+        place = placed.producer() if placed is not None else None
+        if (
+            shape is None
+            or len(shape) != len(grid_shape)
+            or place is None
+            or place.domain != ""
+            or place.op_type not in _RESHAPES
+        ):
+            self.declined["an index component is not a reshaped Range"] += 1
+            return None
+        long = [a for a, d in enumerate(shape) if not facts.same_dim(d, 1)]
+        arange = place.inputs[0].producer() if place.inputs[0] is not None else None
+        if len(long) != 1 or arange is None or arange.op_type != "Range" or arange.domain != "":
+            self.declined["an index component is not a reshaped Range"] += 1
+            return None
+        (axis,) = long
+        if facts.dtype(arange.outputs[0]) != ir.DataType.INT64:
+            self.declined["a Range is not int64 (its limit becomes a Slice end)"] += 1
+            return None
+        start, _, delta = (facts.int_elements(v) for v in arange.inputs)
+        if start != (0,) or delta != (1,):
+            self.declined["a Range does not start at 0 with step 1"] += 1
+            return None
+        (n,) = facts.shape(arange.outputs[0]) or (None,)
+        if n is None or not facts.same_dim(shape[axis], n) or not facts.same_dim(
+            grid_shape[axis], n
+        ):
+            self.declined["a Range is not spread along its whole axis"] += 1
+            return None
+        return axis, arange
+
+    def _replace(self, graph, node, data, sd, so, grid) -> None:
+        facts = self.facts
+        sliced_axes = [
+            j
+            for j, (_, arange) in enumerate(grid)
+            if not facts.same_dim(facts.shape(arange.outputs[0])[0], sd[j])
+        ]
+        kept = {a for a, _ in grid}
+        inserted = [a for a in range(len(so)) if a not in kept]
+        added = (2 + len(sliced_axes) + (len(sliced_axes) > 1)) if sliced_axes else 0
+        added += 1 if inserted else 0
+        idx = node.inputs[1]
+        removed = 1
+        if len(idx.uses()) == 1 and not idx.is_graph_output():
+            removed += sum(1 for n in dead_cone(idx.producer(), idx) if n.op_type != "Constant")
+        if removed <= added:
+            self.declined["removes no more nodes than it adds"] += 1
+            return
+        new_nodes: list[ir.Node] = []
+        result = data
+        if sliced_axes:
+            ends = []
+            for j in sliced_axes:
+                limit = grid[j][1].inputs[1]
+                zero = _constant([0])
+                end = ir.node("Unsqueeze", [limit, zero.outputs[0]])
+                new_nodes += [zero, end]
+                ends.append(end.outputs[0])
+            if len(ends) > 1:
+                joined = ir.node("Concat", ends, attributes={"axis": 0})
+                new_nodes.append(joined)
+                ends = [joined.outputs[0]]
+            starts = _constant([0] * len(sliced_axes))
+            axes = _constant(sliced_axes)
+            sliced = ir.node("Slice", [data, starts.outputs[0], ends[0], axes.outputs[0]])
+            new_nodes += [starts, axes, sliced]
+            result = sliced.outputs[0]
+        if inserted:
+            where = _constant(inserted)
+            unsqueeze = ir.node("Unsqueeze", [result, where.outputs[0]])
+            new_nodes += [where, unsqueeze]
+            result = unsqueeze.outputs[0]
+        if result is data:  # a grid over all of data's axes in order: data itself
+            result_node = ir.node("Identity", [data])
+            new_nodes.append(result_node)
+            result = result_node.outputs[0]
+        graph.insert_before(node, new_nodes)
+        out = node.outputs[0]
+        result.dtype = facts.dtype(out)
+        result.shape = out.shape
+        take_over(out, result, "sliced")
+        self.fired["gather_nd_of_index_grid"] += 1
+
+
+def _constant(values: list[int]) -> ir.Node:
+    array = np.array(values, np.int64)
+    const = ir.node("Constant", [], attributes={"value": ir.tensor(array)})
+    const.outputs[0].dtype = ir.DataType.INT64
+    const.outputs[0].shape = ir.Shape([len(values)])
+    const.outputs[0].const_value = ir.tensor(array)
+    return const

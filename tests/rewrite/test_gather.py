@@ -1,0 +1,112 @@
+"""GatherNDOfIndexGridPass: transformers' vmap-built mask gather, as a slice of the mask.
+
+Firing cases run before and after in onnxruntime, on sizes with empty batches and
+sequences and with a mask longer than the index grid (the gather reads a prefix);
+declining cases name their reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from onnx_symdims.rewrite import GatherNDOfIndexGridPass
+from tests.rewrite._rewrite_testing import apply_pass, assert_equivalent, ops
+
+# The padding mask of a BERT export: mask[b, t] for every (b, t), as [B, 1, 1, T].
+# {limit} is the kv length the grid spans: S (the mask's own dim) or P + S.
+MASK = """
+    g (bool[B, {mask_len}] mask, float[B, S] ids, float[B, 2, P, 4] past) => (bool[?, ?, ?, ?] y) {{
+        zero = Constant<value = int64 {{0}}>()
+        one = Constant<value = int64 {{1}}>()
+        sb = Shape<start = 0, end = 1>(ids)
+        b = Squeeze(sb)
+        ss = Shape<start = 1, end = 2>(ids)
+        s = Squeeze(ss)
+        sp = Shape<start = 2, end = 3>(past)
+        p = Squeeze(sp)
+        total = Add(p, s)
+        rb = Range(zero, b, one)
+        rt = Range(zero, {limit}, one)
+        shape_b = Constant<value = int64[4] {{-1, 1, 1, 1}}>()
+        shape_t = Constant<value = int64[4] {{1, 1, 1, -1}}>()
+        gb = Reshape(rb, shape_b)
+        gt = Reshape({rt}, shape_t)
+        m = Max(gb, gt)
+        grid = Shape(m)
+        eb = Expand({gb}, grid)
+        et = Expand(gt, grid)
+        last = Constant<value = int64[1] {{-1}}>()
+        ub = Unsqueeze(eb, last)
+        ut = Unsqueeze(et, last)
+        idx = Concat<axis = -1>({parts})
+        y = GatherND(mask, idx)
+    }}
+"""
+
+
+def _mask(mask_len="S", limit="s", rt="rt", gb="gb", parts="ub, ut") -> str:
+    return MASK.format(mask_len=mask_len, limit=limit, rt=rt, gb=gb, parts=parts)
+
+
+SIZES = [
+    {"B": 2, "S": 3, "P": 0, "T": 3},
+    {"B": 0, "S": 2, "P": 1, "T": 3},
+    {"B": 1, "S": 0, "P": 0, "T": 0},
+    {"B": 3, "S": 1, "P": 4, "T": 5},
+]
+
+
+def _bool_mask(sizes):
+    rng = np.random.default_rng(sizes["B"] * 10 + sizes["S"])
+    return rng.random((sizes["B"], sizes["T"])) < 0.5
+
+
+@pytest.mark.parametrize(
+    ("body", "expected", "longer"),
+    [
+        # the grid spans the mask's own length: the mask with two axes inserted
+        (_mask(mask_len="S"), ["Unsqueeze"], False),
+        # a KV-cache decoder: the grid spans P + S of a mask declared T long, so the gather
+        # reads a prefix (a mask longer than P + S runs too)
+        (_mask(mask_len="T", limit="total"), ["Add", "Unsqueeze", "Slice", "Unsqueeze"], True),
+    ],
+    ids=["own_length", "kv_prefix"],
+)
+def test_gather_of_an_index_grid_becomes_a_slice(body, expected, longer):
+    before, m, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
+    assert rewrite.fired == {"gather_nd_of_index_grid": 1}
+    assert [op for op in ops(m) if op not in ("Shape", "Squeeze")] == expected
+    sizes = [{**s, "T": s["S"]} for s in SIZES] if not longer else SIZES
+    if longer:  # a mask longer than the grid: the gather reads its first P + S columns
+        sizes = [*sizes, {"B": 2, "S": 2, "P": 1, "T": 6}]
+    assert_equivalent(before, m, sizes, given={"mask": _bool_mask})
+
+
+DECLINES = {
+    "a Range with an offset (a sliding window's kv positions)": (
+        _mask().replace("gt = Reshape(rt, shape_t)", "shifted = Add(rt, one)\n        gt = Reshape(shifted, shape_t)"),
+        "an index component is not a reshaped Range",
+    ),
+    "the components in the other order (a transpose)": (
+        _mask(parts="ut, ub").replace("bool[B, S] mask", "bool[S, B] mask"),
+        "the grid's axes are not in increasing order",
+    ),
+    "batch_dims": (
+        _mask().replace("y = GatherND(mask, idx)", "y = GatherND<batch_dims = 1>(mask, idx)"),
+        "batch_dims is not 0",
+    ),
+    "a Range that does not start at 0": (
+        _mask().replace("rb = Range(zero, b, one)", "rb = Range(one, b, one)"),
+        "a Range does not start at 0 with step 1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", DECLINES)
+def test_gather_of_an_index_grid_declines(case):
+    body, reason = DECLINES[case]
+    _, m, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
+    assert not rewrite.fired
+    assert rewrite.declined[reason] >= 1, rewrite.declined
+    assert "GatherND" in ops(m)
