@@ -49,33 +49,68 @@ class GatherNDOfIndexGridPass(FactsPass):
     op_types = frozenset({"GatherND"})
 
     def visit(self, graph: ir.Graph, node: ir.Node) -> None:
-        if len(node.inputs) != 2 or node.inputs[0] is None or node.inputs[1] is None:
+        plan = self._plan(graph, node)
+        if plan is None:
             return
+        # Index grids are shared (whisper's decoder gathers two masks with one grid): the
+        # grid's nodes die only when every gather reading it is rewritten.
+        idx = node.inputs[1]
+        group = [node]
+        plans = [plan]
+        removed = 1
+        uses = idx.uses()
+        if not idx.is_graph_output() and all(
+            u.idx == 1 and u.node.op_type == "GatherND" and u.node.domain == "" for u in uses
+        ):
+            others = list(dict.fromkeys(u.node for u in uses if u.node is not node))
+            other_plans = [self._plan(graph, other) for other in others]
+            if all(p is not None for p in other_plans):
+                group += others
+                plans += other_plans
+                removed = len(group) + sum(
+                    1 for n in dead_cone(idx.producer(), idx) if n.op_type != "Constant"
+                )
+        if removed <= sum(_cost(*p) for p in plans):
+            self.declined["removes no more nodes than it adds"] += 1
+            return
+        for gather, p in zip(group, plans):
+            self._replace(graph, gather, *p)
+
+    def _plan(self, graph: ir.Graph, node: ir.Node) -> tuple | None:
+        """``(data, sliced axes, inserted axes, grid)`` for a rewritable gather, or ``None``."""
+        if len(node.inputs) != 2 or node.inputs[0] is None or node.inputs[1] is None:
+            return None
         if int_attribute(node, "batch_dims", 0) != 0:
             self.declined["batch_dims is not 0"] += 1
-            return
+            return None
         data, idx = node.inputs
         facts = self.facts
         sd, si, so = facts.shape(data), facts.shape(idx), facts.shape(node.outputs[0])
         if sd is None or si is None or so is None or not si or si[-1] != len(sd) or not sd:
             self.declined["the index does not address every axis of the data"] += 1
-            return
+            return None
         grid = self._grid(idx, si)
         if grid is None:
-            return
+            return None
         axes = [axis for axis, _ in grid]
         if axes != sorted(set(axes)):
             self.declined["the grid's axes are not in increasing order"] += 1
-            return
+            return None
         if not facts.same_shape(so, si[:-1]) or not all(
             facts.same_dim(d, 1) for a, d in enumerate(so) if a not in axes
         ):
             self.declined["the grid has other axes than size 1"] += 1
-            return
+            return None
         if graph.opset_imports.get("", 0) < 13:
             self.declined["opset before 13 (Unsqueeze axes as an attribute)"] += 1
-            return
-        self._replace(graph, node, data, sd, so, grid)
+            return None
+        sliced = [
+            j
+            for j, (_, arange) in enumerate(grid)
+            if not facts.same_dim(facts.shape(arange.outputs[0])[0], sd[j])
+        ]
+        inserted = [a for a in range(len(so)) if a not in set(axes)]
+        return data, sliced, inserted, grid
 
     def _grid(self, idx: ir.Value, si) -> list[tuple[int, ir.Node]] | None:
         """``[(a_j, range_j), ...]`` for the components of ``idx``, or ``None`` (reason recorded)."""
@@ -150,24 +185,8 @@ class GatherNDOfIndexGridPass(FactsPass):
             return None
         return axis, arange
 
-    def _replace(self, graph, node, data, sd, so, grid) -> None:
+    def _replace(self, graph, node, data, sliced_axes, inserted, grid) -> None:
         facts = self.facts
-        sliced_axes = [
-            j
-            for j, (_, arange) in enumerate(grid)
-            if not facts.same_dim(facts.shape(arange.outputs[0])[0], sd[j])
-        ]
-        kept = {a for a, _ in grid}
-        inserted = [a for a in range(len(so)) if a not in kept]
-        added = (2 + len(sliced_axes) + (len(sliced_axes) > 1)) if sliced_axes else 0
-        added += 1 if inserted else 0
-        idx = node.inputs[1]
-        removed = 1
-        if len(idx.uses()) == 1 and not idx.is_graph_output():
-            removed += sum(1 for n in dead_cone(idx.producer(), idx) if n.op_type != "Constant")
-        if removed <= added:
-            self.declined["removes no more nodes than it adds"] += 1
-            return
         new_nodes: list[ir.Node] = []
         result = data
         if sliced_axes:
@@ -201,7 +220,15 @@ class GatherNDOfIndexGridPass(FactsPass):
         result.dtype = facts.dtype(out)
         result.shape = out.shape
         take_over(out, result, "sliced")
+        graph.remove(node, safe=True)  # now unused; a gather sharing its grid is next
         self.fired["gather_nd_of_index_grid"] += 1
+
+
+def _cost(data, sliced: list[int], inserted: list[int], grid) -> int:
+    """Nodes (not counting constants) the rewrite of one gather adds."""
+    added = len(sliced) + (len(sliced) > 1) + 1 if sliced else 0  # Unsqueeze ends, Slice
+    added += 1 if inserted else 0
+    return added if added else 1  # an Identity when nothing is left to do
 
 
 def _constant(values: list[int]) -> ir.Node:

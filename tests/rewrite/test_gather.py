@@ -83,6 +83,30 @@ def test_gather_of_an_index_grid_becomes_a_slice(body, expected, longer):
     assert_equivalent(before, m, sizes, given={"mask": _bool_mask})
 
 
+def test_a_grid_shared_by_two_gathers_goes_when_both_are_rewritten():
+    """whisper's decoder gathers its padding mask and a cumulative sum with one grid."""
+    body = _mask().replace(
+        "past) => (bool[?, ?, ?, ?] y) {",
+        "past, int64[B, S] pos) => (bool[?, ?, ?, ?] y, int64[?, ?, ?, ?] z) {",
+    ).replace("y = GatherND(mask, idx)", "y = GatherND(mask, idx)\n        z = GatherND(pos, idx)")
+    before, m, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
+    assert rewrite.fired == {"gather_nd_of_index_grid": 2}
+    assert "GatherND" not in ops(m) and "Range" not in ops(m)
+    sizes = [{**s, "T": s["S"]} for s in SIZES]
+    assert_equivalent(before, m, sizes, given={"mask": _bool_mask})
+
+
+def test_a_grid_shared_with_a_gather_that_stays_stays_too():
+    body = _mask().replace(
+        "past) => (bool[?, ?, ?, ?] y) {",
+        "past, int64[B, S, 3] pos) => (bool[?, ?, ?, ?] y, int64[?, ?, ?, ?] z) {",
+    ).replace("y = GatherND(mask, idx)", "y = GatherND(mask, idx)\n        z = GatherND(pos, idx)")
+    _, m, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
+    assert not rewrite.fired
+    assert rewrite.declined["removes no more nodes than it adds"] >= 1
+    assert ops(m).count("GatherND") == 2
+
+
 DECLINES = {
     "a Range with an offset (a sliding window's kv positions)": (
         _mask().replace("gt = Reshape(rt, shape_t)", "shifted = Add(rt, one)\n        gt = Reshape(shifted, shape_t)"),
