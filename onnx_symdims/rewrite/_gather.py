@@ -109,6 +109,12 @@ class GatherNDOfIndexGridPass(FactsPass):
             for j, (_, arange) in enumerate(grid)
             if not facts.same_dim(facts.shape(arange.outputs[0])[0], sd[j])
         ]
+        for j in sliced:
+            # A negative limit gives an empty Range, but a Slice end counted from the back.
+            limit = facts.elements(grid[j][1].inputs[1])
+            if limit is None or len(limit) != 1 or not facts.at_least(limit[0], 0):
+                self.declined["a Range's limit is not proven >= 0"] += 1
+                return None
         inserted = [a for a in range(len(so)) if a not in set(axes)]
         return data, sliced, inserted, grid
 

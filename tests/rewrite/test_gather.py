@@ -120,6 +120,12 @@ DECLINES = {
         _mask().replace("y = GatherND(mask, idx)", "y = GatherND<batch_dims = 1>(mask, idx)"),
         "batch_dims is not 0",
     ),
+    "a limit that may be negative (an empty Range, but a Slice end from the back)": (
+        _mask(mask_len="T", limit="lim").replace(
+            "float[B, 2, P, 4] past)", "float[B, 2, P, 4] past, int64 lim)"
+        ),
+        "a Range's limit is not proven >= 0",
+    ),
     "a Range that does not start at 0": (
         _mask().replace("rb = Range(zero, b, one)", "rb = Range(one, b, one)"),
         "a Range does not start at 0 with step 1",
