@@ -7,6 +7,8 @@ declining cases name their reason.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -140,3 +142,67 @@ def test_gather_of_an_index_grid_declines(case):
     assert not rewrite.fired
     assert rewrite.declined[reason] >= 1, rewrite.declined
     assert "GatherND" in ops(m)
+
+
+def _grid_case(k: int, m: int, positions: tuple[int, ...], prefix: tuple[bool, ...]) -> str:
+    """A gather of a rank-``k`` tensor over a rank-``m`` grid; axis ``j`` spans all of
+    ``data``'s dim ``j``, or (``prefix[j]``) the first ``L_j`` of them."""
+    dims = ", ".join(f"D{j}" for j in range(k))
+    extra = "".join(f", float[L{j}] l{j}" for j in range(k) if prefix[j])
+    lines = ["zero = Constant<value = int64 {0}>()", "one = Constant<value = int64 {1}>()"]
+    for j in range(k):
+        source = f"l{j}" if prefix[j] else "data"
+        axis = 0 if prefix[j] else j
+        lines += [
+            f"s{j} = Shape<start = {axis}, end = {axis + 1}>({source})",
+            f"n{j} = Squeeze(s{j})",
+            f"r{j} = Range(zero, n{j}, one)",
+            f"t{j} = Constant<value = int64[{m}] {{"
+            + ", ".join("-1" if a == positions[j] else "1" for a in range(m))
+            + "}>()",
+            f"g{j} = Reshape(r{j}, t{j})",
+        ]
+    top = "g0"
+    for j in range(1, k):
+        lines.append(f"mx{j} = Max({top}, g{j})")
+        top = f"mx{j}"
+    lines += ["grid = Shape(" + top + ")", "last = Constant<value = int64[1] {-1}>()"]
+    for j in range(k):
+        name = f"u{j}" if k > 1 else "idx"  # one component: the index itself
+        lines += [f"e{j} = Expand(g{j}, grid)", f"{name} = Unsqueeze(e{j}, last)"]
+    if k > 1:
+        lines.append("idx = Concat<axis = -1>(" + ", ".join(f"u{j}" for j in range(k)) + ")")
+    lines.append("y = GatherND(data, idx)")
+    body = "\n            ".join(lines)
+    return f"""
+        g (float[{dims}] data{extra}) => (float[?] y) {{
+            {body}
+        }}
+    """
+
+
+GRID_CASES = [
+    (k, m, positions, prefix)
+    for k, m in ((1, 1), (1, 3), (2, 2), (2, 4), (3, 4))
+    for positions in itertools.combinations(range(m), k)
+    for prefix in itertools.product((False, True), repeat=k)
+    if (k, m) != (3, 4) or prefix in ((False,) * 3, (True, False, True))
+]
+
+
+@pytest.mark.parametrize(("k", "m", "positions", "prefix"), GRID_CASES)
+def test_every_grid_layout_keeps_the_outputs(k, m, positions, prefix):
+    """Every placement of a rank-1 to 3 tensor's axes in a grid of rank up to 4, each
+    spanning its whole axis or a prefix: fired, same outputs on sizes with zeros and
+    ones (a prefix of any length up to the whole axis)."""
+    body = _grid_case(k, m, positions, prefix)
+    before, m_after, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
+    assert rewrite.fired == {"gather_nd_of_index_grid": 1}, rewrite.declined
+    assert "GatherND" not in ops(m_after)
+    rng = np.random.default_rng(k * 100 + m * 10 + sum(positions))
+    sizes = []
+    for _ in range(6):
+        binding = {f"D{j}": int(rng.integers(0, 4)) for j in range(k)}
+        binding.update({f"L{j}": int(rng.integers(0, binding[f"D{j}"] + 1)) for j in range(k)})
+        sizes.append(binding)
+    assert_equivalent(before, m_after, sizes)
