@@ -38,21 +38,19 @@ from __future__ import annotations
 
 __all__ = ["ReuseEqualValuesPass"]
 
-import dataclasses
 import logging
 from collections import Counter
 
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.rewrite._facts import ShapeFacts
+from onnx_symdims.rewrite._facts import FactsPass
 from onnx_symdims.rewrite._values import INTEGER_DTYPES, dead_cone
 
 logger = logging.getLogger(__name__)
 
 
-@dataclasses.dataclass
-class ReuseEqualValuesPass(ir.passes.InPlacePass):
+class ReuseEqualValuesPass(FactsPass):
     """Replaces an integer tensor by an earlier one proven to hold the same elements.
 
     Values whose elements are all integers are left to
@@ -66,11 +64,7 @@ class ReuseEqualValuesPass(ir.passes.InPlacePass):
         declined: Why candidates were kept, counted by reason.
     """
 
-    facts: ShapeFacts
-    fired: Counter = dataclasses.field(default_factory=Counter)
-    declined: Counter = dataclasses.field(default_factory=Counter)
-
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+    def call(self, model: ir.Model) -> ir.passes.PassResult:  # every node, not some op types
         self.fired = Counter()
         self.declined = Counter()
         graph = model.graph

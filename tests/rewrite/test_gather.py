@@ -85,13 +85,17 @@ def test_gather_of_an_index_grid_becomes_a_slice(body, expected, longer):
     assert_equivalent(before, m, sizes, given={"mask": _bool_mask})
 
 
+def _two_gathers(pos: str) -> str:
+    """The mask and a second tensor ``pos`` gathered with one grid."""
+    return _mask().replace(
+        "past) => (bool[?, ?, ?, ?] y) {",
+        f"past, {pos} pos) => (bool[?, ?, ?, ?] y, int64[?, ?, ?, ?] z) {{",
+    ).replace("y = GatherND(mask, idx)", "y = GatherND(mask, idx)\n        z = GatherND(pos, idx)")
+
+
 def test_a_grid_shared_by_two_gathers_goes_when_both_are_rewritten():
     """whisper's decoder gathers its padding mask and a cumulative sum with one grid."""
-    body = _mask().replace(
-        "past) => (bool[?, ?, ?, ?] y) {",
-        "past, int64[B, S] pos) => (bool[?, ?, ?, ?] y, int64[?, ?, ?, ?] z) {",
-    ).replace("y = GatherND(mask, idx)", "y = GatherND(mask, idx)\n        z = GatherND(pos, idx)")
-    before, m, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
+    before, m, rewrite = apply_pass(GatherNDOfIndexGridPass, _two_gathers("int64[B, S]"))
     assert rewrite.fired == {"gather_nd_of_index_grid": 2}
     assert "GatherND" not in ops(m) and "Range" not in ops(m)
     sizes = [{**s, "T": s["S"]} for s in SIZES]
@@ -99,11 +103,8 @@ def test_a_grid_shared_by_two_gathers_goes_when_both_are_rewritten():
 
 
 def test_a_grid_shared_with_a_gather_that_stays_stays_too():
-    body = _mask().replace(
-        "past) => (bool[?, ?, ?, ?] y) {",
-        "past, int64[B, S, 3] pos) => (bool[?, ?, ?, ?] y, int64[?, ?, ?, ?] z) {",
-    ).replace("y = GatherND(mask, idx)", "y = GatherND(mask, idx)\n        z = GatherND(pos, idx)")
-    _, m, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
+    # pos has a third axis the grid does not index: that gather stays, and the grid too
+    _, m, rewrite = apply_pass(GatherNDOfIndexGridPass, _two_gathers("int64[B, S, 3]"))
     assert not rewrite.fired
     assert rewrite.declined["removes no more nodes than it adds"] >= 1
     assert ops(m).count("GatherND") == 2
