@@ -70,7 +70,7 @@ class GatherNDOfIndexGridPass(FactsPass):
                 removed = len(group) + sum(
                     1 for n in dead_cone(idx.producer(), idx) if n.op_type != "Constant"
                 )
-        if removed <= sum(_cost(*p) for p in plans):
+        if removed <= sum(_cost(self.facts, *p) for p in plans):
             self.declined["removes no more nodes than it adds"] += 1
             return
         for gather, p in zip(group, plans):
@@ -92,7 +92,7 @@ class GatherNDOfIndexGridPass(FactsPass):
         grid = self._grid(idx, si)
         if grid is None:
             return None
-        axes = [axis for axis, _ in grid]
+        axes = [axis for axis, _, _ in grid]
         if axes != sorted(set(axes)):
             self.declined["the grid's axes are not in increasing order"] += 1
             return None
@@ -106,8 +106,8 @@ class GatherNDOfIndexGridPass(FactsPass):
             return None
         sliced = [
             j
-            for j, (_, arange) in enumerate(grid)
-            if not facts.same_dim(facts.shape(arange.outputs[0])[0], sd[j])
+            for j, (_, arange, offset) in enumerate(grid)
+            if offset is not None or not facts.same_dim(facts.shape(arange.outputs[0])[0], sd[j])
         ]
         for j in sliced:
             # A negative limit gives an empty Range, but a Slice end counted from the back.
@@ -118,8 +118,8 @@ class GatherNDOfIndexGridPass(FactsPass):
         inserted = [a for a in range(len(so)) if a not in set(axes)]
         return data, sliced, inserted, grid
 
-    def _grid(self, idx: ir.Value, si) -> list[tuple[int, ir.Node]] | None:
-        """``[(a_j, range_j), ...]`` for the components of ``idx``, or ``None`` (reason recorded)."""
+    def _grid(self, idx: ir.Value, si) -> list[tuple] | None:
+        """``[(a_j, range_j, offset_j), ...]`` for the components of ``idx``, or ``None``."""
         rank = len(si) - 1
         concat = idx.producer()
         if concat is None:
@@ -143,8 +143,11 @@ class GatherNDOfIndexGridPass(FactsPass):
             grid.append(component)
         return grid
 
-    def _component(self, part: ir.Value | None, grid_shape) -> tuple[int, ir.Node] | None:
-        """``(a, Range node)`` when ``part`` is ``Range(0, n)`` along axis ``a`` of the grid."""
+    def _component(self, part: ir.Value | None, grid_shape) -> tuple | None:
+        """``(a, Range node, offset)`` for ``part`` spreading ``Range(0, n) [+ offset]`` on axis ``a``.
+
+        ``offset`` is a scalar proven ``>= 0``, or ``None``.
+        """
         facts = self.facts
         lift = part.producer() if part is not None else None
         if (
@@ -171,8 +174,8 @@ class GatherNDOfIndexGridPass(FactsPass):
             self.declined["an index component is not a reshaped Range"] += 1
             return None
         long = [a for a, d in enumerate(shape) if not facts.same_dim(d, 1)]
-        arange = place.inputs[0].producer() if place.inputs[0] is not None else None
-        if len(long) != 1 or arange is None or arange.op_type != "Range" or arange.domain != "":
+        arange, offset = self._shifted_range(place.inputs[0])
+        if len(long) != 1 or arange is None:
             self.declined["an index component is not a reshaped Range"] += 1
             return None
         (axis,) = long
@@ -189,28 +192,66 @@ class GatherNDOfIndexGridPass(FactsPass):
         ):
             self.declined["a Range is not spread along its whole axis"] += 1
             return None
-        return axis, arange
+        return axis, arange, offset
+
+    def _shifted_range(self, value: ir.Value | None) -> tuple[ir.Node | None, ir.Value | None]:
+        """``(Range node, offset)`` for ``Range(...)`` or ``Range(...) + offset``.
+
+        A sliding window's kv positions are ``arange(n) + max(past - window, 0)``: the offset
+        is a scalar proven ``>= 0`` (a negative one would wrap GatherND's indices around).
+        """
+        producer = value.producer() if value is not None else None
+        if producer is None or producer.domain != "":
+            return None, None
+        if producer.op_type == "Range":
+            return producer, None
+        if producer.op_type != "Add" or len(producer.inputs) != 2:
+            return None, None
+        facts = self.facts
+        for arange_out, offset in (producer.inputs, reversed(producer.inputs)):
+            arange = arange_out.producer() if arange_out is not None else None
+            if arange is None or arange.op_type != "Range" or arange.domain != "":
+                continue
+            shift = facts.elements(offset)
+            if (
+                facts.shape(offset) in ((), (1,))
+                and facts.dtype(offset) == ir.DataType.INT64
+                and shift is not None
+                and len(shift) == 1
+                and facts.at_least(shift[0], 0)
+                and facts.same_shape(facts.shape(value), facts.shape(arange_out))
+            ):
+                return arange, offset
+        return None, None
 
     def _replace(self, graph, node, data, sliced_axes, inserted, grid) -> None:
         facts = self.facts
         new_nodes: list[ir.Node] = []
         result = data
         if sliced_axes:
-            ends = []
+            starts, ends = [], []
             for j in sliced_axes:
-                limit = grid[j][1].inputs[1]
-                zero = _constant([0])
-                end = ir.node("Unsqueeze", [limit, zero.outputs[0]])
-                new_nodes += [zero, end]
-                ends.append(end.outputs[0])
-            if len(ends) > 1:
-                joined = ir.node("Concat", ends, attributes={"axis": 0})
-                new_nodes.append(joined)
-                ends = [joined.outputs[0]]
-            starts = _constant([0] * len(sliced_axes))
+                _, arange, offset = grid[j]
+                end = _as_vector(arange.inputs[1], facts, new_nodes)
+                if offset is None:
+                    start = _constant([0])
+                    new_nodes.append(start)
+                    starts.append(start.outputs[0])
+                else:
+                    start = _as_vector(offset, facts, new_nodes)
+                    shifted = ir.node("Add", [start, end])
+                    new_nodes.append(shifted)
+                    starts.append(start)
+                    end = shifted.outputs[0]
+                ends.append(end)
+            if len(sliced_axes) > 1:
+                starts_node = ir.node("Concat", starts, attributes={"axis": 0})
+                ends_node = ir.node("Concat", ends, attributes={"axis": 0})
+                new_nodes += [starts_node, ends_node]
+                starts, ends = [starts_node.outputs[0]], [ends_node.outputs[0]]
             axes = _constant(sliced_axes)
-            sliced = ir.node("Slice", [data, starts.outputs[0], ends[0], axes.outputs[0]])
-            new_nodes += [starts, axes, sliced]
+            sliced = ir.node("Slice", [data, starts[0], ends[0], axes.outputs[0]])
+            new_nodes += [axes, sliced]
             result = sliced.outputs[0]
         if inserted:
             where = _constant(inserted)
@@ -230,11 +271,28 @@ class GatherNDOfIndexGridPass(FactsPass):
         self.fired["gather_nd_of_index_grid"] += 1
 
 
-def _cost(data, sliced: list[int], inserted: list[int], grid) -> int:
+def _cost(facts, data, sliced: list[int], inserted: list[int], grid) -> int:
     """Nodes (not counting constants) the rewrite of one gather adds."""
-    added = len(sliced) + (len(sliced) > 1) + 1 if sliced else 0  # Unsqueeze ends, Slice
+    added = 0
+    for j in sliced:
+        _, arange, offset = grid[j]
+        added += facts.shape(arange.inputs[1]) != (1,)  # the end as a vector
+        if offset is not None:
+            added += (facts.shape(offset) != (1,)) + 1  # the start, and start + limit
+    if sliced:
+        added += 1 + (2 if len(sliced) > 1 else 0)  # the Slice, Concats of starts and ends
     added += 1 if inserted else 0
     return added if added else 1  # an Identity when nothing is left to do
+
+
+def _as_vector(value: ir.Value, facts, new_nodes: list[ir.Node]) -> ir.Value:
+    """``value`` (a scalar or a one-element vector) as a one-element vector."""
+    if facts.shape(value) == (1,):
+        return value
+    zero = _constant([0])
+    lifted = ir.node("Unsqueeze", [value, zero.outputs[0]])
+    new_nodes += [zero, lifted]
+    return lifted.outputs[0]
 
 
 def _constant(values: list[int]) -> ir.Node:

@@ -110,9 +110,30 @@ def test_a_grid_shared_with_a_gather_that_stays_stays_too():
     assert ops(m).count("GatherND") == 2
 
 
+# A sliding window of 2: the kv positions are arange(P + S) + max(P - 2, 0).
+WINDOW = _mask(mask_len="T", limit="total").replace(
+    "gt = Reshape(rt, shape_t)",
+    """two = Constant<value = int64 {2}>()
+        over = Sub(p, two)
+        shift = Max(over, zero)
+        shifted = Add(rt, shift)
+        gt = Reshape(shifted, shape_t)""",
+)
+
+
+def test_a_sliding_window_gather_becomes_a_shifted_slice():
+    before, m, rewrite = apply_pass(GatherNDOfIndexGridPass, WINDOW)
+    assert rewrite.fired == {"gather_nd_of_index_grid": 1}
+    assert "GatherND" not in ops(m) and "Slice" in ops(m)
+    sizes = []
+    for b, s, p, more in ((2, 3, 0, 0), (1, 1, 4, 0), (0, 2, 5, 1), (2, 0, 3, 2), (1, 2, 1, 0)):
+        sizes.append({"B": b, "S": s, "P": p, "T": p + s + max(p - 2, 0) + more})
+    assert_equivalent(before, m, sizes, given={"mask": _bool_mask})
+
+
 DECLINES = {
-    "a Range with an offset (a sliding window's kv positions)": (
-        _mask().replace("gt = Reshape(rt, shape_t)", "shifted = Add(rt, one)\n        gt = Reshape(shifted, shape_t)"),
+    "an offset that may be negative (GatherND's indices would wrap around)": (
+        WINDOW.replace("shift = Max(over, zero)", "shift = Identity(over)"),
         "an index component is not a reshaped Range",
     ),
     "the components in the other order (a transpose)": (
@@ -145,11 +166,15 @@ def test_gather_of_an_index_grid_declines(case):
     assert "GatherND" in ops(m)
 
 
-def _grid_case(k: int, m: int, positions: tuple[int, ...], prefix: tuple[bool, ...]) -> str:
+def _grid_case(
+    k: int, m: int, positions: tuple[int, ...], prefix: tuple[bool, ...], shifted: bool = False
+) -> str:
     """A gather of a rank-``k`` tensor over a rank-``m`` grid; axis ``j`` spans all of
-    ``data``'s dim ``j``, or (``prefix[j]``) the first ``L_j`` of them."""
+    ``data``'s dim ``j``, or (``prefix[j]``) the first ``L_j`` of them, or (``shifted``, on
+    the prefix axes) ``L_j`` of them from ``O_j`` on."""
     dims = ", ".join(f"D{j}" for j in range(k))
     extra = "".join(f", float[L{j}] l{j}" for j in range(k) if prefix[j])
+    extra += "".join(f", float[O{j}] o{j}" for j in range(k) if prefix[j] and shifted)
     lines = ["zero = Constant<value = int64 {0}>()", "one = Constant<value = int64 {1}>()"]
     for j in range(k):
         source = f"l{j}" if prefix[j] else "data"
@@ -157,7 +182,12 @@ def _grid_case(k: int, m: int, positions: tuple[int, ...], prefix: tuple[bool, .
         lines += [
             f"s{j} = Shape<start = {axis}, end = {axis + 1}>({source})",
             f"n{j} = Squeeze(s{j})",
-            f"r{j} = Range(zero, n{j}, one)",
+            f"r{j} = Range(zero, n{j}, one)"
+            if not (prefix[j] and shifted)
+            else f"q{j} = Range(zero, n{j}, one)\n"
+            f"            so{j} = Shape(o{j})\n"
+            f"            f{j} = Squeeze(so{j})\n"
+            f"            r{j} = Add(q{j}, f{j})",
             f"t{j} = Constant<value = int64[{m}] {{"
             + ", ".join("-1" if a == positions[j] else "1" for a in range(m))
             + "}>()",
@@ -183,20 +213,21 @@ def _grid_case(k: int, m: int, positions: tuple[int, ...], prefix: tuple[bool, .
 
 
 GRID_CASES = [
-    (k, m, positions, prefix)
+    (k, m, positions, prefix, shifted)
     for k, m in ((1, 1), (1, 3), (2, 2), (2, 4), (3, 4))
     for positions in itertools.combinations(range(m), k)
     for prefix in itertools.product((False, True), repeat=k)
+    for shifted in ((False, True) if any(prefix) and k < 3 else (False,))
     if (k, m) != (3, 4) or prefix in ((False,) * 3, (True, False, True))
 ]
 
 
-@pytest.mark.parametrize(("k", "m", "positions", "prefix"), GRID_CASES)
-def test_every_grid_layout_keeps_the_outputs(k, m, positions, prefix):
+@pytest.mark.parametrize(("k", "m", "positions", "prefix", "shifted"), GRID_CASES)
+def test_every_grid_layout_keeps_the_outputs(k, m, positions, prefix, shifted):
     """Every placement of a rank-1 to 3 tensor's axes in a grid of rank up to 4, each
-    spanning its whole axis or a prefix: fired, same outputs on sizes with zeros and
-    ones (a prefix of any length up to the whole axis)."""
-    body = _grid_case(k, m, positions, prefix)
+    spanning its whole axis, a prefix or a window from an offset: fired, same outputs on
+    sizes with zeros and ones (windows of any length and offset that fit the axis)."""
+    body = _grid_case(k, m, positions, prefix, shifted)
     before, m_after, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
     assert rewrite.fired == {"gather_nd_of_index_grid": 1}, rewrite.declined
     assert "GatherND" not in ops(m_after)
@@ -204,6 +235,8 @@ def test_every_grid_layout_keeps_the_outputs(k, m, positions, prefix):
     sizes = []
     for _ in range(6):
         binding = {f"D{j}": int(rng.integers(0, 4)) for j in range(k)}
-        binding.update({f"L{j}": int(rng.integers(0, binding[f"D{j}"] + 1)) for j in range(k)})
+        for j in range(k):
+            binding[f"O{j}"] = int(rng.integers(0, binding[f"D{j}"] + 1)) if shifted else 0
+            binding[f"L{j}"] = int(rng.integers(0, binding[f"D{j}"] - binding[f"O{j}"] + 1))
         sizes.append(binding)
     assert_equivalent(before, m_after, sizes)
