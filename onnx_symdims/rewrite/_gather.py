@@ -15,7 +15,10 @@ with each index below ``n_j`` (an index past ``data``'s dim fails the original).
 ``a_j`` increase and every other axis of ``S`` is proven 1, that is
 ``data[:n_0, ..., :n_{k-1}]`` with size-1 axes inserted at the other positions, element for
 element in row-major order; a ``Slice`` is written only for the axes whose ``n_j`` is not
-proven equal to ``data``'s dim (its end is the ``Range``'s own limit).
+proven equal to ``data``'s dim (its end is the ``Range``'s own limit, proven ``>= 0``: a
+negative limit gives an empty ``Range`` but a ``Slice`` end counted from the back). A
+sliding window's kv positions ``Range(0, n) + offset``, with the scalar ``offset`` proven
+``>= 0`` (a negative one would wrap the indices around), read ``data[offset:offset+n]``.
 """
 
 from __future__ import annotations
