@@ -63,7 +63,11 @@ class GatherNDOfIndexGridPass(FactsPass):
         removed = 1
         uses = idx.uses()
         if not idx.is_graph_output() and all(
-            u.idx == 1 and u.node.op_type == "GatherND" and u.node.domain == "" for u in uses
+            u.idx == 1
+            and u.node.op_type == "GatherND"
+            and u.node.domain == ""
+            and u.node.graph is graph  # a gather in a branch is not replaced from here
+            for u in uses
         ):
             others = list(dict.fromkeys(u.node for u in uses if u.node is not node))
             other_plans = [self._plan(graph, other) for other in others]

@@ -240,3 +240,26 @@ def test_every_grid_layout_keeps_the_outputs(k, m, positions, prefix, shifted):
             binding[f"L{j}"] = int(rng.integers(0, binding[f"D{j}"] - binding[f"O{j}"] + 1))
         sizes.append(binding)
     assert_equivalent(before, m_after, sizes)
+
+
+def test_a_grid_also_read_by_a_gather_in_a_branch_is_left_to_it():
+    """A gather inside an If branch shares the grid: the main graph's gather is rewritten
+    alone (the branch's node cannot be replaced from the main graph) and the grid stays."""
+    body = _mask().replace(
+        "past) => (bool[?, ?, ?, ?] y) {",
+        "past, bool c) => (bool[?, ?, ?, ?] y, bool[?, ?, ?, ?] z) {",
+    ).replace(
+        "y = GatherND(mask, idx)",
+        """y = GatherND(mask, idx)
+        z = If(c) <
+            then_branch = t () => (bool[?, ?, ?, ?] r) { r = GatherND(mask, idx) },
+            else_branch = e () => (bool[?, ?, ?, ?] r) { r = Identity(y) }
+        >""",
+    )
+    before, m, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
+    assert rewrite.fired == {}, "one gather saves no node while the grid stays"
+    assert rewrite.declined["removes no more nodes than it adds"] >= 1
+    sizes = [{**s, "T": s["S"]} for s in SIZES]
+    assert_equivalent(
+        before, m, sizes, given={"mask": _bool_mask, "c": lambda s: np.array(s["B"] % 2 == 0)}
+    )
