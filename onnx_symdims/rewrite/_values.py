@@ -83,8 +83,9 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         self._graph = graph
         self._opset = opset
         nodes = list(graph)
+        self._nodes = nodes
         self._positions = {node: i for i, node in enumerate(nodes)}
-        self._holders = _dim_holders(graph, self.facts)
+        self._holders: dict | None = None  # built when a rebuild first needs it
         outputs = frozenset(graph.outputs)
         for node in reversed(nodes):
             if node.graph is None:  # removed with a value rebuilt after it
@@ -196,6 +197,8 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         for d in elements:
             if isinstance(d, int) or d in sources:
                 continue
+            if self._holders is None:
+                self._holders = _dim_holders(self._graph.inputs, self._nodes, self.facts)
             for tensor, axis, at in self._holders.get(d, ()):
                 producer = tensor.producer()
                 if at >= position:
@@ -241,10 +244,12 @@ class ProvenValuesPass(ir.passes.InPlacePass):
 _MAX_HOLDERS = 4
 
 
-def _dim_holders(graph: ir.Graph, facts: ShapeFacts) -> dict:
+def _dim_holders(inputs, nodes: list[ir.Node], facts: ShapeFacts) -> dict:
     """``dim -> [(tensor, axis, position), ...]``: the first tensors whose proven shape has it.
 
-    Graph inputs first (position -1), then the main graph's values in node order.
+    Graph inputs first (position -1), then the values of ``nodes`` (the main graph's, in
+    order, as the pass started: positions index that list; a node removed since is
+    skipped by the caller).
     """
     holders: dict = {}
 
@@ -255,9 +260,9 @@ def _dim_holders(graph: ir.Graph, facts: ShapeFacts) -> dict:
                 if len(found) < _MAX_HOLDERS and (not found or found[-1][0] is not value):
                     found.append((value, axis, position))
 
-    for value in graph.inputs:
+    for value in inputs:
         add(value, -1)
-    for i, node in enumerate(graph):
+    for i, node in enumerate(nodes):
         for value in node.outputs:
             add(value, i)
     return holders
