@@ -17,6 +17,7 @@ __all__ = [
     "FlattenConcatsPass",
     "GatherNDOfIndexGridPass",
     "GroupedTransposePass",
+    "LiftScalarArithmeticPass",
     "MergeDisjointSlicesPass",
     "OptimizePass",
     "OptimizeResult",
@@ -43,6 +44,7 @@ from onnx_symdims.rewrite._layout import (
     FlattenConcatsPass,
     GroupedTransposePass,
 )
+from onnx_symdims.rewrite._lift import LiftScalarArithmeticPass
 from onnx_symdims.rewrite._pipeline import OptimizePass, OptimizeResult, count_nodes, optimize
 from onnx_symdims.rewrite._reduce import ReduceDropsKeptAxesPass
 from onnx_symdims.rewrite._reuse import ReuseEqualValuesPass

@@ -43,6 +43,7 @@ from onnx_symdims.rewrite._layout import (
     FlattenConcatsPass,
     GroupedTransposePass,
 )
+from onnx_symdims.rewrite._lift import LiftScalarArithmeticPass
 from onnx_symdims.rewrite._ort_folding import (
     FoldFloatsInOnnxruntimePass,
     onnxruntime_available,
@@ -235,6 +236,9 @@ class OptimizePass(ir.passes.InPlacePass):
         reuse = ReuseEqualValuesPass(facts)
         reuse(model)
         _merge_counts(result, reuse.fired, reuse.declined, "ReuseEqualValues")
+        lifted = LiftScalarArithmeticPass(facts)
+        lifted(model)
+        _merge_counts(result, lifted.fired, lifted.declined, "LiftScalarArithmetic")
         fold_constants(model, self.exact_floats, result.diagnostics)
         common_passes.CommonSubexpressionEliminationPass()(model)
         remove_dead_nodes(model.graph)
