@@ -355,6 +355,10 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         snapshot: The :class:`ModelSnapshot` the inference pass took of the same model
             (``SymbolicShapeInferenceResult.snapshot``): saves walking the model. Ignored
             when it was taken of another model.
+        rewrite_context: Also rename the symbols in the context's tables and upper
+            bounds (the result's ``context`` then describes the rewritten model).
+            ``False`` when the caller drops the context: the model is rewritten the
+            same, one pass over every stored fact is saved.
     """
 
     def __init__(
@@ -365,9 +369,11 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         ban_prefix: str | None = "DYN",
         preserve: Iterable[str] = (),
         snapshot: ModelSnapshot | None = None,
+        rewrite_context: bool = True,
     ) -> None:
         super().__init__()
         self.snapshot = snapshot
+        self.rewrite_context = rewrite_context
         self.context = context
         self.strict = strict
         self.ban_prefix = ban_prefix
@@ -413,7 +419,8 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             if plan.mapping:
                 rewriter = _Rewriter(plan.mapping, renamable)
                 result.modified = _rewrite_model(snapshot, rewriter, ctx)
-                _rewrite_context(ctx, rewriter)
+                if self.rewrite_context:
+                    _rewrite_context(ctx, rewriter)
                 result.renames = plan.text_mapping()
         result.diagnostics = ctx.diagnostics[first_diagnostic:]
         return result
