@@ -50,6 +50,7 @@ from onnx_symdims.shapes import (
     Diagnostic,
     ShapeInferenceError,
     ShapesContext,
+    graph_values,
 )
 
 if TYPE_CHECKING:
@@ -406,7 +407,7 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
                 snapshot = ModelSnapshot.of(model)
             equalities = ctx.constraint_dims()
             wanted = _equality_symbols(equalities) - renamable
-            input_symbols = _shape_symbols(model.graph.inputs, ctx)
+            input_symbols = _shape_symbols(graph_values(model.graph.inputs), ctx)
             preferred = _shape_symbols(snapshot.main_values, ctx, wanted) & wanted
             plan = plan_renames(
                 equalities,

@@ -51,6 +51,7 @@ from onnx_symdims.shapes import (
     ShapeInferenceError,
     ShapesContext,
     declared_dims,
+    graph_values,
     is_anonymous_dim_text,
     merge_declared_shape,
     merge_with_anchor,
@@ -480,7 +481,7 @@ class InferenceEngine:
     ) -> None:
         ctx = self.ctx
         facts = graph is self.model.graph and not ctx.conditional_depth
-        for i, value in enumerate(graph.inputs):
+        for i, value in enumerate(graph_values(graph.inputs)):
             if value in ctx.constant_inputs and shapes is None:
                 # A weight listed as an input (old IR): its tensor is the fact.
                 tensor = value.const_value
@@ -809,7 +810,7 @@ class InferenceEngine:
             self._walk(graph)
         finally:
             self.ctx.conditional_depth -= 1
-        return [self.ctx.shape_of(value) for value in graph.outputs]
+        return [self.ctx.shape_of(value) for value in graph_values(graph.outputs)]
 
     # ------------------------------------------------------------------------------------
     def _commit(self, node: ir.Node, value: ir.Value) -> None:
