@@ -312,6 +312,29 @@ def _declares_nothing(d: int | ir.SymbolicDim, ctx: ShapesContext) -> bool:
     return parsed.is_unknown
 
 
+def _declares_exactly(
+    declared: Sequence[int | ir.SymbolicDim], inferred: Shape | None, ctx: ShapesContext
+) -> bool:
+    """True when each declared dim reads as the inferred dim itself (``[N, 4]`` for ``(N, 4)``).
+
+    An empty, anonymous (``?``) or negative declared dim declares nothing: never exact.
+    """
+    if inferred is None or len(declared) != len(inferred):
+        return False
+    for old, inf in zip(declared, inferred):
+        if isinstance(old, int):
+            if not (isinstance(inf, int) and old == inf):
+                return False
+            continue
+        text = old.value
+        if not text or is_anonymous_dim_text(text):
+            return False
+        read = ctx.read_dim_text(text)  # cached: every declared text was read before
+        if read is not inf and not (isinstance(read, int) and isinstance(inf, int) and read == inf):
+            return False
+    return True
+
+
 _SCALAR_ATTRIBUTES = frozenset(
     {ir.AttributeType.INT, ir.AttributeType.FLOAT, ir.AttributeType.STRING}
 )
@@ -906,6 +929,12 @@ class InferenceEngine:
         ctx = self.ctx
         declared = value.shape
         declared_ir = declared.dims  # a new tuple on every read: read once
+        if _declares_exactly(declared_ir, inferred, ctx):
+            # What the merge below ends in for such an anchor (the usual graph output):
+            # it records, mints and says nothing, and the declared text stays.
+            ctx.set_shape(value, inferred)
+            self._commit_type(node, value, had_shape=True)
+            return
         what = "graph output" if value.is_graph_output() else "value_info"
         # Layers repeat the same anchors (present_key_i): the merge is memoized when it
         # minted nothing and said nothing; its equalities were recorded the first time.
