@@ -312,27 +312,39 @@ def _declares_nothing(d: int | ir.SymbolicDim, ctx: ShapesContext) -> bool:
     return parsed.is_unknown
 
 
-def _declares_exactly(
+def _empty_or_exact(
     declared: Sequence[int | ir.SymbolicDim], inferred: Shape | None, ctx: ShapesContext
-) -> bool:
-    """True when each declared dim reads as the inferred dim itself (``[N, 4]`` for ``(N, 4)``).
+) -> list[bool] | None:
+    """Which declared dims declare nothing, when each other one reads as the inferred dim.
 
-    An empty, anonymous (``?``) or negative declared dim declares nothing: never exact.
+    E.g. ``[N, ?, 4]`` for ``(N, 2*T, 4)``: ``[False, True, False]``. ``None`` when some
+    declared dim differs from the inferred one (or the ranks do), which takes the full
+    merge. Nothing in the ``[False, True, False]`` case is recorded, minted or said.
     """
     if inferred is None or len(declared) != len(inferred):
-        return False
+        return None
+    empty = []
     for old, inf in zip(declared, inferred):
         if isinstance(old, int):
-            if not (isinstance(inf, int) and old == inf):
-                return False
+            if isinstance(inf, int) and old == inf:
+                empty.append(False)
+            elif old < 0:
+                empty.append(True)  # some producers' "unknown"
+            else:
+                return None
             continue
         text = old.value
         if not text or is_anonymous_dim_text(text):
-            return False
+            empty.append(True)
+            continue
         read = ctx.read_dim_text(text)  # cached: every declared text was read before
-        if read is not inf and not (isinstance(read, int) and isinstance(inf, int) and read == inf):
-            return False
-    return True
+        if read is inf or (isinstance(read, int) and isinstance(inf, int) and read == inf):
+            empty.append(False)
+        elif read < 0 if isinstance(read, int) else read.is_unknown:
+            empty.append(True)  # text such as "-1": declares nothing either
+        else:
+            return None
+    return empty
 
 
 _SCALAR_ATTRIBUTES = frozenset(
@@ -929,10 +941,20 @@ class InferenceEngine:
         ctx = self.ctx
         declared = value.shape
         declared_ir = declared.dims  # a new tuple on every read: read once
-        if _declares_exactly(declared_ir, inferred, ctx):
+        empty = _empty_or_exact(declared_ir, inferred, ctx)
+        if empty is not None:
             # What the merge below ends in for such an anchor (the usual graph output):
-            # it records, mints and says nothing, and the declared text stays.
+            # it records, mints and says nothing; only empty dims are filled.
             ctx.set_shape(value, inferred)
+            if True in empty and self.policy != "skip":
+                written = [
+                    self._writer.dim(d) if nothing else old
+                    for old, d, nothing in zip(declared_ir, inferred, empty)  # type: ignore[arg-type]
+                ]
+                if not same_ir_dims(written, declared):
+                    value.shape = ir.Shape(written)
+                    self.modified = True
+                    ctx.note_filled(value, (i for i, nothing in enumerate(empty) if nothing))
             self._commit_type(node, value, had_shape=True)
             return
         what = "graph output" if value.is_graph_output() else "value_info"
