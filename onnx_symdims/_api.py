@@ -32,7 +32,11 @@ def _run_passes(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None
     if anchors:
         strict = bool(options.get("strict")) or options.get("policy") == "strict"
         AnchorConstraintPropagationPass(
-            inferred.context, strict=strict, snapshot=inferred.snapshot
+            inferred.context,
+            strict=strict,
+            snapshot=inferred.snapshot,
+            # The context is dropped here unless the caller passed in their own.
+            rewrite_context=options.get("context") is not None,
         )(model)
 
 

@@ -44,6 +44,7 @@ from onnx_symdims.ops._common import (
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import (
     NodeContext,
+    graph_values,
     is_fully_unknown,
     node_subgraphs,
     unknown_element,
@@ -109,12 +110,12 @@ def _nested_nodes(graph: ir.Graph) -> list[ir.Node]:
 
 def body_values(graph: ir.Graph) -> Iterator[ir.Value]:
     """Every value defined in ``graph`` and its nested subgraphs."""
-    yield from graph.inputs
+    yield from graph_values(graph.inputs)
     for node in _nested_nodes(graph):
         yield from node.outputs
         if node.attributes.data:
             for sub in node_subgraphs(node):
-                yield from sub.inputs
+                yield from graph_values(sub.inputs)
 
 
 class _Transaction:

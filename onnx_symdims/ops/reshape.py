@@ -338,7 +338,10 @@ def _set_reshaped(
         length = static_length(ctx, 1)
         ctx.set_output(0, None if length is None else [None] * length, dtype)
     else:
-        ctx.set_output(0, reshape_dims(ctx, data, target, allowzero), dtype)
+        # The same Reshape recurs in every layer: its dims are computed once per facts.
+        key = ("Reshape", data, tuple(target), allowzero)
+        dims = facts.dims_under_facts(key, lambda: reshape_dims(ctx, data, target, allowzero))
+        ctx.set_output(0, dims, dtype)
     ctx.set_output_value(0, facts.value_of(data_value))
 
 

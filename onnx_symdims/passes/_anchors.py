@@ -50,6 +50,7 @@ from onnx_symdims.shapes import (
     Diagnostic,
     ShapeInferenceError,
     ShapesContext,
+    graph_values,
 )
 
 if TYPE_CHECKING:
@@ -318,6 +319,26 @@ def _shape_symbols(
     return names
 
 
+def _plans_nothing(equalities: Iterable[tuple[Dim, Dim]], renamable: frozenset[str]) -> bool:
+    """True when :func:`plan_renames` would plan nothing (no rename, nothing to report).
+
+    So when every dim of the equalities is a compound of declared names: no int and no
+    bare name (a class has no target a member may be renamed to, and no two names or
+    ints to report as implied or contradictory), no minted symbol (nothing is a key or
+    solved for). E.g. ``(H+3)//4 == max(H-1,0)//4+1``, recorded by many conv nets. The
+    planner drops unknown dims.
+    """
+    for pair in equalities:
+        for d in pair:
+            if isinstance(d, int):
+                return False
+            if d.is_unknown:
+                continue
+            if d.is_symbol or not renamable.isdisjoint(d.symbols()):
+                return False
+    return True
+
+
 def _equality_symbols(equalities: Iterable[tuple[Dim, Dim]]) -> frozenset[str]:
     """Every symbol of the equalities' dims.
 
@@ -355,6 +376,10 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         snapshot: The :class:`ModelSnapshot` the inference pass took of the same model
             (``SymbolicShapeInferenceResult.snapshot``): saves walking the model. Ignored
             when it was taken of another model.
+        rewrite_context: Also rename the symbols in the context's tables and upper
+            bounds (the result's ``context`` then describes the rewritten model).
+            ``False`` when the caller drops the context: the model is rewritten the
+            same, one pass over every stored fact is saved.
     """
 
     def __init__(
@@ -365,9 +390,11 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         ban_prefix: str | None = "DYN",
         preserve: Iterable[str] = (),
         snapshot: ModelSnapshot | None = None,
+        rewrite_context: bool = True,
     ) -> None:
         super().__init__()
         self.snapshot = snapshot
+        self.rewrite_context = rewrite_context
         self.context = context
         self.strict = strict
         self.ban_prefix = ban_prefix
@@ -392,15 +419,15 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             renamable = rederived_renamable(model, ctx)
         renamable = renamable - self.preserve
         result = AnchorPropagationResult(model, False, ctx)
-        if ctx.constraints_size():
+        equalities = ctx.constraint_dims()
+        if equalities and not _plans_nothing(equalities, renamable):
             from onnx_symdims.passes._anchor_renames import plan_renames
 
             snapshot = self.snapshot
             if snapshot is None or snapshot.model is not model:
                 snapshot = ModelSnapshot.of(model)
-            equalities = ctx.constraint_dims()
             wanted = _equality_symbols(equalities) - renamable
-            input_symbols = _shape_symbols(model.graph.inputs, ctx)
+            input_symbols = _shape_symbols(graph_values(model.graph.inputs), ctx)
             preferred = _shape_symbols(snapshot.main_values, ctx, wanted) & wanted
             plan = plan_renames(
                 equalities,
@@ -413,7 +440,8 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             if plan.mapping:
                 rewriter = _Rewriter(plan.mapping, renamable)
                 result.modified = _rewrite_model(snapshot, rewriter, ctx)
-                _rewrite_context(ctx, rewriter)
+                if self.rewrite_context:
+                    _rewrite_context(ctx, rewriter)
                 result.renames = plan.text_mapping()
         result.diagnostics = ctx.diagnostics[first_diagnostic:]
         return result

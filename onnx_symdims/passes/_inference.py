@@ -51,6 +51,7 @@ from onnx_symdims.shapes import (
     ShapeInferenceError,
     ShapesContext,
     declared_dims,
+    graph_values,
     is_anonymous_dim_text,
     merge_declared_shape,
     merge_with_anchor,
@@ -311,6 +312,41 @@ def _declares_nothing(d: int | ir.SymbolicDim, ctx: ShapesContext) -> bool:
     return parsed.is_unknown
 
 
+def _empty_or_exact(
+    declared: Sequence[int | ir.SymbolicDim], inferred: Shape | None, ctx: ShapesContext
+) -> list[bool] | None:
+    """Which declared dims declare nothing, when each other one reads as the inferred dim.
+
+    E.g. ``[N, ?, 4]`` for ``(N, 2*T, 4)``: ``[False, True, False]``. ``None`` when some
+    declared dim differs from the inferred one (or the ranks do), which takes the full
+    merge. Nothing in the ``[False, True, False]`` case is recorded, minted or said.
+    """
+    if inferred is None or len(declared) != len(inferred):
+        return None
+    empty = []
+    for old, inf in zip(declared, inferred):
+        if isinstance(old, int):
+            if isinstance(inf, int) and old == inf:
+                empty.append(False)
+            elif old < 0:
+                empty.append(True)  # some producers' "unknown"
+            else:
+                return None
+            continue
+        text = old.value
+        if not text or is_anonymous_dim_text(text):
+            empty.append(True)
+            continue
+        read = ctx.read_dim_text(text)  # cached: every declared text was read before
+        if read is inf or (isinstance(read, int) and isinstance(inf, int) and read == inf):
+            empty.append(False)
+        elif read < 0 if isinstance(read, int) else read.is_unknown:
+            empty.append(True)  # text such as "-1": declares nothing either
+        else:
+            return None
+    return empty
+
+
 _SCALAR_ATTRIBUTES = frozenset(
     {ir.AttributeType.INT, ir.AttributeType.FLOAT, ir.AttributeType.STRING}
 )
@@ -480,7 +516,7 @@ class InferenceEngine:
     ) -> None:
         ctx = self.ctx
         facts = graph is self.model.graph and not ctx.conditional_depth
-        for i, value in enumerate(graph.inputs):
+        for i, value in enumerate(graph_values(graph.inputs)):
             if value in ctx.constant_inputs and shapes is None:
                 # A weight listed as an input (old IR): its tensor is the fact.
                 tensor = value.const_value
@@ -809,7 +845,7 @@ class InferenceEngine:
             self._walk(graph)
         finally:
             self.ctx.conditional_depth -= 1
-        return [self.ctx.shape_of(value) for value in graph.outputs]
+        return [self.ctx.shape_of(value) for value in graph_values(graph.outputs)]
 
     # ------------------------------------------------------------------------------------
     def _commit(self, node: ir.Node, value: ir.Value) -> None:
@@ -905,6 +941,22 @@ class InferenceEngine:
         ctx = self.ctx
         declared = value.shape
         declared_ir = declared.dims  # a new tuple on every read: read once
+        empty = _empty_or_exact(declared_ir, inferred, ctx)
+        if empty is not None:
+            # What the merge below ends in for such an anchor (the usual graph output):
+            # it records, mints and says nothing; only empty dims are filled.
+            ctx.set_shape(value, inferred)
+            if True in empty and self.policy != "skip":
+                written = [
+                    self._writer.dim(d) if nothing else old
+                    for old, d, nothing in zip(declared_ir, inferred, empty)  # type: ignore[arg-type]
+                ]
+                if not same_ir_dims(written, declared):
+                    value.shape = ir.Shape(written)
+                    self.modified = True
+                    ctx.note_filled(value, (i for i, nothing in enumerate(empty) if nothing))
+            self._commit_type(node, value, had_shape=True)
+            return
         what = "graph output" if value.is_graph_output() else "value_info"
         # Layers repeat the same anchors (present_key_i): the merge is memoized when it
         # minted nothing and said nothing; its equalities were recorded the first time.

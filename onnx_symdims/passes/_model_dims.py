@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.shapes import node_subgraphs
+from onnx_symdims.shapes import graph_values, initializer_values, node_subgraphs
 
 logger = logging.getLogger(__name__)
 
@@ -214,10 +214,8 @@ class ModelSnapshot:
         """Walks ``model`` once."""
         main = model.graph
         main_nodes = list(main)
-        # Materialized once: iterating the graph's input/output lists goes through
-        # Sequence.__iter__ (a __getitem__ call per value), and each is read four times.
-        inputs = tuple(main.inputs)
-        outputs = tuple(main.outputs)
+        inputs = tuple(graph_values(main.inputs))
+        outputs = tuple(graph_values(main.outputs))
         main_values: list[ir.Value] = [*inputs, *outputs]
         extend = main_values.extend
         nested: list[ir.Graph | ir.Function] = []
@@ -251,13 +249,13 @@ class ModelSnapshot:
             nested.extend(_subgraphs(function))
         seen = dict.fromkeys(inputs)
         seen.update(dict.fromkeys(outputs))
-        seen.update(dict.fromkeys(main.initializers.values()))
+        seen.update(dict.fromkeys(initializer_values(main)))
         seen.update(dict.fromkeys(main_values))
         for graph in nested:
-            seen.update(dict.fromkeys(graph.inputs))
-            seen.update(dict.fromkeys(graph.outputs))
+            seen.update(dict.fromkeys(graph_values(graph.inputs)))
+            seen.update(dict.fromkeys(graph_values(graph.outputs)))
             if isinstance(graph, ir.Graph):
-                seen.update(dict.fromkeys(graph.initializers.values()))
+                seen.update(dict.fromkeys(initializer_values(graph)))
             for node in graph:
                 seen.update(dict.fromkeys(node.outputs))
         return cls(

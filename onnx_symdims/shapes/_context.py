@@ -169,6 +169,10 @@ class ShapesContext:
         # dims -> refine_dims(dims), for the scope and version in _refined_dims_at
         self._refined_dims: dict[tuple[Dim, ...], tuple[Dim, ...]] = {}
         self._refined_dims_at: tuple[object, int] | None = None
+        # (key, inside a subgraph) -> dims, for the scope and version in _dims_memo_at
+        # (see dims_under_facts)
+        self._dims_memo: dict[tuple, tuple[Dim | None, ...]] = {}
+        self._dims_memo_at: tuple[object, int] | None = None
         #: Graph inputs backed by an initializer that are constants here (old IR, or the
         #: ``constant_initializers`` option): shape and small contents are facts.
         self.constant_inputs: set[ir.Value] = set()
@@ -523,6 +527,37 @@ class ShapesContext:
         if self.strict and severity == "error":
             raise ShapeInferenceError(diagnostic)
         return diagnostic
+
+    def dims_under_facts(
+        self, key: tuple, compute: Callable[[], list[Dim | None]]
+    ) -> list[Dim | None]:
+        """``compute()``: dims that are a pure function of ``key`` and the facts.
+
+        Kept, and reused instead of calling ``compute``, until a fact is added: repeated
+        layers ask the same (a Reshape's output dims from the same input and target
+        dims). Kept only when ``compute`` added no fact (``note_*``) and gave no unknown
+        dim, so that reusing it adds nothing that running ``compute`` would have; an
+        exception is never kept. Facts are not added inside a subgraph: what is computed
+        there is kept apart.
+        """
+        scope = self.scope
+        version = scope.version
+        at = self._dims_memo_at
+        if at is None or at[0] is not scope or at[1] != version:
+            self._dims_memo.clear()
+            self._dims_memo_at = (scope, version)
+        full_key = (key, self.conditional_depth > 0)
+        found = self._dims_memo.get(full_key)
+        if found is not None:
+            return list(found)
+        dims = compute()
+        if scope.version == version and not any(
+            isinstance(d, expr.DimExpr) and d.is_unknown for d in dims
+        ):
+            if len(self._dims_memo) >= 50_000:
+                self._dims_memo.clear()
+            self._dims_memo[full_key] = tuple(dims)
+        return dims
 
     # ------------------------------------------------------------------------------------
     # Side tables

@@ -1,8 +1,10 @@
-"""The subgraphs a node holds, read once for every walk of nested graphs."""
+"""Reading a graph's parts fast: the subgraphs a node holds, its input/output lists."""
 
 from __future__ import annotations
 
-__all__ = ["node_subgraphs"]
+__all__ = ["graph_values", "initializer_values", "node_subgraphs"]
+
+from collections.abc import Iterable, Sequence
 
 import onnx_ir as ir
 
@@ -20,3 +22,21 @@ def node_subgraphs(node: ir.Node) -> list[ir.Graph]:
         elif kind is _GRAPHS:
             graphs.extend(attr.value)
     return graphs
+
+
+def graph_values(values: Sequence[ir.Value]) -> Sequence[ir.Value]:
+    """A graph's ``inputs`` or ``outputs``, to read (never to change: it may be the graph's own).
+
+    onnx-ir keeps them in a ``UserList``, whose iteration calls ``__getitem__`` in Python
+    for each value (and raises ``IndexError`` at the end): its backing list is iterated
+    about 10x faster.
+    """
+    data = getattr(values, "data", None)
+    return data if data.__class__ is list else values
+
+
+def initializer_values(graph: ir.Graph) -> Iterable[ir.Value]:
+    """The values of ``graph.initializers`` (read from the backing dict, as above)."""
+    initializers = graph.initializers
+    data = getattr(initializers, "data", None)
+    return data.values() if data.__class__ is dict else initializers.values()

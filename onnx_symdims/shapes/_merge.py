@@ -123,6 +123,11 @@ def _printed(dims) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
+def _both(declared: ir.Shape, inferred: Shape) -> str:
+    """Both shapes, for a conflict message (printed only when there is a conflict)."""
+    return f"declared {_printed(declared.dims)}, inferred {_printed(inferred)}"
+
+
 def merge_declared_shape(
     ctx: ShapesContext,
     writer: IRDimWriter,
@@ -146,11 +151,10 @@ def merge_declared_shape(
         return MergeResult(ctx.dims_from_ir(declared, hint), None, [])
     if policy == "override" and not anchor:
         return MergeResult(inferred, writer.dims(inferred), [])
-    both = f"declared {_printed(declared.dims)}, inferred {_printed(inferred)}"
     if len(declared) != len(inferred):
         conflict = (
             f"declared rank {len(declared)} conflicts with inferred rank {len(inferred)} "
-            f"({both})"
+            f"({_both(declared, inferred)})"
         )
         # A declared intermediate shape is not checked by any runtime: a false one is
         # replaced (a subgraph output, an anchor of its graph, keeps its text).
@@ -220,6 +224,6 @@ def merge_declared_shape(
                 dims.append(inf)
                 # Equal: the canonical spelling; provably different: the inferred dim.
                 out.append(writer.dim(inf) if relation != "Unknown" else decl)
-    conflicts = [f"{'; '.join(problems)} ({both})"] if problems else []
+    conflicts = [f"{'; '.join(problems)} ({_both(declared, inferred)})"] if problems else []
     written = None if policy == "skip" else out
     return MergeResult(tuple(dims), written, conflicts)

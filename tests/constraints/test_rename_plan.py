@@ -153,3 +153,24 @@ def test_only_preferred_names_are_targets():
     assert plan.text_mapping() == {}
     plan = plan_renames(_pairs(("g", "S"), ("g", "N")), renamable={"g"}, preferred={"N"})
     assert plan.text_mapping() == {"g": "N"}
+
+
+PLANS_NOTHING_CASES = [
+    ([("(H+3)//4", "max(H-1,0)//4+1"), ("(W+3)//4", "max(1,(W+3)//4)")], set(), True),
+    ([("max(0,min(p+s,s+8,8))", "min(s+min(8,p),8)")], {"g"}, True),
+    ([("b+c", "e")], set(), False),  # a bare name: a target for the compound
+    ([("3", "min(3,L)")], set(), False),  # an int
+    ([("N*min(1,C)", "N")], set(), False),
+    ([("g+1", "N+M")], {"g"}, False),  # a minted symbol
+]
+
+
+@pytest.mark.parametrize(("pairs", "renamable", "nothing"), PLANS_NOTHING_CASES)
+def test_the_anchor_pass_skips_planning_only_when_nothing_is_planned(pairs, renamable, nothing):
+    from onnx_symdims.passes._anchors import _plans_nothing
+
+    assert _plans_nothing(_pairs(*pairs), frozenset(renamable)) is nothing
+    for inputs in ((), ("H", "W", "p", "s", "e", "L", "N", "C", "M")):
+        plan = _plan(pairs, renamable, inputs)
+        if nothing:
+            assert (plan.mapping, plan.implied, plan.contradictions) == ({}, (), ())

@@ -222,3 +222,48 @@ def test_declared_shapes_are_read_once_with_fresh_symbols_for_empty_dims():
     assert ctx.is_generated(shape[4].name)  # dim_value -1 is not a size
     assert ctx.shape_of(v) is shape  # cached
     assert ctx.shape_of(ir.Value(name="no_shape")) is None
+
+
+# ----------------------------------------------------------------------------------------
+# Dims computed once per state of the facts
+# ----------------------------------------------------------------------------------------
+def test_dims_under_facts_are_reused_until_a_fact_is_added():
+    ctx = ShapesContext()
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return [N, 4]
+
+    assert ctx.dims_under_facts(("k",), compute) == [N, 4]
+    assert ctx.dims_under_facts(("k",), compute) == [N, 4]
+    assert len(calls) == 1
+    ctx.note_ge(X, 2)  # a new fact: what was computed before may not hold as it is
+    assert ctx.dims_under_facts(("k",), compute) == [N, 4]
+    assert len(calls) == 2
+
+
+def test_dims_under_facts_that_add_a_fact_or_an_unknown_are_not_kept():
+    ctx = ShapesContext()
+    calls = []
+
+    def noting():
+        calls.append(1)
+        ctx.note_ge(Y, len(calls))  # a fact each time: the second call adds another
+        return [Y]
+
+    ctx.dims_under_facts(("noting",), noting)
+    ctx.dims_under_facts(("noting",), noting)
+    assert len(calls) == 2
+    unknown = expr.unknown("value")
+    assert ctx.dims_under_facts(("u",), lambda: [unknown])[0] is unknown
+    assert ctx.dims_under_facts(("u",), lambda: [M]) == [M]
+
+
+def test_dims_under_facts_inside_a_subgraph_are_kept_apart():
+    ctx = ShapesContext()
+    assert ctx.dims_under_facts(("k",), lambda: [N]) == [N]
+    ctx.conditional_depth = 1
+    assert ctx.dims_under_facts(("k",), lambda: [M]) == [M]
+    ctx.conditional_depth = 0
+    assert ctx.dims_under_facts(("k",), lambda: [Z]) == [N]
