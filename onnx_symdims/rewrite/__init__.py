@@ -14,6 +14,7 @@ from __future__ import annotations
 __all__ = [
     "BroadcastScalarOperandsPass",
     "CollapseReshapeChainsPass",
+    "DropExpandBeforeBroadcastPass",
     "FlattenConcatsPass",
     "GatherNDOfIndexGridPass",
     "GroupedTransposePass",
@@ -36,6 +37,7 @@ __all__ = [
 ]
 
 from onnx_symdims.rewrite._broadcast import BroadcastScalarOperandsPass
+from onnx_symdims.rewrite._expand import DropExpandBeforeBroadcastPass
 from onnx_symdims.rewrite._facts import ShapeFacts, analyze
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass

@@ -29,6 +29,7 @@ import onnx_ir.passes.common as common_passes
 
 from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
 from onnx_symdims.rewrite._broadcast import BroadcastScalarOperandsPass
+from onnx_symdims.rewrite._expand import DropExpandBeforeBroadcastPass
 from onnx_symdims.rewrite._facts import (
     ShapeFacts,
     analyze,
@@ -219,6 +220,9 @@ class OptimizePass(ir.passes.InPlacePass):
         scalars = BroadcastScalarOperandsPass(facts)
         scalars(model)
         _merge_counts(result, scalars.fired, scalars.declined, "BroadcastScalarOperands")
+        expands = DropExpandBeforeBroadcastPass(facts)
+        expands(model)
+        _merge_counts(result, expands.fired, expands.declined, "DropExpandBeforeBroadcast")
         splits = SlicesToSplitPass(facts)
         splits(model)
         _merge_counts(result, splits.fired, splits.declined, "SlicesToSplit")
