@@ -19,6 +19,12 @@ proven equal to ``data``'s dim (its end is the ``Range``'s own limit, proven ``>
 negative limit gives an empty ``Range`` but a ``Slice`` end counted from the back). A
 sliding window's kv positions ``Range(0, n) + offset``, with the scalar ``offset`` proven
 ``>= 0`` (a negative one would wrap the indices around), read ``data[offset:offset+n]``.
+An empty grid (a batch of 0) gathers nothing and fails nowhere, so its axis keeps ``n_j``
+even where ``n_j`` exceeds ``data``'s dim and the ``Slice`` clamps: unless the window is
+proven to fit (``offset + n_j <= dim``) or every other axis of the grid is proven
+nonempty, the result is a ``Reshape`` (``allowzero``) to the grid's own shape, an
+``Expand`` target of the grid proven equal to the output shape; with elements, the
+gather fails where the ``Slice`` would clamp, so the ``Reshape`` only inserts the 1s.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
+from onnx_symdims import expr
 from onnx_symdims.rewrite._facts import FactsPass, int_attribute, take_over
 from onnx_symdims.rewrite._values import dead_cone
 
@@ -122,8 +129,59 @@ class GatherNDOfIndexGridPass(FactsPass):
             if limit is None or len(limit) != 1 or not facts.at_least(limit[0], 0):
                 self.declined["a Range's limit is not proven >= 0"] += 1
                 return None
+        target = None
+        if not all(self._slice_keeps_length(grid, j, sd[j]) for j in sliced):
+            # An empty grid keeps n_j where the Slice may give fewer: a Reshape to the
+            # grid's shape (allowzero) gives n_j then, and the same dims otherwise.
+            target = self._grid_target(node.inputs[1], so)
+            if target is None or graph.opset_imports.get("", 0) < 14:
+                self.declined["a Range may run past its data axis while the grid is empty"] += 1
+                return None
         inserted = [a for a in range(len(so)) if a not in set(axes)]
-        return data, sliced, inserted, grid
+        return data, sliced, inserted, grid, target
+
+    def _slice_keeps_length(self, grid: list[tuple], j: int, dim) -> bool:
+        """True when the ``Slice`` on axis ``j`` keeps the grid's length ``n_j`` in every run.
+
+        A ``Slice`` clamps at ``data``'s dim where the ``Range`` runs past it. When the grid
+        has elements, such an index fails the original; but an empty grid (another axis of
+        length 0: a batch of 0) gathers nothing and gives ``n_j`` elements on axis ``j``
+        where the ``Slice`` would give fewer. So either the window is proven to fit
+        (``offset + n_j <= dim``), or every other axis of the grid is proven nonempty.
+        """
+        facts = self.facts
+        _, arange, offset = grid[j]
+        (n,) = facts.shape(arange.outputs[0])
+        end = n
+        if offset is not None:
+            shift = facts.elements(offset)
+            end = None if shift is None or len(shift) != 1 else expr.add(n, shift[0])
+        if end is not None and (
+            (isinstance(end, int) and isinstance(dim, int) and end <= dim)
+            or facts.at_least(expr.sub(dim, end), 0)
+        ):
+            return True
+        return all(
+            facts.at_least(facts.shape(other.outputs[0])[0], 1)
+            for k, (_, other, _) in enumerate(grid)
+            if k != j
+        )
+
+    def _grid_target(self, idx: ir.Value, so) -> ir.Value | None:
+        """An ``Expand`` target of the grid whose elements are proven the output shape ``so``."""
+        facts = self.facts
+        concat = idx.producer()
+        parts = list(concat.inputs) if concat is not None and concat.op_type == "Concat" else [idx]
+        for part in parts:
+            lift = part.producer() if part is not None else None
+            spread = lift.inputs[0] if lift is not None and lift.inputs else None
+            expand = spread.producer() if spread is not None else None
+            if expand is None or expand.op_type != "Expand" or len(expand.inputs) != 2:
+                continue
+            target = expand.inputs[1]
+            if target is not None and facts.same_shape(facts.elements(target), so):
+                return target
+        return None
 
     def _grid(self, idx: ir.Value, si) -> list[tuple] | None:
         """``[(a_j, range_j, offset_j), ...]`` for the components of ``idx``, or ``None``."""
@@ -231,7 +289,7 @@ class GatherNDOfIndexGridPass(FactsPass):
                 return arange, offset
         return None, None
 
-    def _replace(self, graph, node, data, sliced_axes, inserted, grid) -> None:
+    def _replace(self, graph, node, data, sliced_axes, inserted, grid, target) -> None:
         facts = self.facts
         new_nodes: list[ir.Node] = []
         result = data
@@ -260,7 +318,11 @@ class GatherNDOfIndexGridPass(FactsPass):
             sliced = ir.node("Slice", [data, starts[0], ends[0], axes.outputs[0]])
             new_nodes += [axes, sliced]
             result = sliced.outputs[0]
-        if inserted:
+        if target is not None:
+            reshape = ir.node("Reshape", [result, target], attributes={"allowzero": 1})
+            new_nodes.append(reshape)
+            result = reshape.outputs[0]
+        elif inserted:
             where = _constant(inserted)
             unsqueeze = ir.node("Unsqueeze", [result, where.outputs[0]])
             new_nodes += [where, unsqueeze]
@@ -278,9 +340,12 @@ class GatherNDOfIndexGridPass(FactsPass):
         self.fired["gather_nd_of_index_grid"] += 1
 
 
-def _cost(facts, data, sliced: list[int], inserted: list[int], grid) -> int:
-    """Nodes (not counting constants) the rewrite of one gather adds."""
+def _cost(facts, data, sliced: list[int], inserted: list[int], grid, target) -> int:
+    """Nodes (not counting constants) the rewrite of one gather adds (or keeps alive)."""
     added = 0
+    if target is not None:  # the target's nodes stay; a Reshape takes the Unsqueeze's place
+        kept = dead_cone(target.producer(), target) if target.producer() is not None else ()
+        added += sum(1 for n in kept if n.op_type != "Constant") + (0 if inserted else 1)
     for j in sliced:
         _, arange, offset = grid[j]
         added += facts.shape(arange.inputs[1]) != (1,)  # the end as a vector

@@ -70,8 +70,14 @@ def _bool_mask(sizes):
         # the grid spans the mask's own length: the mask with two axes inserted
         (_mask(mask_len="S"), ["Unsqueeze"], False),
         # a KV-cache decoder: the grid spans P + S of a mask declared T long, so the gather
-        # reads a prefix (a mask longer than P + S runs too)
-        (_mask(mask_len="T", limit="total"), ["Add", "Unsqueeze", "Slice", "Unsqueeze"], True),
+        # reads a prefix (a mask longer than P + S runs too); P + S <= T is not proven and
+        # an empty batch gathers P + S columns of nothing, where the Slice keeps T: a
+        # Reshape to the grid's shape keeps P + S (the grid's shape stays)
+        (
+            _mask(mask_len="T", limit="total"),
+            ["Add", "Range", "Range", "Reshape", "Reshape", "Max", "Unsqueeze", "Slice", "Reshape"],
+            True,
+        ),
     ],
     ids=["own_length", "kv_prefix"],
 )
@@ -80,8 +86,9 @@ def test_gather_of_an_index_grid_becomes_a_slice(body, expected, longer):
     assert rewrite.fired == {"gather_nd_of_index_grid": 1}
     assert [op for op in ops(m) if op not in ("Shape", "Squeeze")] == expected
     sizes = [{**s, "T": s["S"]} for s in SIZES] if not longer else SIZES
-    if longer:  # a mask longer than the grid: the gather reads its first P + S columns
-        sizes = [*sizes, {"B": 2, "S": 2, "P": 1, "T": 6}]
+    if longer:  # a mask longer than the grid: the gather reads its first P + S columns;
+        # an empty batch with a mask shorter than the grid runs too (gathers nothing)
+        sizes = [*sizes, {"B": 2, "S": 2, "P": 1, "T": 6}, {"B": 0, "S": 3, "P": 2, "T": 1}]
     assert_equivalent(before, m, sizes, given={"mask": _bool_mask})
 
 
@@ -128,6 +135,7 @@ def test_a_sliding_window_gather_becomes_a_shifted_slice():
     sizes = []
     for b, s, p, more in ((2, 3, 0, 0), (1, 1, 4, 0), (0, 2, 5, 1), (2, 0, 3, 2), (1, 2, 1, 0)):
         sizes.append({"B": b, "S": s, "P": p, "T": p + s + max(p - 2, 0) + more})
+    sizes.append({"B": 0, "S": 3, "P": 5, "T": 2})  # an empty batch, a mask shorter than the window
     assert_equivalent(before, m, sizes, given={"mask": _bool_mask})
 
 
