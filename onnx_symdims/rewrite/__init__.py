@@ -17,6 +17,7 @@ __all__ = [
     "DropExpandBeforeBroadcastPass",
     "FlattenConcatsPass",
     "GatherNDOfIndexGridPass",
+    "GatherOfFlatIndexGridPass",
     "GroupedTransposePass",
     "LiftScalarArithmeticPass",
     "MergeDisjointSlicesPass",
@@ -39,6 +40,7 @@ __all__ = [
 from onnx_symdims.rewrite._broadcast import BroadcastScalarOperandsPass
 from onnx_symdims.rewrite._expand import DropExpandBeforeBroadcastPass
 from onnx_symdims.rewrite._facts import ShapeFacts, analyze
+from onnx_symdims.rewrite._flat_gather import GatherOfFlatIndexGridPass
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (

@@ -36,6 +36,7 @@ from onnx_symdims.rewrite._facts import (
     clear_computed_shapes,
     ints_attribute,
 )
+from onnx_symdims.rewrite._flat_gather import GatherOfFlatIndexGridPass
 from onnx_symdims.rewrite._folding import should_fold
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
@@ -211,6 +212,9 @@ class OptimizePass(ir.passes.InPlacePass):
         grids = GatherNDOfIndexGridPass(facts)
         grids(model)
         _merge_counts(result, grids.fired, grids.declined, "GatherNDOfIndexGrid")
+        flat_grids = GatherOfFlatIndexGridPass(facts)
+        flat_grids(model)
+        _merge_counts(result, flat_grids.fired, flat_grids.declined, "GatherOfFlatIndexGrid")
         reduces = ReduceDropsKeptAxesPass(facts)
         reduces(model)
         _merge_counts(result, reduces.fired, reduces.declined, "ReduceDropsKeptAxes")

@@ -1,0 +1,148 @@
+"""GatherOfFlatIndexGridPass: ``Gather(flatten(m), row-major offsets of m)`` becomes ``m``.
+
+Firing cases run before and after in onnxruntime (sizes 0 and 1 included); declining
+cases name their reason and keep the ``Gather``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from onnx_symdims.rewrite import GatherOfFlatIndexGridPass
+from tests.rewrite._rewrite_testing import apply_pass, assert_equivalent, ops
+
+#: The padding mask of a TorchScript BERT export: mask[b, t] for every (b, t) as
+#: [B, 1, 1, T, 1], read from the flattened mask at b * T + t.
+MASK = """
+    g (bool[B, T] mask) => (bool[?, ?, ?, ?, ?] y) {{
+        zero = Constant<value = int64 {{0}}>()
+        one = Constant<value = int64 {{1}}>()
+        s = Shape(mask)
+        b = Gather(s, zero)
+        t = Gather(s, one)
+        rb = Range(zero, {limit_b}, one)
+        rt = Range(zero, {limit_t}, one)
+        vb = Constant<value = int64[4] {{-1, 1, 1, 1}}>()
+        vt = Constant<value = int64[4] {{1, 1, 1, -1}}>()
+        pb = Reshape(rb, vb)
+        pt = Reshape(rt, vt)
+        rows = Mul(pb, {stride})
+        idx = Add(pt, rows)
+        flat = {flatten}
+        y = Gather<axis = {axis}>(flat, idx)
+    }}
+"""
+
+
+def _mask(limit_b="b", limit_t="t", stride="t", flatten="Flatten<axis = 2>(mask)", axis=0):
+    return MASK.format(limit_b=limit_b, limit_t=limit_t, stride=stride, flatten=flatten, axis=axis)
+
+
+SIZES = [{"B": b, "T": t} for b, t in ((2, 3), (0, 2), (1, 0), (1, 1), (3, 5))]
+
+FIRES = {
+    "flatten_with_a_trailing_axis": (_mask(), ["Unsqueeze"]),
+    # A Reshape to [-1] flattens as well; the output has no trailing axis.
+    "reshape_to_a_vector": (
+        _mask(flatten="Reshape(mask, minus_one)").replace(
+            "vb = Constant", "minus_one = Constant<value = int64[1] {-1}>()\n        vb = Constant"
+        ),
+        ["Unsqueeze"],
+    ),
+    # The multiplier as a one-element vector, the terms added the other way around.
+    "vector_multiplier": (
+        _mask(stride="tv").replace(
+            "rows = Mul(pb, tv)", "tv = Shape<start = 1, end = 2>(mask)\n        rows = Mul(tv, pb)"
+        ).replace("idx = Add(pt, rows)", "idx = Add(rows, pt)"),
+        ["Unsqueeze"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", FIRES)
+def test_gather_of_flat_index_grid_fires(case):
+    body, expected = FIRES[case]
+    before, m, rewrite = apply_pass(GatherOfFlatIndexGridPass, body)
+    assert rewrite.fired == {"gather_of_flat_index_grid": 1}, rewrite.declined
+    assert ops(m) == expected
+    assert_equivalent(before, m, SIZES)
+
+
+def test_a_three_axis_tensor_with_its_strides():
+    """m[i, j, k] for every (i, j, k) at i*J*K + j*K + k, each Range on its own axis."""
+    body = """
+        g (float[I, J, K] m) => (float[?, ?, ?, ?] y) {
+            zero = Constant<value = int64 {0}>()
+            one = Constant<value = int64 {1}>()
+            two = Constant<value = int64 {2}>()
+            s = Shape(m)
+            i = Gather(s, zero)
+            j = Gather(s, one)
+            k = Gather(s, two)
+            ri = Range(zero, i, one)
+            rj = Range(zero, j, one)
+            rk = Range(zero, k, one)
+            vi = Constant<value = int64[3] {-1, 1, 1}>()
+            vj = Constant<value = int64[2] {-1, 1}>()
+            pi = Reshape(ri, vi)
+            pj = Reshape(rj, vj)
+            jk = Mul(j, k)
+            ti = Mul(pi, jk)
+            tj = Mul(pj, k)
+            ij = Add(ti, tj)
+            idx = Add(ij, rk)
+            minus_one = Constant<value = int64[1] {-1}>()
+            flat = Reshape(m, minus_one)
+            y0 = Gather(flat, idx)
+            y = Unsqueeze(y0, zero)
+        }
+    """
+    before, m, rewrite = apply_pass(GatherOfFlatIndexGridPass, body)
+    assert rewrite.fired == {"gather_of_flat_index_grid": 1}, rewrite.declined
+    assert ops(m) == ["Unsqueeze"]  # y0 is m itself (an Identity), then y
+    sizes = [{"I": i, "J": j, "K": k} for i, j, k in ((2, 3, 4), (1, 0, 2), (0, 2, 2), (1, 1, 1))]
+    assert_equivalent(before, m, sizes)
+
+
+DECLINES = {
+    # A prefix of the mask (a KV decoder's past + seq): an empty batch would gather n
+    # columns of nothing where m has fewer; not this rule's (GatherNDOfIndexGrid's) case.
+    "a_prefix": (
+        _mask(limit_t="n").replace("bool[B, T] mask)", "bool[B, T] mask, int64 n)"),
+        "a Range does not span its data axis",
+    ),
+    "a_wrong_stride": (
+        _mask(stride="b"),
+        "a term's multiplier is not its axis's row-major stride",
+    ),
+    "axis_1": (
+        _mask(axis=1),
+        "the Gather is not on axis 0",
+    ),
+    "rows_of_a_partial_flatten": (
+        _mask(flatten="Flatten<axis = 1>(mask)"),
+        "the gathered tensor is not a row-major flattening",
+    ),
+    "one_term_per_axis_missing": (
+        _mask().replace("rows = Mul(", "idx = Mul(").replace("idx = Add(pt, rows)", ""),
+        "the index does not have one term per axis of the data",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", DECLINES)
+def test_gather_of_flat_index_grid_declines(case):
+    body, reason = DECLINES[case]
+    _, m, rewrite = apply_pass(GatherOfFlatIndexGridPass, body)
+    assert not rewrite.fired
+    assert rewrite.declined[reason] == 1, rewrite.declined
+    assert "Gather" in ops(m)[3:]
+
+
+def test_the_prefix_it_declines_is_left_exact():
+    """The declined prefix case runs as before (the Gather stays) on an empty batch too."""
+    body = _mask(limit_t="n").replace("bool[B, T] mask)", "bool[B, T] mask, int64 n)")
+    before, m, _ = apply_pass(GatherOfFlatIndexGridPass, body)
+    given = {"n": lambda sizes: np.array(min(sizes["T"], 2), np.int64)}
+    assert_equivalent(before, m, SIZES, given=given)
