@@ -19,7 +19,10 @@ run. A :class:`SizePlan` draws sizes that respect
    ``broadcast``/``min``/``max`` term, the inputs of an elementwise op, of a
    ``MatMul``, of a ``Concat``;
 3. input sizes the dims divide by a constant (``height//16``): multiples of it;
-4. a size the equalities of 2 fix (a fixed position embedding: ``height = width = 64``);
+4. a range of one symbol where an equality of 1 or 2 holds whatever the others are (a
+   sliding window of 8: ``past_seq_len <= 8``), alone then with each of the first other
+   guesses (``past_seq_len <= 8, total_seq_len = past_seq_len+seq_len``); then a size the
+   equalities of 2 fix (a fixed position embedding: ``height = width = 64``);
 5. a rarely used input symbol equal to a sum of others the dims use;
 6. the image sizes multiples of a common patch, stride or window size (2, 4, 8, 14, 16,
    32, 64);
@@ -59,6 +62,7 @@ __all__ = [
 
 import collections
 import dataclasses
+import itertools
 import logging
 import math
 import random
@@ -89,6 +93,16 @@ COMMON_DIVISORS = (2, 4, 8, 14, 16, 32, 64)
 MAX_EQUATIONS = 64
 #: Largest size scanned for a fixed size (``height = width = 224``).
 MAX_FIXED_SIZE = 1024
+#: Largest size scanned for a symbol's range (``past_seq_len <= 8``).
+MAX_BOUND_SIZE = 256
+#: Sizes the other symbols take while a symbol's range is scanned (0 and 1 included:
+#: the edge runs use them).
+BOUND_SAMPLES = (0, 1, 2, 3, 5, 8, 13, 64)
+#: Assignments of the other symbols tried at most per size of the scanned symbol.
+MAX_BOUND_ASSIGNMENTS = 64
+#: Other guesses a range is also tried with (the range alone rarely runs a decoder:
+#: ``total_seq_len`` must follow too).
+MAX_BOUND_PARTNERS = 6
 
 _EVAL_ERRORS = (ArithmeticError, ValueError, KeyError, expr.ExprError)
 
@@ -139,6 +153,8 @@ class Guess:
             constant).
         multiples: ``(symbol, m)`` pairs: symbols drawn as multiples of ``m``.
         rank: Sort key, simplest and most plausible first.
+        ranges: ``(symbol, (lower, upper))`` pairs: symbols kept within the range
+            (``None``: no bound on that side), on top of the plan's ranges.
     """
 
     text: str
@@ -146,6 +162,7 @@ class Guess:
     defines: tuple[tuple[str, Dim], ...] = ()
     multiples: tuple[tuple[str, int], ...] = ()
     rank: tuple = ()
+    ranges: tuple[tuple[str, Range], ...] = ()
 
     @property
     def key(self) -> tuple:
@@ -154,6 +171,7 @@ class Guess:
             frozenset((n, expr.to_onnx(d) if isinstance(d, expr.DimExpr) else d)
                       for n, d in self.defines),
             frozenset(self.multiples),
+            frozenset(self.ranges),
         )  # fmt: skip
 
     def __str__(self) -> str:
@@ -213,11 +231,23 @@ class SizePlan:
         """A copy that follows ``guess`` too; ``None`` when it cannot (circular, unknown)."""
         derived = dict(self.derived)
         multiples = dict(self.multiples)
+        ranges = dict(self.ranges)
         names = set(self.symbols)
+        for name, (lower, upper) in guess.ranges:
+            if name not in names:
+                return None
+            old_lower, old_upper = ranges.get(name, (None, None))
+            lower = _tighter(max, old_lower, lower)
+            upper = _tighter(min, old_upper, upper)
+            if upper is not None and upper < max(lower or 0, 0):
+                return None  # no size left
+            ranges[name] = (lower, upper)
         for name, definition in guess.defines:
             if name in derived or name not in names or name in multiples:
                 return None
             if not isinstance(definition, (int, expr.DimExpr)):
+                return None
+            if isinstance(definition, int) and not _within(ranges, name, definition):
                 return None
             uses = _uses(definition)
             if name in uses or uses & derived.keys() or not uses <= names:
@@ -230,12 +260,15 @@ class SizePlan:
                 return None
             multiples[name] = math.lcm(multiples.get(name, 1), m)
         return dataclasses.replace(
-            self, derived=derived, multiples=multiples, relations=[*self.relations, str(guess)]
+            self,
+            derived=derived,
+            multiples=multiples,
+            ranges=ranges,
+            relations=[*self.relations, str(guess)],
         )
 
     def _allowed(self, name: str, value: int) -> bool:
-        lower, upper = self.ranges.get(name, (None, None))
-        return value >= (0 if lower is None else lower) and (upper is None or value <= upper)
+        return _within(self.ranges, name, value)
 
     def _draw_one(
         self, rng: random.Random, name: str, low: int, high: int, variant: int | None
@@ -339,6 +372,18 @@ class SizePlan:
                 seen.add(key)
                 out.append((label, binding))
         return out
+
+
+def _tighter(pick: Callable[[int, int], int], a: int | None, b: int | None) -> int | None:
+    """``pick(a, b)``, or the one that is not ``None``: two bounds of one side."""
+    if a is None or b is None:
+        return b if a is None else a
+    return pick(a, b)
+
+
+def _within(ranges: Mapping[str, Range], name: str, value: int) -> bool:
+    lower, upper = ranges.get(name, (None, None))
+    return value >= (0 if lower is None else lower) and (upper is None or value <= upper)
 
 
 def _derived_symbols(names: set[str], equalities: Sequence[tuple[Dim, Dim]]) -> dict[str, Dim]:
@@ -549,11 +594,12 @@ class _Survey:
 
 
 def _solve(a: Dim, b: Dim, why: str, uses: Mapping[str, int], proven: bool) -> list[Guess]:
-    """Guesses that make ``a == b`` hold: a symbol defined by the others, or a size.
+    """Guesses that make ``a == b`` hold: a symbol defined by the others, a range, a size.
 
     Ranked: a proven equality first, then a symbol equal to a sum of others, then a
-    fixed size; a symbol equal to a product or a quotient of others (``batch =
-    (height//16)*(width//16)``) comes after every other kind of guess.
+    range of one symbol (:func:`_bounds`), then a fixed size; a symbol equal to a product
+    or a quotient of others (``batch = (height//16)*(width//16)``) comes after every
+    other kind of guess.
     """
     diff = expr.sub(a, b)
     if isinstance(diff, int):
@@ -585,10 +631,12 @@ def _solve(a: Dim, b: Dim, why: str, uses: Mapping[str, int], proven: bool) -> l
         out.append(_define(name, definition, why, rank))
     if out:
         return out
-    # No symbol to solve for (``(h//16)*(w//16)+1 == 17``, ``h//4 == w//4``): the sizes
-    # all equal when that makes it hold, else the smallest size that does.
+    # No symbol to solve for (``(h//16)*(w//16)+1 == 17``, ``h//4 == w//4``): nothing
+    # when it holds for any sizes, else the sizes all equal when that makes it hold,
+    # else a range of one symbol where it holds whatever the others are (a sliding
+    # window: ``past_seq_len <= 8``), and the smallest size that makes it hold.
     names = sorted(diff.symbols())
-    if not names:
+    if not names or _zero_for_all(diff, _assignments(names)):
         return []
 
     def holds(x: int) -> bool:
@@ -602,12 +650,76 @@ def _solve(a: Dim, b: Dim, why: str, uses: Mapping[str, int], proven: bool) -> l
         defines = tuple((n, expr.sym(first)) for n in others)
         text = " = ".join(names)
         return [Guess(text, why, defines, (), (0 if proven else 1, 0, len(names)))]
+    for name, (lower, upper) in _bounds(diff, names):
+        text = f"{name} <= {upper}" if upper is not None else f"{name} >= {lower}"
+        rank = (0 if proven else 1, 1, len(names))
+        out.append(Guess(text, why, rank=rank, ranges=((name, (lower, upper)),)))
     for x in range(2, MAX_FIXED_SIZE + 1):
         if holds(x):
             defines = tuple((n, x) for n in names)
             text = " = ".join(names) + f" = {x}"
-            return [Guess(text, why, defines, (), (0 if proven else 3, 2, x))]
-    return []
+            out.append(Guess(text, why, defines, (), (0 if proven else 3, 2, x)))
+            break
+    return out
+
+
+def _bounds(diff: expr.DimExpr, names: Sequence[str]) -> list[tuple[str, Range]]:
+    """``(symbol, (lower, upper))``: a range of one symbol where ``diff == 0`` for any others.
+
+    The other symbols take the sizes of :data:`BOUND_SAMPLES` (every combination, or
+    :data:`MAX_BOUND_ASSIGNMENTS` of them), the symbol each size from 0 up to
+    :data:`MAX_BOUND_SIZE`. An upper bound is the longest run ``0..upper`` where
+    ``diff == 0`` for every assignment of the others (``upper >= 2``, and it fails at
+    ``upper + 1``); a lower bound, when it fails at 0, the sizes from the first one where
+    it holds for all of them up to the cap (``lower >= 3``: drawn sizes start at 2, so a
+    lower one changes nothing but the edges). An equality that holds for every size
+    scanned gives no range (nothing to keep the sizes from).
+    """
+    out: list[tuple[str, Range]] = []
+    for name in names:
+        others = _assignments([n for n in names if n != name])
+
+        def holds(x: int, name: str = name, others: list = others) -> bool:
+            return _zero_for_all(diff, [{**a, name: x} for a in others])
+
+        sizes = range(MAX_BOUND_SIZE + 1)
+        if holds(0):
+            upper = next((x - 1 for x in sizes[1:] if not holds(x)), None)
+            if upper is not None and upper >= 2:
+                out.append((name, (None, upper)))
+            continue
+        lower = next((x for x in sizes[1:] if holds(x)), None)
+        if lower is not None and lower >= 3 and all(holds(x) for x in sizes[lower + 1 :]):
+            out.append((name, (lower, None)))
+    return out
+
+
+def _assignments(names: Sequence[str]) -> list[dict[str, int]]:
+    """Sizes of :data:`BOUND_SAMPLES` for ``names``: each combination, or some of them.
+
+    At most :data:`MAX_BOUND_ASSIGNMENTS`: the equal sizes, then a fixed sample.
+    """
+    if len(BOUND_SAMPLES) ** len(names) <= MAX_BOUND_ASSIGNMENTS:
+        values = list(itertools.product(BOUND_SAMPLES, repeat=len(names)))
+    else:
+        rng = random.Random(0)
+        values = [(v,) * len(names) for v in BOUND_SAMPLES]
+        values += [
+            tuple(rng.choice(BOUND_SAMPLES) for _ in names)
+            for _ in range(MAX_BOUND_ASSIGNMENTS - len(values))
+        ]
+    return [dict(zip(names, v)) for v in values]
+
+
+def _zero_for_all(diff: Dim, assignments: Iterable[Mapping[str, int]]) -> bool:
+    """True when ``diff`` evaluates to 0 under every assignment."""
+    for assignment in assignments:
+        try:
+            if expr.evaluate(diff, assignment) != 0:
+                return False
+        except _EVAL_ERRORS:
+            return False
+    return True
 
 
 def _multiples(names: Sequence[str], m: int, why: str, rank: tuple) -> Guess:
@@ -672,7 +784,33 @@ def candidate_relations(
     unique: dict[tuple, Guess] = {}
     for guess in sorted(guesses, key=lambda g: g.rank):
         unique.setdefault(guess.key, guess)
-    return list(unique.values())[:MAX_GUESSES]
+    # A range alone, then with each of the first other guesses that fix no size (a
+    # sliding-window decoder needs past_seq_len <= 8 and total_seq_len = past+seq).
+    ordered = list(unique.values())
+    partners = [
+        g
+        for g in ordered
+        if not g.ranges and not any(isinstance(d, int) for _, d in g.defines)
+    ][:MAX_BOUND_PARTNERS]
+    out: list[Guess] = []
+    for guess in ordered:
+        out.append(guess)
+        if guess.ranges and not guess.defines and not guess.multiples:
+            out += [_bounded(guess, g, i) for i, g in enumerate(partners)]
+    return out[:MAX_GUESSES]
+
+
+def _bounded(bound: Guess, other: Guess, i: int) -> Guess:
+    """``other`` with the range of ``bound`` too (``past_seq_len <= 8, total = ...``)."""
+    why = bound.why if other.why == bound.why else f"{bound.why}; {other.why}"
+    return Guess(
+        f"{bound.text}, {other.text}",
+        why,
+        other.defines,
+        other.multiples,
+        (*bound.rank, i),
+        bound.ranges + other.ranges,
+    )
 
 
 # ----------------------------------------------------------------------------------------

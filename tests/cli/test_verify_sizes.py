@@ -3,10 +3,11 @@
 Each model reproduces, without torch, a kind of exported model on which independent
 random sizes never run: a KV-cache decoder whose mask is sliced to the key length (any
 ``total_seq_len >= past_seq_len + seq_len`` runs, so a wrong relation such as
-``total_seq_len = batch*(past_seq_len+seq_len)`` runs too), a vision transformer that
-cuts images into 16x16 patches with a Reshape, a Swin-style 8x8 window partition after a
-stride-4 patch embedding (sizes multiples of 32), and a vision transformer with a fixed
-position embedding (one image size).
+``total_seq_len = batch*(past_seq_len+seq_len)`` runs too), a sliding-window decoder
+(keys past a window of 8 broadcast against all keys: ``past_seq_len <= 8``), a vision
+transformer that cuts images into 16x16 patches with a Reshape, a Swin-style 8x8 window
+partition after a stride-4 patch embedding (sizes multiples of 32), and a vision
+transformer with a fixed position embedding (one image size).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from onnx_symdims import cli, expr, infer_symbolic_shapes
 from onnx_symdims._verify_sizes import (
     Guess,
     SizePlan,
+    _solve,
     candidate_relations,
     find_sizes,
     model_facts,
@@ -66,6 +68,31 @@ DECODER = f"""g (int64[batch, seq_len] input_ids, int64[batch, total_seq_len] at
     f3 = Neg(f2)
     f4 = Abs(f3)
 }}"""
+
+# A sliding-window decoder as mistral/qwen2 export it (window of 8): the last 8 past keys
+# plus the current ones ([seq_len+min(8,past_seq_len)]) are added to all of them
+# ([past_seq_len+seq_len]), which broadcasts only for past_seq_len <= 8; the mask is
+# sliced to all the keys (total_seq_len >= past_seq_len+seq_len runs).
+SLIDING = """g (float[batch, 2, seq_len, 4] k, float[batch, 2, past_seq_len, 4] past_key,
+       float[batch, total_seq_len] attention_mask) => (float[batch, 2, seq_len, 4] out,
+       float[?] masked)
+    <int64[1] start = {-8}, int64[1] end = {9223372036854775807}, int64[1] zero = {0},
+     int64[1] two = {2}, int64[1] three = {3}, int64[2] ax12 = {1, 2}> {
+    full = Concat<axis=2>(past_key, k)
+    win = Slice(past_key, start, end, two)
+    kw = Concat<axis=2>(win, k)
+    both = Add(full, kw)
+    kt = Transpose<perm=[0, 1, 3, 2]>(both)
+    scores = MatMul(k, kt)
+    out = MatMul(scores, kw)
+    m = Unsqueeze(attention_mask, ax12)
+    ps = Shape(full)
+    keylen = Slice(ps, two, three)
+    ms = Slice(m, zero, keylen, three)
+    ft = Transpose<perm=[0, 1, 3, 2]>(full)
+    fs = MatMul(k, ft)
+    masked = Add(fs, ms)
+}"""
 
 # Patches cut by a Reshape to [batch, 3, height/16, 16, width/16, 16]: only sizes
 # divisible by 16 run.
@@ -195,6 +222,125 @@ def test_a_proven_equality_is_the_first_guess_on_a_real_export():
     assert report.ok, report.errors
     assert report.relations == ["total_seq_len = past_seq_len+seq_len (proven by inference)"]
     assert all(b["total_seq_len"] == b["past_seq_len"] + b["seq_len"] for b in report.bindings)
+
+
+# ----------------------------------------------------------------------------------------
+# A sliding window: a range of past_seq_len, not one fixed size
+# ----------------------------------------------------------------------------------------
+WINDOW_FACT = (
+    expr.parse_dim("broadcast(past_seq_len+seq_len,seq_len+min(8,past_seq_len))"),
+    expr.parse_dim("seq_len+min(8,past_seq_len)"),
+)
+
+
+def test_a_sliding_window_fact_bounds_the_past_before_fixing_sizes():
+    # It holds for past_seq_len <= 8 whatever seq_len is (0 and 1 included), never for
+    # past_seq_len = seq_len = 13: no symbol to solve for, no equal sizes.
+    guesses = _solve(*WINDOW_FACT, "proven by inference", {}, True)
+    assert [str(g) for g in guesses] == [
+        "past_seq_len <= 8 (proven by inference)",
+        "past_seq_len = seq_len = 2 (proven by inference)",  # the fallback, after
+    ]
+    bound = guesses[0]
+    assert bound.ranges == (("past_seq_len", (None, 8)),) and not bound.defines
+    assert bound.rank < guesses[1].rank
+    # A proven definition still comes first.
+    total = _solve(
+        expr.parse_dim("total_seq_len"), expr.parse_dim("past_seq_len+seq_len"), "p", {}, True
+    )
+    assert total[0].rank < bound.rank
+    # A lower bound: max(n, 4) == n holds from 4 on.
+    n = expr.parse_dim("n")
+    assert [g.text for g in _solve(expr.dmax(n, 4), n, "t", {}, True)] == ["n >= 4", "n = 4"]
+
+
+def test_an_equality_that_always_holds_gives_no_guess():
+    # mistral's other window facts hold for any sizes (min(8, ...) on both sides).
+    a = expr.parse_dim("max(0,min(past_seq_len+seq_len,seq_len+8,8))")
+    b = expr.parse_dim("min(seq_len+min(8,past_seq_len),8)")
+    assert _solve(a, b, "proven by inference", {}, True) == []
+    # whisper's dec_seq_len == max(dec_seq_len+min(1,dec_seq_len)-1,0): not "= 2".
+    d = expr.parse_dim("dec_seq_len")
+    e = expr.parse_dim("max(dec_seq_len+min(1,dec_seq_len)-1,0)")
+    assert _solve(d, e, "Sub needs them equal", {}, False) == []
+    # Sizes all equal still apply where only they make it hold.
+    h4, w4 = expr.parse_dim("h//4"), expr.parse_dim("w//4")
+    assert [g.text for g in _solve(h4, w4, "t", {}, True)] == ["h = w"]
+
+
+def test_a_bound_keeps_draws_in_range_and_the_edges():
+    bound = _solve(*WINDOW_FACT, "proven by inference", {}, True)[0]
+    plan = _plan("past_seq_len", "seq_len").with_guess(bound)
+    assert plan.ranges == {"past_seq_len": (None, 8)}
+    assert plan.relations == ["past_seq_len <= 8 (proven by inference)"]
+    rng = random.Random(0)
+    for size_range in ((2, 8), (8, 32), (32, 64)):
+        draws = [plan.draw(rng, size_range) for _ in range(20)]
+        assert all(d["past_seq_len"] <= 8 for d in draws)
+        assert all(d["seq_len"] >= size_range[0] for d in draws)
+    assert len({plan.draw(rng, (2, 8))["past_seq_len"] for _ in range(30)}) >= 4
+    # The edges all stay: 0 and 1 are within the range.
+    edges = dict(plan.edges(rng, (2, 8)))
+    assert list(edges) == [
+        "all sizes 1", "past_seq_len=0", "seq_len=0", "past_seq_len=1", "seq_len=1"
+    ]  # fmt: skip
+    assert all(e["past_seq_len"] <= 8 for e in edges.values())
+    # A lower bound drops the edges below it.
+    lower = plan.with_guess(Guess("seq_len >= 4", "t", ranges=(("seq_len", (4, None)),)))
+    assert list(dict(lower.edges(rng, (2, 8)))) == ["past_seq_len=0", "past_seq_len=1"]
+    assert all(lower.draw(rng, (2, 8))["seq_len"] >= 4 for _ in range(20))
+
+
+def test_guess_ranges_intersect_and_count_in_the_key():
+    plan = _plan("a", "b")
+    plan.ranges = {"a": (1, 20)}
+    upper = Guess("a <= 8", "t", ranges=(("a", (None, 8)),))
+    assert plan.with_guess(upper).ranges == {"a": (1, 8)}
+    four = Guess("a <= 4", "t", ranges=(("a", (None, 4)),))
+    assert plan.with_guess(upper).with_guess(four).ranges == {"a": (1, 4)}
+    assert plan.with_guess(Guess("a >= 30", "t", ranges=(("a", (30, None)),))) is None
+    assert plan.with_guess(Guess("c <= 4", "t", ranges=(("c", (None, 4)),))) is None
+    # A size outside the range is refused, one inside kept.
+    both = ("a", (None, 8))
+    assert plan.with_guess(Guess("a = 12", "t", (("a", 12),), ranges=(both,))) is None
+    six = plan.with_guess(Guess("a = 6", "t", (("a", 6),), ranges=(both,)))
+    assert six.derived == {"a": 6}
+    b_is_a = Guess("b = a", "t", (("b", expr.sym("a")),))
+    assert b_is_a.key != Guess("b = a", "t", b_is_a.defines, ranges=(both,)).key
+
+
+def test_a_sliding_window_decoder_runs_past_sizes_up_to_the_window(tmp_path, capsys):
+    m = _inferred(SLIDING)
+    facts = model_facts(m)
+    assert [(str(a), str(b)) for a, b in facts] == [tuple(str(d) for d in WINDOW_FACT)]
+    texts = [g.text for g in candidate_relations([m], SizePlan.of(m.graph), facts)]
+    # The range alone, then with each other guess; the fixed sizes after.
+    assert texts[:2] == [
+        "past_seq_len <= 8",
+        "past_seq_len <= 8, total_seq_len = past_seq_len+seq_len",
+    ]
+    assert texts.index("past_seq_len = seq_len = 2") > 2
+
+    report = verify_model(m, runs=3, edges=True)
+    assert report.ok, report.errors
+    relation = "past_seq_len <= 8, total_seq_len = past_seq_len+seq_len"
+    assert report.relations == [f"{relation} (proven by inference; a min term compares them)"]
+    ran = _ran(report)
+    assert len(ran) >= 3
+    assert all(b["past_seq_len"] <= 8 for b in ran)
+    assert all(b["total_seq_len"] == b["past_seq_len"] + b["seq_len"] for b in ran)
+    assert len({b["past_seq_len"] for b in ran}) >= 2  # not one fixed size
+    edges = {e.label: e for e in report.edges}
+    labels = ("all sizes 1", "past_seq_len=0", "seq_len=0", "past_seq_len=1", "seq_len=1")
+    assert set(labels) <= edges.keys()
+    assert all(not edges[label].error for label in labels)
+
+    path = tmp_path / "sliding.onnx"
+    ir.save(model_from_text(SLIDING), path)
+    assert cli.main(["optimize", str(path), "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert f"sizes follow {relation}" in out
+    assert "0 differences" in out
 
 
 # ----------------------------------------------------------------------------------------
