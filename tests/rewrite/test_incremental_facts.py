@@ -95,7 +95,7 @@ def test_known_nodes_need_their_context():
     SymbolicShapeInferencePass(context=ShapesContext(), known_nodes=set())
 
 
-@pytest.mark.parametrize("name", ["tiny_decoder", "t5_encoder_legacy"])
+@pytest.mark.parametrize("name", ["tiny_decoder"])
 def test_optimize_gives_the_same_model_as_with_full_analyses(name, monkeypatch):
     incremental, full = _optimized_both_ways(name, monkeypatch)
     assert onnx.printer.to_text(ir.serde.serialize_model(incremental)) == onnx.printer.to_text(
@@ -103,14 +103,18 @@ def test_optimize_gives_the_same_model_as_with_full_analyses(name, monkeypatch):
     )
 
 
-def test_incremental_facts_may_know_more_than_a_full_analysis(monkeypatch):
+@pytest.mark.parametrize("name", ["gpt2_kv_legacy", "t5_encoder_legacy"])
+def test_incremental_facts_may_know_more_than_a_full_analysis(name, monkeypatch):
     """Facts of the original model kept across rounds can prove what the rewritten one no
     longer shows: in GPT-2's MLP, ``Reshape(Gemm(...), [-1, s, 32])`` of an empty batch
     reads as a case split in the rewritten model, while the original proved ``seq_len``
     (they hold on every run of the original, which is what a rewrite must preserve;
     tests/integration/test_optimize_models.py runs the result in onnxruntime). So
-    ReuseEqualValues finds more equal values with them, never fewer."""
-    incremental, full = _optimized_both_ways("gpt2_kv_legacy", monkeypatch)
+    ReuseEqualValues finds more equal values with them, never fewer. In T5, once
+    GatherOfFlatIndexGrid made the padding mask an ``Unsqueeze`` of it, the original's
+    ``seq_len >= 1`` (its ``-1`` reshapes) lets the ``Unsqueeze`` and the ``Reshape``
+    after it collapse into one ``Reshape`` with a ``-1``."""
+    incremental, full = _optimized_both_ways(name, monkeypatch)
     assert len(list(incremental.graph)) < len(list(full.graph))
 
 
