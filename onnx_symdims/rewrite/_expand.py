@@ -26,7 +26,10 @@ element the same whatever the operand layout: ``+ - * /`` (correctly rounded IEE
 operations), comparisons, logical and bitwise ops, ``Where``, ``Neg``, ``Abs``, ``Sign``,
 ``IsNaN``, ``IsInf``, ``Not``, ``Identity``; ``Min``, ``Max``, ``Mod`` and ``Cast`` on
 integers and booleans only (onnxruntime's float ``Min``/``Max`` kernels order ``-0.0`` and
-``+0.0`` differently; see :mod:`._broadcast`).
+``+0.0`` differently; see :mod:`._broadcast`). An op that can fail on an element (a
+``Gather`` index out of range, an integer ``Div``/``Mod`` by 0) is recreated only when the
+expansion is empty only where ``x`` is: with a batch of 0 the original computes nothing,
+the recreated op would compute on all of ``x``.
 
 Example::
 
@@ -178,6 +181,8 @@ class DropExpandBeforeBroadcastPass(FactsPass):
                 continue
             if len(recomputed) == _MAX_RECOMPUTED:
                 return f"more than {_MAX_RECOMPUTED} ops before the expansion is absorbed"
+            if self._may_fail(user) and not self._keeps_every_element(x_shape, y):
+                return "an op that may fail on an element would run where the expansion is empty"
             recomputed.append(user)
             smaller[out] = new_shape
             if (why := follow(out)) is not None:
@@ -185,6 +190,29 @@ class DropExpandBeforeBroadcastPass(FactsPass):
         if not absorbing:
             return "no op absorbs the expansion"
         return recomputed, absorbing
+
+    def _may_fail(self, node: ir.Node) -> bool:
+        """Whether ``node`` can fail on some element (an index out of range, ``x // 0``)."""
+        if node.op_type == "Gather":
+            return True
+        return node.op_type in ("Div", "Mod") and self.facts.dtype(node.outputs[0]) in _INTEGERS_AND_BOOL
+
+    def _keeps_every_element(self, x_shape: tuple[Dim, ...], y: ir.Value) -> bool:
+        """True when ``Expand(x) -> y`` is empty only where ``x`` is.
+
+        A recreated op runs on ``x``'s elements; the original ran on ``y``'s, none at all
+        when ``y`` is empty (a batch of 0). An op that may fail on an element is recreated
+        only when each dim of ``y`` is proven ``>= 1`` or is ``x``'s own dim.
+        """
+        facts = self.facts
+        y_shape = facts.shape(y)
+        if y_shape is None:
+            return False
+        offset = len(y_shape) - len(x_shape)
+        return all(
+            facts.at_least(d, 1) or (k >= offset and facts.same_dim(x_shape[k - offset], d))
+            for k, d in enumerate(y_shape)
+        )
 
     def _shape_without(
         self, node: ir.Node, smaller: dict[ir.Value, tuple[Dim, ...]]

@@ -43,14 +43,8 @@ _MASK = """
     }
 """
 
-FIRES = {
-    "attention_mask": (
-        _MASK,
-        ["GreaterOrEqual", "Unsqueeze", "Where", "Add"],
-    ),
-    # BART's positions: Gather(table, Expand(arange(S), [B, S]) + 2) + embeddings.
-    "gathered_positions": (
-        """
+#: BART's positions: Gather(table, Expand(arange(S), [B, S]) + 2) + embeddings.
+_POSITIONS = """
         g (float[B, S, 4] emb) => (float[B, S, 4] y)
         <float[16, 4] table = {0., 1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12., 13., 14., 15.,
                                16., 17., 18., 19., 20., 21., 22., 23., 24., 25., 26., 27., 28.,
@@ -70,7 +64,17 @@ FIRES = {
             rows = Gather<axis = 0>(table, shifted)
             y = Add(emb, rows)
         }
-        """,
+        """
+
+FIRES = {
+    "attention_mask": (
+        _MASK,
+        ["GreaterOrEqual", "Unsqueeze", "Where", "Add"],
+    ),
+    # The gathered positions with a batch of 2: the expansion is never empty where x
+    # is not, so the Gather may run on x's elements.
+    "gathered_positions_of_a_fixed_batch": (
+        _POSITIONS.replace("float[B, S, 4] emb) => (float[B, S, 4] y)", "float[2, S, 4] emb) => (float[2, S, 4] y)"),
         ["Shape", "Squeeze", "Range", "Add", "Gather", "Add"],
     ),
     # Absorbed by two ops at once, one of them after a recomputed op.
@@ -101,6 +105,12 @@ def test_drop_expand_before_broadcast_fires(case):
 
 
 DECLINES = {
+    # With a batch of 0 the original gathers nothing; a Gather of arange(S) + 2 would read
+    # past the table when S > 14 (see test_an_empty_expansion_is_not_gathered_from).
+    "a_gather_where_the_expansion_may_be_empty": (
+        _POSITIONS,
+        "an op that may fail on an element would run where the expansion is empty",
+    ),
     # The expanded mask is an output: its shape is part of the model's contract.
     "a_graph_output": (
         """
@@ -231,3 +241,9 @@ def test_every_expand_layout_keeps_the_outputs(x_shape, other_shape, chain, abso
         except Exception:  # an invalid size for this layout (Expand of [N, 1] to [B, N])
             continue
         assert_same_outputs(sessions[1].run(None, feeds), expected)
+
+
+def test_an_empty_expansion_is_not_gathered_from():
+    """The declined case above: with B = 0 the original runs on any S (it gathers nothing)."""
+    before, m, _ = apply_pass(DropExpandBeforeBroadcastPass, _POSITIONS)
+    assert_equivalent(before, m, [{"B": 0, "S": 20}, {"B": 2, "S": 3}])
