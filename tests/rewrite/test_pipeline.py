@@ -656,3 +656,60 @@ def test_max_pool_indices_stay_where_the_padding_may_be_negative(attributes, kep
         x = np.arange(2 * n, dtype=np.float32).reshape(1, 2, n)
         expected = session(before).run(None, {"x": x})[0]
         np.testing.assert_array_equal(session(optimized).run(None, {"x": x})[0], expected)
+
+
+# A stand-in for an attention subgraph: y has the shape a fused MultiHeadAttention gives.
+ATTENTION = """
+    g (float[B, S, 8] q, float[B, S, 8] k, float[B, S, 8] v, float[B, 1, S, {last}] bias)
+        => (float[B, S, 8] y) {{
+        qk = Add(q, k)
+        y = Add(qk, v)
+    }}
+"""
+
+
+def _mha_step(model):
+    """Replaces the stand-in by ``MultiHeadAttention(q, k, v, attention_bias=bias)``."""
+    q, k, v, bias = model.graph.inputs
+    old = model.graph.outputs[0]
+    mha = ir.node(
+        "MultiHeadAttention",
+        [q, k, v, None, None, bias],
+        attributes={"num_heads": 2},
+        domain="com.microsoft",
+    )
+    model.graph.append(mha)
+    old.replace_all_uses_with(mha.outputs[0], replace_graph_outputs=True)
+    mha.outputs[0].name, old.name = old.name, "y_old"
+    mha.outputs[0].shape, mha.outputs[0].type = old.shape, old.type
+    model.opset_imports["com.microsoft"] = 1
+    return 1
+
+
+@pytest.fixture
+def mha_fusion(monkeypatch):
+    from onnxscript.rewriter.ort_fusions import _core
+
+    from onnx_symdims.rewrite import _guard
+
+    monkeypatch.setattr(_guard, "_ORT_FUSE_STEPS", (("mha_stand_in", "mha_step", {}),))
+    monkeypatch.setattr(_core, "mha_step", _mha_step, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("last", "kept"),
+    [
+        ("S", True),
+        # [B, 1, S, 1] broadcast in the replaced subgraph; onnxruntime's kernel wants S.
+        ("1", False),
+        # Not proven S: a different length where the runs may differ.
+        ("T", False),
+    ],
+)
+def test_a_fused_attention_bias_must_have_the_kernels_exact_shape(mha_fusion, last, kept):
+    m = model(ATTENTION.format(last=last))
+    result = OptimizePass(fusions="ort")(m)
+    assert ("fusion.mha_stand_in" in result.fired) == kept, result.diagnostics
+    if not kept:
+        assert any("attention_bias not proven" in d for d in result.diagnostics)
+        assert "MultiHeadAttention" not in ops(m)
