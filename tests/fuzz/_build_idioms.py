@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
+
 from tests.fuzz._cases import INT64_MAX
 from tests.fuzz._generator import _Reject
 
@@ -109,3 +111,56 @@ class IdiomBuilders:
         else:
             end = self.emit1("Sub", [self.dim_vec(data, axis), k])
             self.emit1("Slice", [data, self.const([0]), end, self.const([axis - rank])])
+
+    # Idioms the optimizer rewrites (seeds from REWRITE_IDIOMS_FROM) ----------------------
+    def p_expand_into_broadcast(self) -> None:
+        """``data + f(Expand(c, Shape(data)))``: a constant spread, then broadcast back.
+
+        ``f`` is ``Neg``, a ``Where`` on its sign, or a ``Gather`` from a table with the
+        spread constant as the index (an index past the table fails every binding where
+        ``data`` has elements, and runs where it is empty).
+        """
+        data = self.pick_float(1, 4)
+        rank = data.rank(self.alive)
+        ones = [1] * self.rng.randint(1, rank)
+        kind = self.rng.choice(("neg", "where", "gather"))
+        if kind == "gather":
+            index = self.const(np.full(ones, self.rng.choice((0, 3, 4, 7))))
+            spread = self.emit1("Expand", [index, self.shape_of(data)])
+            table = self.const(np.arange(4, dtype=np.float32) + 0.5, dtype=np.float32)
+            part = self.emit1("Gather", [table, spread], axis=0)
+        else:
+            value = self.const(np.full(ones, self.rng.choice((-1.5, 2.0))), dtype=np.float32)
+            spread = self.emit1("Expand", [value, self.shape_of(data)])
+            if kind == "neg":
+                part = self.emit1("Neg", [spread])
+            else:
+                zero = self.const(0.0, dtype=np.float32)
+                positive = self.emit1("Greater", [spread, zero])
+                part = self.emit1("Where", [positive, spread, zero])
+        self.emit1(self.rng.choice(("Add", "Mul")), [data, part])
+
+    def p_flat_index_grid(self) -> None:
+        """``Gather(flatten(m), arange(B)[:, None] * T + arange(T'))`` (TorchScript masks).
+
+        ``T'`` is ``m``'s own length or another tensor's size (a prefix: the rule must
+        decline, an empty batch gathers nothing).
+        """
+        data = self.pick_float(2, 2)
+        batch = self.dim_scalar(data, 0)
+        length = self.dim_scalar(data, 1)
+        if self.rng.random() < 0.3:
+            source, axis = self._some_axis()
+            limit = self.dim_scalar(source, axis)
+        else:
+            limit = length
+        zero, one = self.const(0), self.const(1)
+        rows = self.emit1("Range", [zero, batch, one])
+        cols = self.emit1("Range", [zero, limit, one])
+        column = self.emit1("Unsqueeze", [rows, self.const([1])])
+        offsets = self.emit1("Add", [self.emit1("Mul", [column, length]), cols])
+        if self.rng.random() < 0.5:
+            flat = self.emit1("Flatten", [data], axis=2)
+        else:
+            flat = self.emit1("Reshape", [data, self.const([-1])])
+        self.emit1("Gather", [flat, offsets], axis=0)

@@ -144,6 +144,23 @@ class _Generator(GeneratorCore, ShapeBuilders, FloatBuilders, ComputedBuilders, 
     }
 
 
+#: Seeds from here also draw the idioms the optimizer's later rules rewrite (earlier
+#: seeds keep naming the graphs they always named).
+REWRITE_IDIOMS_FROM = 100_000
+
+#: Builders added for seeds from :data:`REWRITE_IDIOMS_FROM`, with their weights.
+REWRITE_IDIOMS: dict[str, int] = {
+    "p_expand_into_broadcast": 3,
+    "p_flat_index_grid": 2,
+}
+
+
+class _RewriteIdiomsGenerator(_Generator):
+    BUILDERS = {**_Generator.BUILDERS, **REWRITE_IDIOMS}
+
+
 def generate(seed: int) -> FuzzCase:
     """A random graph with its bindings and input data, determined by ``seed``."""
+    if seed >= REWRITE_IDIOMS_FROM:
+        return _RewriteIdiomsGenerator(seed).generate()
     return _Generator(seed).generate()

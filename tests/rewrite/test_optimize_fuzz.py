@@ -36,7 +36,13 @@ from tests.integration.backend_cases import checker_problem
 #: and sums in another order) differed until the sessions turned prepacking off; 19180
 #: (a MaxPool with SAME_LOWER pads of -1 lost its unused Indices output, and onnxruntime's
 #: kernel without indices refuses negative pads) failed to run until that output stayed.
-SEEDS = [*range(60), 157, 165, 438, 594, 3972, 5237, 5680, 8406, 19180]
+#: From 100000 the generator also draws the idioms of the later rules (Expand spread then
+#: broadcast back, TorchScript's flat index grid); 100111 and 100843 failed when
+#: DropExpandBeforeBroadcast moved an out-of-range Gather before an empty expansion.
+SEEDS = [
+    *range(60), 157, 165, 438, 594, 3972, 5237, 5680, 8406, 19180,
+    *range(100000, 100030), 100111, 100843,
+]  # fmt: skip
 
 #: Seeds whose difference is a known departure or an open bug: seed -> why.
 KNOWN: dict[int, str] = {}
