@@ -68,6 +68,7 @@ class GatherNDOfIndexGridPass(FactsPass):
         group = [node]
         plans = [plan]
         removed = 1
+        cone: set[ir.Node] = set()
         uses = idx.uses()
         if not idx.is_graph_output() and all(
             u.idx == 1
@@ -81,10 +82,16 @@ class GatherNDOfIndexGridPass(FactsPass):
             if all(p is not None for p in other_plans):
                 group += others
                 plans += other_plans
-                removed = len(group) + sum(
-                    1 for n in dead_cone(idx.producer(), idx) if n.op_type != "Constant"
-                )
-        if removed <= sum(_cost(self.facts, *p) for p in plans):
+                cone = dead_cone(idx.producer(), idx)
+                removed = len(group) + sum(1 for n in cone if n.op_type != "Constant")
+        # A Reshape to the grid's shape keeps the nodes computing that shape alive.
+        kept: set[ir.Node] = set()
+        for *_, target in plans:
+            if target is not None and target.producer() is not None:
+                kept |= dead_cone(target.producer(), target) & cone
+        added = sum(_cost(self.facts, *p) for p in plans)
+        added += sum(1 for n in kept if n.op_type != "Constant")
+        if removed <= added:
             self.declined["removes no more nodes than it adds"] += 1
             return
         for gather, p in zip(group, plans):
@@ -341,11 +348,12 @@ class GatherNDOfIndexGridPass(FactsPass):
 
 
 def _cost(facts, data, sliced: list[int], inserted: list[int], grid, target) -> int:
-    """Nodes (not counting constants) the rewrite of one gather adds (or keeps alive)."""
-    added = 0
-    if target is not None:  # the target's nodes stay; a Reshape takes the Unsqueeze's place
-        kept = dead_cone(target.producer(), target) if target.producer() is not None else ()
-        added += sum(1 for n in kept if n.op_type != "Constant") + (0 if inserted else 1)
+    """Nodes (not counting constants) the rewrite of one gather adds.
+
+    A ``target`` (the grid's shape) takes a ``Reshape`` in the ``Unsqueeze``'s place; the
+    nodes it keeps alive are counted by the caller, once for a group sharing the grid.
+    """
+    added = 0 if target is None or inserted else 1
     for j in sliced:
         _, arange, offset = grid[j]
         added += facts.shape(arange.inputs[1]) != (1,)  # the end as a vector
