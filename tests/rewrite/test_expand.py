@@ -247,3 +247,47 @@ def test_an_empty_expansion_is_not_gathered_from():
     """The declined case above: with B = 0 the original runs on any S (it gathers nothing)."""
     before, m, _ = apply_pass(DropExpandBeforeBroadcastPass, _POSITIONS)
     assert_equivalent(before, m, [{"B": 0, "S": 20}, {"B": 2, "S": 3}])
+
+
+def test_an_integer_division_by_an_empty_expansion_is_not_moved_before_it():
+    """``100 // Expand(v, [B, N])`` with a batch of 0 divides by nothing; recreated as
+    ``100 // v`` it would divide by v's zeros (onnxruntime fails on an integer division by
+    0). Found by a mutation audit: no other test covered the integer ``Div`` case."""
+    body = """
+        g (int64[B, N] x, int64[N] v) => (int64[B, N] y) {
+            s = Shape(x)
+            full = Expand(v, s)
+            hundred = Constant<value = int64 {100}>()
+            q = Div(hundred, full)
+            y = Add(x, q)
+        }
+    """
+    before, m, rewrite = apply_pass(DropExpandBeforeBroadcastPass, body)
+    assert not rewrite.fired
+    reason = "an op that may fail on an element would run where the expansion is empty"
+    assert rewrite.declined[reason] == 1
+    sizes = [{"B": b, "N": n} for b, n in ((0, 3), (0, 1), (2, 3), (1, 0))]
+    # v has a 0 unless the batch is nonempty (the original divides by v's elements then)
+    given = {"v": lambda s: np.arange(s["N"], dtype=np.int64) + (s["B"] > 0)}
+    assert_equivalent(before, m, sizes, given=given)
+
+
+def test_an_expansion_read_by_an_op_recreated_for_another_waits_for_the_next_round():
+    """The ``Add`` reading both expansions is recreated on ``v`` when the first goes; the
+    second expansion then reaches an op made in this round, which has no facts (nor a
+    place in the graph order the walk follows) until the next analysis. Found by a
+    mutation audit: without that check the walk failed on the new node."""
+    body = """
+        g (float[B, N] x, float[N] v, float[1] w) => (float[B, N] y) {
+            s = Shape(x)
+            full = Expand(v, s)
+            n = Shape(v)
+            spread = Expand(w, n)
+            both = Add(full, spread)
+            y = Mul(x, both)
+        }
+    """
+    before, m, rewrite = apply_pass(DropExpandBeforeBroadcastPass, body)
+    assert rewrite.fired == {"drop_expand_before_broadcast": 1}
+    assert rewrite.declined["an expanded value reaches an op made in this round"] == 1
+    assert_equivalent(before, m, SIZES)

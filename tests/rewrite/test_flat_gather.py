@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onnx_symdims.rewrite import GatherOfFlatIndexGridPass
-from tests.rewrite._rewrite_testing import apply_pass, assert_equivalent, ops
+from onnx_symdims.rewrite import GatherOfFlatIndexGridPass, analyze
+from tests.rewrite._rewrite_testing import apply_pass, assert_equivalent, model, ops, proto
 
 #: The padding mask of a TorchScript BERT export: mask[b, t] for every (b, t) as
 #: [B, 1, 1, T, 1], read from the flattened mask at b * T + t.
@@ -146,3 +146,85 @@ def test_the_prefix_it_declines_is_left_exact():
     before, m, _ = apply_pass(GatherOfFlatIndexGridPass, body)
     given = {"n": lambda sizes: np.array(min(sizes["T"], 2), np.int64)}
     assert_equivalent(before, m, SIZES, given=given)
+
+
+# Found by a mutation audit: each case would be rewritten wrongly (or crash the rule)
+# with the check that declines it weakened.
+AUDIT_DECLINES = {
+    # A third term on an axis of its own (a [B, 1, T, C] grid of a [B, T] mask): the
+    # data has no axis for it (the rule must not index past the data's rank).
+    "three_terms_for_two_axes": (
+        _mask()
+        .replace(
+            "vt = Constant<value = int64[4] {1, 1, 1, -1}>()",
+            "vt = Constant<value = int64[4] {1, 1, -1, 1}>()",
+        )
+        .replace("bool[B, T] mask)", "bool[B, T] mask, float[C] c)")
+        .replace(
+            "idx = Add(pt, rows)",
+            """sc = Shape(c)
+        nc = Squeeze(sc)
+        rc = Range(zero, nc, one)
+        vc = Constant<value = int64[4] {1, 1, 1, -1}>()
+        pc = Reshape(rc, vc)
+        two_terms = Add(pt, rows)
+        idx = Add(two_terms, pc)""",
+        ),
+        "the index does not have one term per axis of the data",
+    ),
+    # m[i, i] * N + i: both terms on axis 0 of a square mask, the diagonal-like offsets
+    # i * N + i, not m's own.
+    "two_terms_on_one_axis": (
+        _mask(limit_t="b")
+        .replace("bool[B, T] mask", "bool[B, B] mask")
+        .replace(
+            "vt = Constant<value = int64[4] {1, 1, 1, -1}>()",
+            "vt = Constant<value = int64[4] {-1, 1, 1, 1}>()",
+        )
+        .replace("idx = Add(pt, rows)", "idx = Add(rows, pt)"),
+        "two terms lie on one axis",
+    ),
+    # Range(-1, T - 1): T positions, shifted by one; Gather reads index -1 as the last
+    "a_range_from_minus_one": (
+        _mask(limit_t="t1").replace(
+            "rt = Range(zero, t1, one)",
+            """minus_one = Constant<value = int64 {-1}>()
+        t1 = Sub(t, one)
+        rt = Range(minus_one, t1, one)""",
+        ),
+        "the index is not a sum of placed Range terms",
+    ),
+    # Range(0, -T, -1): T positions read backwards (Gather wraps negative indices)
+    "a_range_with_step_minus_one": (
+        _mask(limit_t="neg_t").replace(
+            "rt = Range(zero, neg_t, one)",
+            """minus_one = Constant<value = int64 {-1}>()
+        neg_t = Neg(t)
+        rt = Range(zero, neg_t, minus_one)""",
+        ),
+        "the index is not a sum of placed Range terms",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", AUDIT_DECLINES)
+def test_gather_of_flat_index_grid_declines_where_a_rewrite_would_differ(case):
+    body, reason = AUDIT_DECLINES[case]
+    before, m, rewrite = apply_pass(GatherOfFlatIndexGridPass, body)
+    assert not rewrite.fired
+    assert rewrite.declined[reason] == 1, rewrite.declined
+    sizes = [{**s, "C": c} for s in SIZES for c in (0, 1)]  # C > 1: out of range
+    if "B, B]" in body:  # a square mask: indices i * B + i stay in range
+        sizes = [{"B": b, "T": b} for b in (0, 1, 2, 3)]
+    assert_equivalent(before, m, sizes)
+
+
+def test_gather_of_flat_index_grid_declines_before_opset_13():
+    """Unsqueeze takes its axes as an attribute before opset 13."""
+    m = model(_mask(), opset=12)
+    before = proto(m)
+    rewrite = GatherOfFlatIndexGridPass(analyze(m))
+    rewrite(m)
+    assert not rewrite.fired
+    assert rewrite.declined["opset before 13 (Unsqueeze axes as an attribute)"] == 1
+    assert_equivalent(before, m, SIZES)

@@ -12,8 +12,8 @@ import itertools
 import numpy as np
 import pytest
 
-from onnx_symdims.rewrite import GatherNDOfIndexGridPass
-from tests.rewrite._rewrite_testing import apply_pass, assert_equivalent, ops
+from onnx_symdims.rewrite import GatherNDOfIndexGridPass, analyze
+from tests.rewrite._rewrite_testing import apply_pass, assert_equivalent, model, ops, proto
 
 # The padding mask of a BERT export: mask[b, t] for every (b, t), as [B, 1, 1, T].
 # {limit} is the kv length the grid spans: S (the mask's own dim) or P + S.
@@ -271,3 +271,100 @@ def test_a_grid_also_read_by_a_gather_in_a_branch_is_left_to_it():
     assert_equivalent(
         before, m, sizes, given={"mask": _bool_mask, "c": lambda s: np.array(s["B"] % 2 == 0)}
     )
+
+
+# Found by a mutation audit: cases each of which a weakened check would rewrite wrongly.
+AUDIT_DECLINES = {
+    # A grid with a third axis of 2 (the grid's shape broadcasts with a [1, 2, 1, 1]
+    # tensor) gathers every mask element twice; an Unsqueeze would give that axis 1.
+    "a grid axis of 2 that no component spans": (
+        _mask().replace(
+            "grid = Shape(m)",
+            """twice = Constant<value = int64[1, 2, 1, 1] {0, 0}>()
+        wide = Add(m, twice)
+        grid = Shape(wide)""",
+        ),
+        "the grid has other axes than size 1",
+    ),
+    # Range(0, B, 2) gathers every other row: not a prefix of the mask
+    "a Range with step 2": (
+        _mask().replace(
+            "rb = Range(zero, b, one)",
+            "two = Constant<value = int64 {2}>()\n        rb = Range(zero, b, two)",
+        ),
+        "a Range does not start at 0 with step 1",
+    ),
+    # limit = S - 2: an empty Range where S < 2, but a Slice end counted from the back
+    "a limit proven but not >= 0": (
+        _mask(mask_len="T", limit="short").replace(
+            "total = Add(p, s)",
+            """two = Constant<value = int64 {2}>()
+        short = Sub(s, two)""",
+        ),
+        "a Range's limit is not proven >= 0",
+    ),
+    # The kv prefix of an empty batch needs a Reshape to the grid's shape, but neither
+    # component's Expand target is that shape: each expands to the other's reshape.
+    "no Expand target is the grid's shape": (
+        _mask(mask_len="T", limit="total")
+        .replace("eb = Expand(gb, grid)", "sgt = Shape(gt)\n        eb = Expand(gb, sgt)")
+        .replace("et = Expand(gt, grid)", "sgb = Shape(gb)\n        et = Expand(gt, sgb)"),
+        "a Range may run past its data axis while the grid is empty",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", AUDIT_DECLINES)
+def test_gather_of_an_index_grid_declines_where_a_rewrite_would_differ(case):
+    body, reason = AUDIT_DECLINES[case]
+    before, m, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
+    assert not rewrite.fired
+    assert rewrite.declined[reason] >= 1, rewrite.declined
+    sizes = [*SIZES, {"B": 2, "S": 1, "P": 0, "T": 3}, {"B": 0, "S": 3, "P": 2, "T": 2}]
+    if "bool[B, T] mask" not in body:
+        sizes = [{**s, "T": s["S"]} for s in sizes]
+    valid = []
+    for s in sizes:  # the original must run (a grid past a short mask fails it)
+        try:
+            assert_equivalent(before, before, [s], given={"mask": _bool_mask})
+        except Exception:
+            continue
+        valid.append(s)
+    assert len(valid) >= 3
+    assert_equivalent(before, m, valid, given={"mask": _bool_mask})
+
+
+@pytest.mark.parametrize(
+    ("opset", "body", "reason"),
+    [
+        # before 13 Unsqueeze takes its axes as an attribute
+        (12, _mask(), "opset before 13 (Unsqueeze axes as an attribute)"),
+        # before 14 Reshape has no allowzero (the kv prefix of an empty batch needs it)
+        (
+            13,
+            _mask(mask_len="T", limit="total"),
+            "a Range may run past its data axis while the grid is empty",
+        ),
+    ],
+    ids=["opset12", "opset13"],
+)
+def test_gather_of_an_index_grid_declines_on_old_opsets(opset, body, reason):
+    # Shape without start/end (opset 15), Unsqueeze with axes as an attribute before 13
+    for name, source, axis in (("sb", "ids", 0), ("ss", "ids", 1), ("sp", "past", 2)):
+        body = body.replace(
+            f"{name} = Shape<start = {axis}, end = {axis + 1}>({source})",
+            f"""{name}_all = Shape({source})
+        {name}_at = Constant<value = int64[1] {{{axis}}}>()
+        {name} = Gather({name}_all, {name}_at)""",
+        )
+    if opset < 13:
+        body = body.replace("ub = Unsqueeze(eb, last)", "ub = Unsqueeze<axes = [-1]>(eb)")
+        body = body.replace("ut = Unsqueeze(et, last)", "ut = Unsqueeze<axes = [-1]>(et)")
+    m = model(body, opset=opset)
+    before = proto(m)
+    rewrite = GatherNDOfIndexGridPass(analyze(m))
+    rewrite(m)
+    assert not rewrite.fired
+    assert rewrite.declined[reason] >= 1, rewrite.declined
+    sizes = [{**s, "T": s["S"] + s["P"]} for s in SIZES]
+    assert_equivalent(before, m, sizes, given={"mask": _bool_mask})

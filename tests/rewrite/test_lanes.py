@@ -139,3 +139,16 @@ def test_lanes_decline_with_reason(case):
     _, _, rewrite = apply_pass(VectorizeShapeLanesPass, body)
     assert not rewrite.fired
     assert reason in rewrite.declined
+
+
+def test_lanes_of_two_tensors_are_not_read_from_one():
+    """Dim 2 of ``x`` then dim 3 of ``z``: consecutive axes, but of two tensors (found by
+    a mutation audit: a vector ``Shape(x, 2, 4)`` would read ``x``'s dim 3)."""
+    body = CONVNET.replace(
+        "g (float[N, C, H, W] x) => (int64[4] sizes) {",
+        "g (float[N, C, H, W] x, float[N, C, H, V] z) => (int64[4] sizes) {",
+    ).replace("w = Shape<start = 3, end = 4>(x)", "w = Shape<start = 3, end = 4>(z)")
+    before, m, p = apply_pass(VectorizeShapeLanesPass, body)
+    assert p.fired == {"vectorize_lanes": 1}  # N, C and x's H only
+    assert any(n.op_type == "Shape" and n.inputs[0].name == "z" for n in m.graph)
+    assert_equivalent(before, m, [{**s, "V": s["W"] + 2} for s in SIZES])

@@ -216,3 +216,65 @@ def test_optimize_lifts_after_the_rounds_prove_the_scalars():
     result = optimize(m)
     assert "Squeeze" not in ops(result) and "Reshape" not in ops(result)
     assert_equivalent(before, result, SIZES)
+
+
+def _half(outputs: str, tail: str) -> str:
+    """``half = H // 2`` of ``x[N, H]``, then ``tail``."""
+    return f"""
+        g (float[N, H] x) => ({outputs}) {{
+            h = Shape<start = 1, end = 2>(x)
+            s = Squeeze(h)
+            two = Constant<value = int64 {{2}}>()
+            half = Div(s, two)
+            {tail}
+        }}
+    """
+
+
+#: Found by a mutation audit: each would be lifted wrongly with the check it names
+#: weakened (a [1, 1] or [1] result becoming [1], a graph output losing its node).
+NOT_A_ONE_ELEMENT_VECTOR = {
+    # Unsqueeze to [1, 1]: not the [1] a lifted value has
+    "unsqueezed_twice": _half(
+        "int64[?, ?] y",
+        """axes = Constant<value = int64[2] {0, 1}>()
+            half_v = Unsqueeze(half, axes)
+            y = Concat<axis = 0>(half_v, half_v)""",
+    ),
+    # Reshape to [1, 1]
+    "reshaped_to_one_by_one": _half(
+        "int64[?, ?] y",
+        """target = Constant<value = int64[2] {1, 1}>()
+            half_v = Reshape(half, target)
+            y = Concat<axis = 0>(half_v, half_v)""",
+    ),
+    # The Squeeze of a [1, 1] tensor: its input is not the [1] the scalar becomes
+    "squeeze_of_one_by_one": """
+        g (float[N, H] x) => (int64[?] y) {
+            h = Shape<start = 1, end = 2>(x)
+            zero_v = Constant<value = int64[1] {0}>()
+            hh = Unsqueeze(h, zero_v)
+            s = Squeeze(hh)
+            two = Constant<value = int64 {2}>()
+            half = Div(s, two)
+            half_v = Unsqueeze(half, zero_v)
+            y = Concat<axis = 0>(half_v, half_v)
+        }
+    """,
+    # The unsqueezed [1] is a graph output: its node stays (it keeps the output's name)
+    "the_vector_is_a_graph_output": _half(
+        "int64[1] half_v",
+        """axes = Constant<value = int64[1] {0}>()
+            half_v = Unsqueeze(half, axes)""",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", NOT_A_ONE_ELEMENT_VECTOR)
+def test_lift_scalar_arithmetic_needs_a_one_element_vector_it_may_replace(case):
+    body = NOT_A_ONE_ELEMENT_VECTOR[case]
+    before_ops = ops(model(body))
+    before, m, rewrite = apply_pass(LiftScalarArithmeticPass, body)
+    assert not rewrite.fired
+    assert ops(m) == before_ops
+    assert_equivalent(before, m, SIZES)

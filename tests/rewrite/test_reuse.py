@@ -170,3 +170,24 @@ def test_values_not_proven_equal_stay_apart(body):
     _, m, rewrite = apply_pass(ReuseEqualValuesPass, body)
     assert not rewrite.fired
     assert ops(m) == ops(model(body))
+
+
+def test_values_with_equal_elements_of_other_dtypes_stay_apart():
+    """``Shape(x)`` and its int32 cast hold the same elements; the cast must not become
+    the int64 tensor (found by a mutation audit: no test had two dtypes)."""
+    body = """
+        g (float[N, H] x) => (int32[?] y, int64[?] z) {
+            s = Shape(x)
+            s32 = Cast<to = 6>(s)
+            t = Shape(x)
+            u = Relu(x)
+            s_again = Shape(u)
+            c = Cast<to = 6>(s_again)
+            y = Concat<axis = 0>(s32, c)
+            z = Concat<axis = 0>(t, s)
+        }
+    """
+    before, m, rewrite = apply_pass(ReuseEqualValuesPass, body)
+    # the int64 shapes merge with each other and the int32 casts with each other only
+    assert rewrite.fired == {"reuse_equal_value": 3}
+    assert_equivalent(before, m, SIZES)

@@ -193,3 +193,25 @@ def test_concats_that_cannot_be_flattened_are_left_alone(body):
     _, after, p = _run(FlattenConcatsPass, body)
     assert p.fired == {}
     assert ops(after).count("Concat") == 2
+
+
+def test_slices_of_two_axes_without_axes_are_left_alone():
+    """``Slice(x, [0, 0], [1, 2])`` without axes slices axes 0 and 1; reading only its
+    first start and end (axis 0) would see a partition of axis 0 by the two slices and
+    drop their cuts of axis 1 (found by a mutation audit)."""
+    body = """
+        g (float[2, 4] x) => (float[?, ?] r0, float[?, ?] r1) {
+            a_s = Constant<value = int64[2] {0, 0}>()
+            a_e = Constant<value = int64[2] {1, 2}>()
+            a = Slice(x, a_s, a_e)
+            b_s = Constant<value = int64[2] {1, 1}>()
+            b_e = Constant<value = int64[2] {2, 4}>()
+            b = Slice(x, b_s, b_e)
+            r0 = Relu(a)
+            r1 = Relu(b)
+        }
+    """
+    before, after, p = _run(SlicesToSplitPass, body)
+    assert p.fired == {}
+    assert ops(after).count("Slice") == 2
+    assert_equivalent(before, after, [{}])

@@ -437,3 +437,54 @@ def test_rebuild_after_the_first_node_died():
     before, after, values = _run_pass(HEAD_DIES)
     assert values.fired["rebuild_chain"] == 1
     assert_equivalent(before, after, SIZES_NM)
+
+
+# ------------------------------------------------------------------------------------
+# Found by a mutation audit: checks no other test exercised
+# ------------------------------------------------------------------------------------
+#: The chain of test_rebuild_chain_fires_when_it_saves_nodes, then {tail}.
+_CHAIN = """
+    g (float[N, M, 4] x) => ({outputs}) {{
+        s = Shape(x)
+        i0 = Constant<value = int64 {{0}}>()
+        i1 = Constant<value = int64 {{1}}>()
+        a = Gather(s, i0)
+        b = Gather(s, i1)
+        z = Constant<value = int64[1] {{0}}>()
+        ua = Unsqueeze(a, z)
+        ub = Unsqueeze(b, z)
+        t = Concat<axis = 0>(ub, ua)
+        {tail}
+    }}
+"""
+
+
+def test_rebuild_chain_keeps_an_int32_value_int32():
+    """``Cast<int32>([M, N])``: a ``Shape`` slice would be int64 (the Concat of the int32
+    value and its copy would no longer type-check)."""
+    body = _CHAIN.format(
+        outputs="int32[4] y",
+        tail="""t32 = Cast<to = 6>(t)
+        y = Concat<axis = 0>(t32, t32)""",
+    )
+    before, after, values = _run_pass(body)
+    assert values.fired == {"rebuild_chain": 1}  # the int64 [M, N] only
+    assert "Cast" in ops(after)
+    assert_equivalent(before, after, SIZES_NM)
+
+
+def test_rebuild_chain_before_opset_15_keeps_the_chain():
+    """``Shape(x, start, end)`` needs opset 15; before it the chain stays."""
+    body = _CHAIN.format(outputs="float[?, ?, ?] y", tail="y = Reshape(x, t2)").replace(
+        "t = Concat<axis = 0>(ub, ua)",
+        """four = Constant<value = int64[1] {4}>()
+        t2 = Concat<axis = 0>(ub, ua, four)""",
+    )
+    m = model(body, opset=14)
+    before = proto(m)
+    values = ProvenValuesPass(analyze(m))
+    values(m)
+    cleanup(m)
+    assert values.fired == {}
+    # (no 0: the target [M, N, 4] is read with allowzero=0)
+    assert_equivalent(before, m, [{"N": n, "M": k} for n, k in ((1, 2), (1, 1), (2, 3))])
