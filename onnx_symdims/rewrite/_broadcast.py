@@ -32,7 +32,7 @@ from collections import Counter
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.rewrite._facts import ShapeFacts, constant_tensor
+from onnx_symdims.rewrite._facts import INTEGER_TYPES, ShapeFacts, constant_tensor
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +50,6 @@ _ANY_DTYPE = frozenset(
 #: Exact on integers; on floats onnxruntime's kernels may differ in the sign of a zero.
 _INTEGER_ONLY = frozenset({"Min", "Max", "Mod"})
 
-_INTEGERS = frozenset(
-    {
-        ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
-        ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64,
-    }
-)
 
 
 def broadcast_shape(facts: ShapeFacts, shapes: list[tuple[Dim, ...]]) -> tuple[Dim, ...] | None:
@@ -111,7 +105,7 @@ class BroadcastScalarOperandsPass(ir.passes.InPlacePass):
                     candidates[i] = scalar
             if not candidates:
                 continue
-            if node.op_type in _INTEGER_ONLY and self.facts.dtype(node.outputs[0]) not in _INTEGERS:
+            if node.op_type in _INTEGER_ONLY and self.facts.dtype(node.outputs[0]) not in INTEGER_TYPES:
                 self.declined[f"{node.op_type} of floats (kernels may differ in a zero's sign)"] += 1
                 continue
             self._replace(graph, node, candidates)

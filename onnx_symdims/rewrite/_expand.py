@@ -69,7 +69,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.rewrite._broadcast import broadcast_shape
-from onnx_symdims.rewrite._facts import FactsPass, int_attribute
+from onnx_symdims.rewrite._facts import INTEGER_AND_BOOL_TYPES, FactsPass, int_attribute
 
 logger = logging.getLogger(__name__)
 
@@ -88,13 +88,6 @@ _ANY_DTYPE = frozenset(
 #: The same on integers and booleans only.
 _INTEGER_ONLY = frozenset({"Min", "Max", "Mod", "Cast"})
 
-_INTEGERS_AND_BOOL = frozenset(
-    {
-        ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
-        ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64,
-        ir.DataType.BOOL,
-    }
-)
 
 #: Ops recreated per dropped Expand at most: the walk stays local (no cone of one
 #: Expand is walked twice over a long graph).
@@ -195,7 +188,7 @@ class DropExpandBeforeBroadcastPass(FactsPass):
         """Whether ``node`` can fail on some element (an index out of range, ``x // 0``)."""
         if node.op_type == "Gather":
             return True
-        return node.op_type in ("Div", "Mod") and self.facts.dtype(node.outputs[0]) in _INTEGERS_AND_BOOL
+        return node.op_type in ("Div", "Mod") and self.facts.dtype(node.outputs[0]) in INTEGER_AND_BOOL_TYPES
 
     def _keeps_every_element(self, x_shape: tuple[Dim, ...], y: ir.Value) -> bool:
         """True when ``Expand(x) -> y`` is empty only where ``x`` is.
@@ -233,7 +226,7 @@ class DropExpandBeforeBroadcastPass(FactsPass):
             return (*smaller[indices], *data_shape[1:])
         if op in _INTEGER_ONLY:
             dtypes = [facts.dtype(v) for v in (*node.inputs, node.outputs[0]) if v is not None]
-            if not all(t in _INTEGERS_AND_BOOL for t in dtypes):
+            if not all(t in INTEGER_AND_BOOL_TYPES for t in dtypes):
                 return f"an expanded value reaches {op} of floats"
         elif op not in _ANY_DTYPE:
             return f"an expanded value reaches {op}"

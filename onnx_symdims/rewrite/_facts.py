@@ -34,6 +34,8 @@ Example::
 from __future__ import annotations
 
 __all__ = [
+    "INTEGER_AND_BOOL_TYPES",
+    "INTEGER_TYPES",
     "FactsPass",
     "ShapeFacts",
     "analyze",
@@ -61,6 +63,15 @@ logger = logging.getLogger(__name__)
 
 Dim = expr.Dim
 Shape = tuple[Dim, ...]
+
+#: Element types whose arithmetic is exact (no rounding, no signed zeros).
+INTEGER_TYPES = frozenset(
+    {
+        ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
+        ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64,
+    }
+)  # fmt: skip
+INTEGER_AND_BOOL_TYPES = INTEGER_TYPES | {ir.DataType.BOOL}
 
 
 def _computed_values(graph: ir.Graph | ir.Function):

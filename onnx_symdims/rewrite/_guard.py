@@ -38,7 +38,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
 from onnx_symdims import expr
-from onnx_symdims.rewrite._facts import analyze, constant_tensor
+from onnx_symdims.rewrite._facts import analyze, constant_tensor, int_attribute
 from onnx_symdims.rewrite._rules import constant_reshape_target
 
 logger = logging.getLogger(__name__)
@@ -497,7 +497,7 @@ def _unproven_attention_bias(model: ir.Model, known: set[int], facts) -> str | N
 def _bias_proven(node: ir.Node, facts) -> bool:
     bias = facts.shape(node.inputs[5])
     query = facts.shape(node.inputs[0])
-    heads = node.attributes.get("num_heads")
+    heads = int_attribute(node, "num_heads")
     if bias is None or len(bias) != 4 or query is None or len(query) != 3 or heads is None:
         return False
     batch, seq = query[0], query[1]
@@ -517,7 +517,7 @@ def _bias_proven(node: ir.Node, facts) -> bool:
     one = facts.same_dim
     return (
         (one(bias[0], 1) or one(bias[0], batch))
-        and (one(bias[1], 1) or one(bias[1], heads.as_int()))
+        and (one(bias[1], 1) or one(bias[1], heads))
         and one(bias[2], seq)
         and (one(bias[3], total) or _broadcast_with(facts, bias[3], total))
     )

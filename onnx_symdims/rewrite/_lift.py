@@ -56,7 +56,12 @@ from collections import Counter
 
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import FactsPass, constant_tensor, ints_attribute
+from onnx_symdims.rewrite._facts import (
+    INTEGER_AND_BOOL_TYPES,
+    FactsPass,
+    constant_tensor,
+    ints_attribute,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -71,13 +76,6 @@ _ELEMENTWISE = frozenset(
     }
 )
 
-_INTEGERS_AND_BOOL = frozenset(
-    {
-        ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
-        ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64,
-        ir.DataType.BOOL,
-    }
-)
 
 
 class LiftScalarArithmeticPass(FactsPass):
@@ -133,15 +131,15 @@ class LiftScalarArithmeticPass(FactsPass):
         if not node.inputs or node.inputs[0] is None or node.outputs[0].is_graph_output():
             return None
         value = node.inputs[0]
-        if self.facts.shape(value) != () or self.facts.dtype(value) not in _INTEGERS_AND_BOOL:
+        if self.facts.shape(value) != () or self.facts.dtype(value) not in INTEGER_AND_BOOL_TYPES:
             return None
         if node.op_type == "Unsqueeze":
             if len(node.inputs) > 1:
-                axes = _ints(node.inputs[1])
+                axes = self.facts.int_elements(node.inputs[1])
             else:
                 axes = ints_attribute(node, "axes")
             return value if axes in ((0,), (-1,)) else None
-        target = _ints(node.inputs[1]) if len(node.inputs) > 1 else None
+        target = self.facts.int_elements(node.inputs[1]) if len(node.inputs) > 1 else None
         return value if target in ((1,), (-1,)) else None
 
     def _candidates(self, graph: ir.Graph, sinks: list[ir.Node]) -> set[ir.Value]:
@@ -160,7 +158,7 @@ class LiftScalarArithmeticPass(FactsPass):
                 continue
             if len(node.outputs) != 1:
                 continue
-            if self.facts.shape(value) != () or self.facts.dtype(value) not in _INTEGERS_AND_BOOL:
+            if self.facts.shape(value) != () or self.facts.dtype(value) not in INTEGER_AND_BOOL_TYPES:
                 continue
             if self._leaf(node) is not None:
                 candidates.add(value)
@@ -241,13 +239,6 @@ class LiftScalarArithmeticPass(FactsPass):
             graph.insert_before(node, new_nodes)
             replacement[value] = out
         return replacement
-
-
-def _ints(value: ir.Value | None) -> tuple[int, ...] | None:
-    tensor = constant_tensor(value) if value is not None else None
-    if tensor is None or tensor.dtype != ir.DataType.INT64:
-        return None
-    return tuple(int(i) for i in tensor.numpy().reshape(-1))
 
 
 def _topological(values: set[ir.Value]) -> list[ir.Value]:
