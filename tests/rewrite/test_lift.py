@@ -92,56 +92,51 @@ def test_lift_scalar_arithmetic_fires(case):
     assert_equivalent(before, m, SIZES, given=given)
 
 
+def _half(outputs: str, tail: str, inputs: str = "float[N, H] x") -> str:
+    """``half = H // 2`` of ``x[N, H]``, then ``tail``."""
+    return f"""
+        g ({inputs}) => ({outputs}) {{
+            h = Shape<start = 1, end = 2>(x)
+            s = Squeeze(h)
+            two = Constant<value = int64 {{2}}>()
+            half = Div(s, two)
+            {tail}
+        }}
+    """
+
+
+
+#: ``[-1, H // 2]`` as a Reshape target, the scalar unsqueezed for it.
+_TARGET = """axes = Constant<value = int64[1] {0}>()
+            half_v = Unsqueeze(half, axes)
+            minus_one = Constant<value = int64[1] {-1}>()
+            target = Concat<axis = 0>(minus_one, half_v)"""
+
 DECLINES = {
     # A Range bound must be a scalar: the value, and everything computing it, stays.
     "also_a_range_bound": (
-        """
-        g (float[N, H] x) => (float[?, ?] y, int64[?] r) {
-            h = Shape<start = 1, end = 2>(x)
-            s = Squeeze(h)
-            two = Constant<value = int64 {2}>()
-            half = Div(s, two)
-            axes = Constant<value = int64[1] {0}>()
-            half_v = Unsqueeze(half, axes)
-            minus_one = Constant<value = int64[1] {-1}>()
-            target = Concat<axis = 0>(minus_one, half_v)
+        _half(
+            "float[?, ?] y, int64[?] r",
+            _TARGET
+            + """
             y = Reshape(x, target)
             zero = Constant<value = int64 {0}>()
             one = Constant<value = int64 {1}>()
-            r = Range(zero, half, one)
-        }
-        """,
+            r = Range(zero, half, one)""",
+        ),
         "a value is also used as a scalar",
     ),
     # A graph output keeps its shape [].
     "a_graph_output": (
-        """
-        g (float[N, H] x) => (float[?, ?] y, int64 half) {
-            h = Shape<start = 1, end = 2>(x)
-            s = Squeeze(h)
-            two = Constant<value = int64 {2}>()
-            half = Div(s, two)
-            axes = Constant<value = int64[1] {0}>()
-            half_v = Unsqueeze(half, axes)
-            minus_one = Constant<value = int64[1] {-1}>()
-            target = Concat<axis = 0>(minus_one, half_v)
-            y = Reshape(x, target)
-        }
-        """,
+        _half("float[?, ?] y, int64 half", _TARGET + "\n            y = Reshape(x, target)"),
         "a value is a graph output (it keeps its shape)",
     ),
     # Read inside a branch: a use the pass does not rewrite.
     "read_by_a_subgraph": (
-        """
-        g (float[N, H] x, bool c) => (float[?, ?] y) {
-            h = Shape<start = 1, end = 2>(x)
-            s = Squeeze(h)
-            two = Constant<value = int64 {2}>()
-            half = Div(s, two)
-            axes = Constant<value = int64[1] {0}>()
-            half_v = Unsqueeze(half, axes)
-            minus_one = Constant<value = int64[1] {-1}>()
-            target = Concat<axis = 0>(minus_one, half_v)
+        _half(
+            "float[?, ?] y",
+            _TARGET
+            + """
             y = If(c) <
                 then_branch = t () => (float[?, ?] r) { r = Reshape(x, target) },
                 else_branch = e () => (float[?, ?] r) {
@@ -149,9 +144,9 @@ DECLINES = {
                     t2 = Concat<axis = 0>(u, minus_one)
                     r = Reshape(x, t2)
                 }
-            >
-        }
-        """,
+            >""",
+            inputs="float[N, H] x, bool c",
+        ),
         "a value is also used as a scalar",
     ),
 }
@@ -216,19 +211,6 @@ def test_optimize_lifts_after_the_rounds_prove_the_scalars():
     result = optimize(m)
     assert "Squeeze" not in ops(result) and "Reshape" not in ops(result)
     assert_equivalent(before, result, SIZES)
-
-
-def _half(outputs: str, tail: str) -> str:
-    """``half = H // 2`` of ``x[N, H]``, then ``tail``."""
-    return f"""
-        g (float[N, H] x) => ({outputs}) {{
-            h = Shape<start = 1, end = 2>(x)
-            s = Squeeze(h)
-            two = Constant<value = int64 {{2}}>()
-            half = Div(s, two)
-            {tail}
-        }}
-    """
 
 
 #: Found by a mutation audit: each would be lifted wrongly with the check it names
