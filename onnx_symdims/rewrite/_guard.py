@@ -37,8 +37,8 @@ import numpy as np
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
-from onnx_symdims import expr
-from onnx_symdims.rewrite._facts import analyze, constant_tensor, int_attribute
+from onnx_symdims.rewrite._attention_bias import BIAS_REASON, fit_attention_biases
+from onnx_symdims.rewrite._facts import analyze, constant_tensor
 from onnx_symdims.rewrite._rules import constant_reshape_target
 
 logger = logging.getLogger(__name__)
@@ -90,7 +90,9 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
     except ImportError:
         return None
     shape_rules = getattr(getattr(_core, "shape_optimization", None), "rules", None)
-    gemm = getattr(getattr(_core, "_gemm_to_matmul_add", None), "gemm_to_matmul_add_rule", None)
+    gemm = getattr(
+        getattr(_core, "_gemm_to_matmul_add", None), "gemm_to_matmul_add_rule", None
+    )
     patterns = getattr(_core, "ORT_PATTERN_REWRITE_RULES", None)
     if shape_rules is None or gemm is None or patterns is None:
         return None
@@ -137,13 +139,39 @@ def _attention_no_bias_rules():
 
     class AttentionNoBias(AttentionFusion):
         def pattern(  # the parameters of AttentionFusion's pattern but qkv_bias
-            self, op, input, qkv_weight, past, num_heads,
-            start1, end1, start2, end2, start3, end3, q_mul, k_mul, v_mul,
+            self,
+            op,
+            input,
+            qkv_weight,
+            past,
+            num_heads,
+            start1,
+            end1,
+            start2,
+            end2,
+            start3,
+            end3,
+            q_mul,
+            k_mul,
+            v_mul,
         ):
             no_bias = pattern.Var("qkv_bias", can_match_none=True)
             return super().pattern(
-                op, input, qkv_weight, no_bias, past, num_heads,
-                start1, end1, start2, end2, start3, end3, q_mul, k_mul, v_mul,
+                op,
+                input,
+                qkv_weight,
+                no_bias,
+                past,
+                num_heads,
+                start1,
+                end1,
+                start2,
+                end2,
+                start3,
+                end3,
+                q_mul,
+                k_mul,
+                v_mul,
             )
 
         def check(self, context, qkv_bias=None, mha_output=None, **kwargs):
@@ -179,7 +207,9 @@ def _bind(function, kwargs) -> Callable[[ir.Model], int | None]:
     return lambda model: function(model, **kwargs)
 
 
-def _with_our_shapes(step: Callable[[ir.Model], int | None]) -> Callable[[ir.Model], int | None]:
+def _with_our_shapes(
+    step: Callable[[ir.Model], int | None],
+) -> Callable[[ir.Model], int | None]:
     """``step``, then ONNX shape inference for the values that have no shape yet.
 
     onnxscript runs ONNX's shape inference after this step, always: the later steps
@@ -298,8 +328,14 @@ def guarded_fusions(
     if steps is None:
         steps = _whole(fusions)
     facts = analyze(model)
-    guard = _Guard(model, fusions, result, _named_shapes(model, facts),
-                   [facts.shape(v) for v in model.graph.outputs], dict(steps))
+    guard = _Guard(
+        model,
+        fusions,
+        result,
+        _named_shapes(model, facts),
+        [facts.shape(v) for v in model.graph.outputs],
+        dict(steps),
+    )
     for name, step in steps:
         if name in _NEEDS_MHA and not guard.mha_fired:
             continue
@@ -356,9 +392,9 @@ class _Guard:
         if unsafe:
             self._refuse(name, f"undone: the new Reshape {unsafe!r} {_WILDCARD_REASON}")
             return
-        unsafe = _unproven_attention_bias(self.model, self.known, facts)
+        unsafe = fit_attention_biases(self.model, self.known, facts)
         if unsafe:
-            self._refuse(name, f"undone: the new node {unsafe!r} {_BIAS_REASON}")
+            self._refuse(name, f"undone: the new node {unsafe!r} {BIAS_REASON}")
             return
         self._commit()
 
@@ -405,7 +441,8 @@ class _Guard:
     def _undo(self, why: str, name: str | None) -> None:
         steps = list(self.pending) or ([name] if name else [])
         label = ", ".join(
-            self.fusions if step == self.fusions else f"{self.fusions}.{step}" for step in steps
+            self.fusions if step == self.fusions else f"{self.fusions}.{step}"
+            for step in steps
         )
         message = f"fusions {label!r} {why}"
         logger.warning("%s", message)
@@ -459,83 +496,13 @@ def _pin_new_reshape_wildcards(
             return node.name
         if pinned == target.numpy().tolist():
             continue
-        const = ir.node("Constant", [], attributes={"value": ir.tensor(np.array(pinned, np.int64))})
+        const = ir.node(
+            "Constant", [], attributes={"value": ir.tensor(np.array(pinned, np.int64))}
+        )
         model.graph.insert_before(node, const)
         node.replace_input_with(1, const.outputs[0])
         node.attributes.pop("allowzero", None)  # 0, the default: the new target copies with 0
     return None
-
-
-_BIAS_REASON = (
-    "has an attention_bias not proven [batch or 1, num_heads or 1, sequence_length, "
-    "total_sequence_length] (onnxruntime's kernel refuses any other, broadcasting none)"
-)
-
-
-def _unproven_attention_bias(model: ir.Model, known: set[int], facts) -> str | None:
-    """The name of a new ``Attention``/``MultiHeadAttention`` whose bias the kernel may refuse.
-
-    onnxruntime checks ``attention_bias`` (input 5) exactly: dims 2 and 3 must be the
-    query's length and the total (past + new) key length, dims 0 and 1 the batch and
-    the heads or 1. Broadcasting in the subgraph it replaced let a smaller bias through
-    (a padding mask ``[B, 1, S, 1]``); the fused node's output shapes do not show that.
-    """
-    for node in model.graph:
-        if (
-            id(node) in known
-            or node.domain != "com.microsoft"
-            or node.op_type not in ("Attention", "MultiHeadAttention")
-            or len(node.inputs) < 6
-            or node.inputs[5] is None
-        ):
-            continue
-        if not _bias_proven(node, facts):
-            return node.name or node.op_type
-    return None
-
-
-def _bias_proven(node: ir.Node, facts) -> bool:
-    bias = facts.shape(node.inputs[5])
-    query = facts.shape(node.inputs[0])
-    heads = int_attribute(node, "num_heads")
-    if bias is None or len(bias) != 4 or query is None or len(query) != 3 or heads is None:
-        return False
-    batch, seq = query[0], query[1]
-    if node.op_type == "Attention":
-        past = facts.shape(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] else None
-        total = seq if past is None else (expr.add(past[3], seq) if len(past) == 5 else None)
-    else:
-        key = facts.shape(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
-        if key is None or len(key) not in (3, 4):
-            return False  # packed QKV or KV: not checked here, refused
-        total = key[1] if len(key) == 3 else key[2]
-        if len(node.inputs) > 6 and node.inputs[6] is not None:  # past_key (B, N, P, H)
-            past = facts.shape(node.inputs[6])
-            total = expr.add(past[2], total) if past is not None and len(past) == 4 else None
-    if total is None:
-        return False
-    one = facts.same_dim
-    return (
-        (one(bias[0], 1) or one(bias[0], batch))
-        and (one(bias[1], 1) or one(bias[1], heads))
-        and one(bias[2], seq)
-        and (one(bias[3], total) or _broadcast_with(facts, bias[3], total))
-    )
-
-
-def _broadcast_with(facts, d, total) -> bool:
-    """Whether ``d`` is ``broadcast(total, ...)``, so equal to ``total`` in every successful run.
-
-    Its value is ``total`` unless ``total`` is 1 and another argument is not; the fused
-    subgraph then added the bias to scores of last dim ``total`` and multiplied the
-    result by values of ``total`` rows, which fails on that other length. A KV decoder's
-    padding mask reads ``broadcast(past+seq, min(past+seq, total_seq_len))`` so.
-    """
-    return (
-        isinstance(d, expr.DimExpr)
-        and d.function == "broadcast"
-        and any(facts.same_dim(arg, total) for arg in d.args)
-    )
 
 
 def _values(graph: ir.Graph):
