@@ -146,6 +146,21 @@ def test_publish_declines_with_reason(case):
     assert_equivalent(before, after, SIZES_N)
 
 
+def test_a_graph_output_is_not_published():
+    """``s`` is proven ``[4]`` but is a graph output (also read by the Expand): it keeps its
+    node (found by a mutation audit: only fuzz seed 100044 had a used integer output)."""
+    body = """
+        g (float[N, 4] x) => (float[N, 4] y, int64[1] s) {
+            s = Shape<start = 1>(x)
+            y = Expand(x, s)
+        }
+    """
+    before, after, values = _run_pass(body)
+    assert not values.fired
+    assert ops(after) == ["Shape", "Expand"]
+    assert_equivalent(before, after, SIZES_N)
+
+
 NOT_FROM_INPUTS = """
         g (float[N, M, 4] x) => (float[4, ?] y) {
             s = Shape(x)
