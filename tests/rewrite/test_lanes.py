@@ -152,3 +152,12 @@ def test_lanes_of_two_tensors_are_not_read_from_one():
     assert p.fired == {"vectorize_lanes": 1}  # N, C and x's H only
     assert any(n.op_type == "Shape" and n.inputs[0].name == "z" for n in m.graph)
     assert_equivalent(before, m, [{**s, "V": s["W"] + 2} for s in SIZES])
+
+
+def test_lanes_of_dims_out_of_order_are_not_read_as_a_run():
+    """W's lane then H's: one tensor, but not consecutive axes (found by a mutation audit:
+    only fuzz seed 100052 had them; ``Shape(x, 0, 4)`` would give H where W goes)."""
+    body = CONVNET.replace("Concat<axis = 0>(nc, hr, wr)", "Concat<axis = 0>(nc, wr, hr)")
+    before, m, p = apply_pass(VectorizeShapeLanesPass, body)
+    assert not p.fired
+    assert_equivalent(before, m, SIZES)
