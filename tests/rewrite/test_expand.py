@@ -171,6 +171,20 @@ DECLINES = {
         """,
         "an expanded value indexes a Gather on an axis other than 0",
     ),
+    # The expansion is the data, not the indices: the row read depends on its layout
+    # (found by a mutation audit: only fuzz seed 100497 gathered from an expansion).
+    "gathered_from": (
+        """
+        g (float[B, N] x, float[N] v) => (float[B, N] y) {
+            s = Shape(x)
+            full = Expand(v, s)
+            first = Constant<value = int64[1] {0}>()
+            row = Gather<axis = 0>(full, first)
+            y = Add(x, row)
+        }
+        """,
+        "an expanded value is gathered from",
+    ),
 }
 
 
