@@ -74,7 +74,10 @@ FIRES = {
     # The gathered positions with a batch of 2: the expansion is never empty where x
     # is not, so the Gather may run on x's elements.
     "gathered_positions_of_a_fixed_batch": (
-        _POSITIONS.replace("float[B, S, 4] emb) => (float[B, S, 4] y)", "float[2, S, 4] emb) => (float[2, S, 4] y)"),
+        _POSITIONS.replace(
+            "float[B, S, 4] emb) => (float[B, S, 4] y)",
+            "float[2, S, 4] emb) => (float[2, S, 4] y)",
+        ),
         ["Shape", "Squeeze", "Range", "Add", "Gather", "Add"],
     ),
     # Absorbed by two ops at once, one of them after a recomputed op.

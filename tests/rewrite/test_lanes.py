@@ -57,14 +57,17 @@ def test_per_dim_chains_become_one_vector_chain():
 def test_a_run_with_a_proven_int_is_left_to_proven_values():
     # C == 3 is a proven int: Shape(x, 0, 2) stays for ProvenValues (which can write the
     # 3 as a constant); the H and W lanes still merge.
-    before, m, rewrite = apply_pass(VectorizeShapeLanesPass, CONVNET.replace("float[N, C, H, W]", "float[N, 3, H, W]"))
+    before, m, rewrite = apply_pass(
+        VectorizeShapeLanesPass, CONVNET.replace("float[N, C, H, W]", "float[N, 3, H, W]")
+    )
     assert rewrite.fired == {"vectorize_lanes": 1}
     assert sorted(ops(m)) == ["Add", "Add", "Concat", "Div", "Shape", "Shape"]
     assert_equivalent(before, m, SIZES)
 
 
 def test_a_gathered_dim_is_a_lane():
-    before, m, rewrite = apply_pass(VectorizeShapeLanesPass,
+    before, m, rewrite = apply_pass(
+        VectorizeShapeLanesPass,
         """
         g (float[N, H, W] x) => (int64[2] s) {
             sx = Shape(x)
@@ -81,7 +84,7 @@ def test_a_gathered_dim_is_a_lane():
             bu = Unsqueeze(b3, ax)
             s = Concat<axis = 0>(au, bu)
         }
-        """
+        """,
     )
     assert rewrite.fired == {"vectorize_lanes": 1}
     assert ops(m) == ["Shape", "Mul", "Concat"]

@@ -364,8 +364,12 @@ def test_rebuild_chain_reads_a_dim_from_a_tensor_computed_before_it():
     shapes = [n for n in after.graph if n.op_type == "Shape"]
     assert sorted(n.inputs[0].name for n in shapes) == ["p", "x"]
     assert "Div" not in ops(after)
-    sizes = [{"N": 0, "C": 2, "H": 4, "W": 6}, {"N": 2, "C": 1, "H": 5, "W": 3},
-             {"N": 1, "C": 3, "H": 0, "W": 0}, {"N": 1, "C": 1, "H": 1, "W": 1}]
+    sizes = [
+        {"N": 0, "C": 2, "H": 4, "W": 6},
+        {"N": 2, "C": 1, "H": 5, "W": 3},
+        {"N": 1, "C": 3, "H": 0, "W": 0},
+        {"N": 1, "C": 1, "H": 1, "W": 1},
+    ]
     assert_equivalent(before, after, sizes)
 
 
@@ -378,9 +382,12 @@ def test_rebuild_chain_never_reads_a_dim_from_a_tensor_computed_after_it():
     )
     _, after, values = _run_pass(body)
     assert "rebuild_chain" not in values.fired
-    assert values.declined[
-        "rebuild_chain: an element is not a dim of a tensor computed before it"
-    ] >= 1
+    assert (
+        values.declined[
+            "rebuild_chain: an element is not a dim of a tensor computed before it"
+        ]
+        >= 1
+    )
     assert "Div" in ops(after)
 
 
