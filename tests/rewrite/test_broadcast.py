@@ -126,6 +126,19 @@ DECLINES = {
         """,
         "the output shape without the expansion is not proven equal",
     ),
+    # Same rank, a wider dim: Min(x, 3) would be [N, 1] (found by a mutation audit: only
+    # fuzz seed 100101 had an expansion that kept the rank).
+    "the expansion widens a dim": (
+        """
+        g (int64[N, 1] x, int64[N, M] z) => (int64[N, M] y) {
+            s = Shape(z)
+            c = Constant<value = int64 {3}>()
+            f = Expand(c, s)
+            y = Min(x, f)
+        }
+        """,
+        "the output shape without the expansion is not proven equal",
+    ),
     "min_of_floats": (
         """
         g (float[N, M] x) => (float[N, M] y) {

@@ -57,14 +57,17 @@ def test_per_dim_chains_become_one_vector_chain():
 def test_a_run_with_a_proven_int_is_left_to_proven_values():
     # C == 3 is a proven int: Shape(x, 0, 2) stays for ProvenValues (which can write the
     # 3 as a constant); the H and W lanes still merge.
-    before, m, rewrite = apply_pass(VectorizeShapeLanesPass, CONVNET.replace("float[N, C, H, W]", "float[N, 3, H, W]"))
+    before, m, rewrite = apply_pass(
+        VectorizeShapeLanesPass, CONVNET.replace("float[N, C, H, W]", "float[N, 3, H, W]")
+    )
     assert rewrite.fired == {"vectorize_lanes": 1}
     assert sorted(ops(m)) == ["Add", "Add", "Concat", "Div", "Shape", "Shape"]
     assert_equivalent(before, m, SIZES)
 
 
 def test_a_gathered_dim_is_a_lane():
-    before, m, rewrite = apply_pass(VectorizeShapeLanesPass,
+    before, m, rewrite = apply_pass(
+        VectorizeShapeLanesPass,
         """
         g (float[N, H, W] x) => (int64[2] s) {
             sx = Shape(x)
@@ -81,7 +84,7 @@ def test_a_gathered_dim_is_a_lane():
             bu = Unsqueeze(b3, ax)
             s = Concat<axis = 0>(au, bu)
         }
-        """
+        """,
     )
     assert rewrite.fired == {"vectorize_lanes": 1}
     assert ops(m) == ["Shape", "Mul", "Concat"]
@@ -152,3 +155,12 @@ def test_lanes_of_two_tensors_are_not_read_from_one():
     assert p.fired == {"vectorize_lanes": 1}  # N, C and x's H only
     assert any(n.op_type == "Shape" and n.inputs[0].name == "z" for n in m.graph)
     assert_equivalent(before, m, [{**s, "V": s["W"] + 2} for s in SIZES])
+
+
+def test_lanes_of_dims_out_of_order_are_not_read_as_a_run():
+    """W's lane then H's: one tensor, but not consecutive axes (found by a mutation audit:
+    only fuzz seed 100052 had them; ``Shape(x, 0, 4)`` would give H where W goes)."""
+    body = CONVNET.replace("Concat<axis = 0>(nc, hr, wr)", "Concat<axis = 0>(nc, wr, hr)")
+    before, m, p = apply_pass(VectorizeShapeLanesPass, body)
+    assert not p.fired
+    assert_equivalent(before, m, SIZES)

@@ -160,6 +160,19 @@ DECLINES = {
         """,
         "rank or dtype of the chain's ends not proven",
     ),
+    # Only a graph output's Reshape may read the chain's input: Unsqueeze(x, [1]) would
+    # be [N, 1, 6] (found by a mutation audit: only fuzz seed 100155 had such an output).
+    "graph_output_unsqueeze": (
+        """
+        g (float[N, 6] x) => (float[N, 1, 2, 3] y) {
+            t = Constant<value = int64[3] {0, 2, 3}>()
+            r = Reshape(x, t)
+            a = Constant<value = int64[1] {1}>()
+            y = Unsqueeze(r, a)
+        }
+        """,
+        "a graph output whose Reshape cannot read the chain's input",
+    ),
 }
 
 

@@ -191,3 +191,25 @@ def test_values_with_equal_elements_of_other_dtypes_stay_apart():
     # the int64 shapes merge with each other and the int32 casts with each other only
     assert rewrite.fired == {"reuse_equal_value": 3}
     assert_equivalent(before, m, SIZES)
+
+
+def test_a_value_whose_twin_was_removed_becomes_the_one_reused():
+    """Replacing ``m`` (N gathered from ``s``) by ``n`` removes ``s``; the later ``t``, equal
+    to ``s``, must then stay (found by a mutation audit: only fuzz seed 386 had a removed
+    value to reuse)."""
+    body = """
+        g (float[N, H] x) => (int64[2] y, float[?, ?] z) {
+            n = Shape<start = 0, end = 1>(x)
+            s = Shape(x)
+            zero = Constant<value = int64[1] {0}>()
+            m = Gather(s, zero)
+            y = Concat<axis = 0>(n, m)
+            u = Relu(x)
+            t = Shape(u)
+            z = Reshape(u, t)
+        }
+    """
+    before, m, rewrite = apply_pass(ReuseEqualValuesPass, body)
+    assert rewrite.fired == {"reuse_equal_value": 1}  # m by n; t stays
+    assert ops(m) == ["Shape", "Concat", "Relu", "Shape", "Reshape"]
+    assert_equivalent(before, m, SIZES)

@@ -426,6 +426,22 @@ DECLINES = {
         "MaterializeReshapeTarget",
         "a -1 next to a dim not proven >= 1",
     ),
+    # [N, 0, 3] -> [N, 3, 0] with allowzero=1: a constant 0 would copy x's dim 2, the 3
+    # (found by a mutation audit: only fuzz seed 150 had a 0 output dim).
+    "materialize_reshape_target_with_a_zero_dim": (
+        """
+        g (float[N, 0, 3] x) => (float[N, 3, 0] y) {
+            n = Shape<start = 0, end = 1>(x)
+            three = Shape<start = 2>(x)
+            zero = Shape<start = 1, end = 2>(x)
+            t = Concat<axis = 0>(n, three, zero)
+            e = Reshape<allowzero = 1>(x, t)
+            y = Relu(e)
+        }
+        """,
+        "MaterializeReshapeTarget",
+        "an output dim is 0 (0 would copy an input dim)",
+    ),
 }
 
 
