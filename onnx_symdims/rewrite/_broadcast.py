@@ -3,7 +3,8 @@
 ``Min(x, Expand(3, Shape(x)))`` (``torch.full_like(x, 3)``) computes every output element
 as ``min(x[i], 3)``; so does ``Min(x, 3)``, whose broadcasting repeats the 3 for every
 element. When the operand is ``Expand(c, s)`` or ``ConstantOfShape(s)`` of a one-element
-constant ``c``, every one of its elements is ``c``, and the op's output keeps its value
+constant ``c`` (or any value :func:`~._uniform.uniform_value` proves all ``c``, e.g. the
+mask ``Where(arange(n) >= 0, 0.0, -inf)``), every one of its elements is ``c``, and the op's output keeps its value
 as long as its shape does: the output shape with ``c`` in place of the expanded operand
 (the broadcast of the other operands' proven shapes and ``c``'s) must be proven equal to
 the original output's. The ``Expand`` (and the ``Shape`` that computed its target) then
@@ -33,6 +34,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.rewrite._facts import INTEGER_TYPES, ShapeFacts, constant_tensor
+from onnx_symdims.rewrite._uniform import uniform_value
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +135,10 @@ class BroadcastScalarOperandsPass(ir.passes.InPlacePass):
             if attr.type is not ir.AttributeType.TENSOR or attr.as_tensor().size != 1:
                 return None  # malformed: inference reported it
             return ir.tensor(attr.as_tensor().numpy().reshape(()))
-        return None
+        if value is None or (producer.op_type == "Constant" and _one_element(value)):
+            return None
+        uniform = uniform_value(self.facts, value)  # a mask Where(arange(n) >= 0, 0, -inf)
+        return None if uniform is None else ir.tensor(uniform)
 
     def _replace(self, graph: ir.Graph, node: ir.Node, candidates: dict) -> None:
         facts = self.facts
@@ -168,3 +173,8 @@ class BroadcastScalarOperandsPass(ir.passes.InPlacePass):
             scalar = const.outputs[0]
         node.replace_input_with(i, scalar)
         self.fired["broadcast_scalar_operand"] += 1
+
+
+def _one_element(value: ir.Value) -> bool:
+    tensor = constant_tensor(value)
+    return tensor is not None and tensor.size == 1

@@ -7,6 +7,11 @@ added to the ``[batch, seq, d]`` embeddings. The ``Add`` at the end broadcasts i
 operands to the same output without the ``Expand``: the ``Expand`` (and the ``Shape`` and
 ``Concat`` that computed its target) go, and the ops between run on the smaller tensor.
 
+An op by its neutral element (``x + c``, ``x - c``, ``x * c``, ``x / c``, ``x and c``,
+``x or c`` with ``c`` proven all ``0``/``1``/``true``/``false``, see :mod:`._uniform`) is such
+an expansion too: every output element is an element of ``x`` (RoBERTa's ``And(padding[B,
+1, 1, n], arange(n)[:, None] >= 0)``).
+
 From ``Expand(x, s)``, the rule follows every use of the expanded value and of each value
 computed from it by an element-wise op, tracking the shape each would have with ``x`` in
 place of the expansion (the proven broadcast of the operands' shapes). An op whose output
@@ -70,6 +75,7 @@ import onnx_ir as ir
 from onnx_symdims import expr
 from onnx_symdims.rewrite._broadcast import broadcast_shape
 from onnx_symdims.rewrite._facts import INTEGER_AND_BOOL_TYPES, FactsPass, int_attribute
+from onnx_symdims.rewrite._uniform import uniform_value
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +95,17 @@ _ANY_DTYPE = frozenset(
 _INTEGER_ONLY = frozenset({"Min", "Max", "Mod", "Cast"})
 
 
+#: Ops that are an ``Expand`` of one operand when the other is all their neutral element:
+#: the element and the operand positions it may take (``x - 0``, not ``0 - x``).
+_NEUTRAL = {
+    "Add": (0, (0, 1)),
+    "Sub": (0, (1,)),
+    "Mul": (1, (0, 1)),
+    "Div": (1, (1,)),
+    "And": (True, (0, 1)),
+    "Or": (False, (0, 1)),
+}
+
 #: Ops recreated per dropped Expand at most: the walk stays local (no cone of one
 #: Expand is walked twice over a long graph).
 _MAX_RECOMPUTED = 16
@@ -105,7 +122,7 @@ class DropExpandBeforeBroadcastPass(FactsPass):
         declined: Why an ``Expand`` was kept, counted by reason.
     """
 
-    op_types = frozenset({"Expand"})
+    op_types = frozenset({"Expand", *_NEUTRAL})
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         if model.opset_imports.get("", 0) < 8:  # Expand and multidirectional broadcasting
@@ -119,6 +136,10 @@ class DropExpandBeforeBroadcastPass(FactsPass):
         if len(node.inputs) != 2 or None in node.inputs:
             return
         x, y = node.inputs[0], node.outputs[0]
+        if node.op_type != "Expand":
+            x = self._expanded_operand(node)
+            if x is None:
+                return
         x_shape = self.facts.shape(x)
         if x_shape is None:
             self.declined["the input's shape is not proven"] += 1
@@ -183,6 +204,22 @@ class DropExpandBeforeBroadcastPass(FactsPass):
         if not absorbing:
             return "no op absorbs the expansion"
         return recomputed, absorbing
+
+    def _expanded_operand(self, node: ir.Node) -> ir.Value | None:
+        """``x`` of ``op(x, c)`` whose ``c`` is all the op's neutral element, else ``None``.
+
+        Every output element is then an element of ``x`` (``x + 0``, ``x * 1``, ``x and
+        true``, …): the op is ``Expand(x)`` to the broadcast shape.
+        """
+        neutral, positions = _NEUTRAL[node.op_type]
+        for i in positions:
+            c = node.inputs[i]
+            uniform = uniform_value(self.facts, c)
+            if uniform is not None and bool(uniform == neutral):
+                x = node.inputs[1 - i]
+                if self.facts.dtype(x) == self.facts.dtype(node.outputs[0]):
+                    return x
+        return None
 
     def _may_fail(self, node: ir.Node) -> bool:
         """Whether ``node`` can fail on some element (an index out of range, ``x // 0``)."""

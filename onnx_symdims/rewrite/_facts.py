@@ -95,6 +95,9 @@ class ShapeFacts:
         self.context = context
         self.scope = context.scope
         self.nodes = nodes
+        #: Facts derived from these by other modules (keyed by module), kept as long as
+        #: these are: a value's producer never changes in the IR.
+        self.derived: dict[str, dict] = {}
 
     @classmethod
     def analyze(cls, model: ir.Model) -> ShapeFacts:

@@ -45,6 +45,7 @@ from onnxscript.rewriter._basics import MatchResult
 
 from onnx_symdims import expr
 from onnx_symdims.rewrite._facts import ShapeFacts, constant_tensor, int_attribute
+from onnx_symdims.rewrite._uniform import uniform_value
 
 logger = logging.getLogger(__name__)
 
@@ -272,6 +273,9 @@ class WhereOnProvenCondition(_FactsRule):
 
     def check(self, context, c, a, b, y, **_):
         elements = self.facts.int_elements(c)
+        if elements is None:
+            uniform = uniform_value(self.facts, c)
+            elements = None if uniform is None else (bool(uniform),)
         if elements is None or not elements:
             return self._fail("the condition is not proven constant")
         if all(elements):
@@ -328,7 +332,10 @@ def _all_equal_to(facts: ShapeFacts, value: ir.Value, target: int) -> bool:
         array = tensor.numpy()
         return bool(np.all(array == target))
     elements = facts.int_elements(value)
-    return elements is not None and all(e == target for e in elements)
+    if elements is not None:
+        return all(e == target for e in elements)
+    uniform = uniform_value(facts, value)  # e.g. a mask Where(arange(n) >= 0, 0.0, -inf)
+    return uniform is not None and bool(uniform == target)
 
 
 def constant_reshape_target(

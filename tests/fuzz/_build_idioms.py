@@ -140,6 +140,35 @@ class IdiomBuilders:
                 part = self.emit1("Where", [positive, spread, zero])
         self.emit1(self.rng.choice(("Add", "Mul")), [data, part])
 
+    def p_arange_mask(self) -> None:
+        """``data + Where(cmp(arange, c), a, b)``: a mask decided or not by the arange's bounds.
+
+        ``arange`` runs along ``data``'s last axis from ``start`` by ``step`` (either
+        sign); ``c`` is just below, at or above ``start`` on either side of the
+        comparison, so the mask is all ``a``, all ``b`` or mixed. Now and then the
+        comparison is and-ed/or-ed with ``data > 0``, and ``a`` is ``-0.0``.
+        """
+        data = self.pick_float(1, 4)
+        rank = data.rank(self.alive)
+        length = self.dim_scalar(data, rank - 1)
+        start_value = self.rng.choice((0, 1, -2))
+        step_value = self.rng.choice((1, 2, -1))
+        start, step = self.const(start_value), self.const(step_value)
+        limit = self.emit1("Add", [start, self.emit1("Mul", [length, step])])
+        arange = self.emit1("Range", [start, limit, step])
+        c = self.const(start_value + self.rng.choice((-1, 0, 1)))
+        op = self.rng.choice(("GreaterOrEqual", "Greater", "Less", "LessOrEqual", "Equal"))
+        pair = [arange, c] if self.rng.random() < 0.7 else [c, arange]
+        condition = self.emit1(op, pair)
+        if self.rng.random() < 0.3:
+            positive = self.emit1("Greater", [data, self.const(0.0, dtype=np.float32)])
+            joined = [condition, positive] if self.rng.random() < 0.5 else [positive, condition]
+            condition = self.emit1(self.rng.choice(("And", "Or")), joined)
+        a = self.const(self.rng.choice((0.0, -0.0, 1.0)), dtype=np.float32)
+        b = self.const(self.rng.choice((-1e9, 0.0, 2.5)), dtype=np.float32)
+        mask = self.emit1("Where", [condition, a, b])
+        self.emit1(self.rng.choice(("Add", "Mul", "Sub")), [data, mask])
+
     def p_flat_index_grid(self) -> None:
         """``Gather(flatten(m), arange(B)[:, None] * T + arange(T'))`` (TorchScript masks).
 

@@ -159,8 +159,19 @@ class _RewriteIdiomsGenerator(_Generator):
     BUILDERS = {**_Generator.BUILDERS, **REWRITE_IDIOMS}
 
 
+#: Seeds from here also draw the masks of :mod:`onnx_symdims.rewrite._uniform`.
+MASK_IDIOMS_FROM = 200_000
+MASK_IDIOMS: dict[str, int] = {"p_arange_mask": 3}
+
+
+class _MaskIdiomsGenerator(_Generator):
+    BUILDERS = {**_Generator.BUILDERS, **REWRITE_IDIOMS, **MASK_IDIOMS}
+
+
 def generate(seed: int) -> FuzzCase:
     """A random graph with its bindings and input data, determined by ``seed``."""
+    if seed >= MASK_IDIOMS_FROM:
+        return _MaskIdiomsGenerator(seed).generate()
     if seed >= REWRITE_IDIOMS_FROM:
         return _RewriteIdiomsGenerator(seed).generate()
     return _Generator(seed).generate()

@@ -308,3 +308,55 @@ def test_an_expansion_read_by_an_op_recreated_for_another_waits_for_the_next_rou
     assert rewrite.fired == {"drop_expand_before_broadcast": 1}
     assert rewrite.declined["an expanded value reaches an op made in this round"] == 1
     assert_equivalent(before, m, SIZES)
+
+
+# ``op(x, c)`` with ``c`` all the op's neutral element is ``Expand(x)``: RoBERTa's
+# ``And(padding[B, 1, 1, N], arange(N)[:, None] >= 0)`` before the mask is added.
+_NEUTRAL_OP = """
+    g (float[B, 2, N, N] scores, {dtype}[B, 1, 1, N] x) => (float[B, 2, N, N] y) {{
+        n = Shape<start = 2, end = 3>(scores)
+        one = Constant<value = int64[1] {{1}}>()
+        column = Concat<axis = 0>(n, one)
+        c = ConstantOfShape<value = {dtype}[1] {{{fill}}}>(column)
+        e = {op}({operands})
+        {use}
+    }}
+"""
+_FLOAT_USE = "y = Add(scores, e)"
+_BOOL_USE = """zero = Constant<value = float {0}>()
+        low = Constant<value = float {-1000}>()
+        w = Where(e, zero, low)
+        y = Add(scores, w)"""
+
+
+@pytest.mark.parametrize(
+    ("op", "fill", "c_first", "fires"),
+    [
+        ("Add", "0", False, True),
+        ("Add", "0", True, True),
+        ("Sub", "0", False, True),
+        ("Sub", "0", True, False),  # 0 - x is -x
+        ("Mul", "1", True, True),
+        ("Div", "1", False, True),
+        ("Div", "1", True, False),  # 1 / x
+        ("Add", "1", False, False),
+        ("Mul", "0", False, False),
+        ("And", "1", True, True),
+        ("Or", "0", False, True),
+        ("And", "0", False, False),
+        ("Or", "1", True, False),
+    ],
+)
+def test_an_op_by_its_neutral_element_is_an_expansion(op, fill, c_first, fires):
+    boolean = op in ("And", "Or")
+    body = _NEUTRAL_OP.format(
+        dtype="bool" if boolean else "float",
+        fill=fill,
+        op=op,
+        operands="c, x" if c_first else "x, c",
+        use=_BOOL_USE if boolean else _FLOAT_USE,
+    )
+    before, m, rewrite = apply_pass(DropExpandBeforeBroadcastPass, body)
+    assert rewrite.fired["drop_expand_before_broadcast"] == (1 if fires else 0)
+    assert ops(m).count(op) == ops(model(body)).count(op) - fires
+    assert_equivalent(before, m, SIZES)

@@ -39,9 +39,10 @@ from tests.integration.backend_cases import checker_problem
 #: From 100000 the generator also draws the idioms of the later rules (Expand spread then
 #: broadcast back, TorchScript's flat index grid); 100111 and 100843 failed when
 #: DropExpandBeforeBroadcast moved an out-of-range Gather before an empty expansion.
+#: From 200000 also masks of an arange compared with a constant (``rewrite/_uniform.py``).
 SEEDS = [
     *range(60), 157, 165, 438, 594, 3972, 5237, 5680, 8406, 19180,
-    *range(100000, 100030), 100111, 100843,
+    *range(100000, 100030), 100111, 100843, *range(200000, 200030),
 ]  # fmt: skip
 
 #: Seeds whose difference is a known departure or an open bug: seed -> why.

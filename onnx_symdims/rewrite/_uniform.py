@@ -1,0 +1,268 @@
+"""Tensors whose every element is one proven scalar, and integer element bounds.
+
+Exports build attention masks from index arithmetic that is constant in every run:
+ViT's and BERT's dynamo exports compute ``Where(arange(n)[None, None, :, None] >= 0, 0.0,
+-inf)`` and add it to the scores. ``arange(n) >= 0`` holds for every element, so the mask
+is all ``0.0`` and the ``Add`` a no-op, but no element is known at export time (``n``
+is symbolic) and no constant folder sees it.
+
+:func:`uniform_value` proves "every element of this value equals ``u``", from:
+
+- constants whose elements are all equal (at most 65,536 of them; weights are not read)
+  and ``ConstantOfShape``;
+- ops that only copy elements (``Expand``, ``Reshape``, ``Transpose``, ``Slice``,
+  ``Gather``'s data, …), ``Concat`` of equal ones, ``Where`` on a uniform condition or
+  between equal branches;
+- comparisons decided by :func:`element_bounds` (``x >= c`` with every ``x >= c``), or of
+  two uniform operands; ``Not``/``And``/``Or``/``Xor`` of uniform booleans, ``And`` with
+  a uniform ``false``, ``Or`` with a uniform ``true``.
+
+:func:`element_bounds` proves integer bounds ``lo <= x[i] <= hi`` (either may be
+unknown): a ``Range`` with a proven start and step (``>= start`` for a positive step),
+``Shape``/``Size`` (``>= 0``), small constants, the copying ops, ``Where``, and
+``Add``/``Sub``/``Neg`` of bounded operands (exact in Python integers; bounds beyond
+``2**62`` are dropped, as int64 arithmetic there could wrap).
+
+An empty tensor satisfies every such claim (it has no element), which is what the rules
+relying on them need: a rule replaces the tensor's *elements* by the scalar where the
+result's *shape* is proven the same.
+
+Both are read through the rule checks (:func:`~onnx_symdims.rewrite._rules` ``NeutralElement``,
+``WhereOnProvenCondition``, ``BroadcastScalarOperands``). A value's producer and its inputs
+never change in the IR (rewrites move uses, not producers), so the answers are kept for
+the life of the facts object. The walk up the producers stops after 32 steps.
+"""
+
+from __future__ import annotations
+
+__all__ = ["element_bounds", "uniform_value"]
+
+import numpy as np
+import onnx_ir as ir
+
+from onnx_symdims.rewrite._facts import ShapeFacts, constant_tensor
+
+#: Constants larger than this are not read (weights).
+_MAX_READ = 1 << 16
+#: How far up the producers the walk goes.
+_MAX_DEPTH = 32
+#: Bounds beyond this are dropped: int64 arithmetic near them could wrap.
+_LIMIT = 1 << 62
+
+#: Ops whose output elements are copies of input 0's elements.
+_COPIES = frozenset(
+    {
+        "Expand", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Transpose", "Identity",
+        "Tile", "Slice", "Gather", "GatherElements", "GatherND",
+    }
+)  # fmt: skip
+_COMPARISONS = {
+    "Equal": np.equal,
+    "Less": np.less,
+    "LessOrEqual": np.less_equal,
+    "Greater": np.greater,
+    "GreaterOrEqual": np.greater_equal,
+}
+_LOGICAL = {"And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor}
+
+Bounds = tuple["int | None", "int | None"]
+
+
+def uniform_value(facts: ShapeFacts, value: ir.Value | None) -> np.ndarray | None:
+    """The 0-d array every element of ``value`` equals in every run, or ``None``."""
+    if value is None:
+        return None
+    return _walk(facts, value, _MAX_DEPTH)[0]
+
+
+def element_bounds(facts: ShapeFacts, value: ir.Value | None) -> Bounds:
+    """``(lo, hi)`` with ``lo <= x <= hi`` for every integer element ``x`` (``None``: unknown)."""
+    if value is None:
+        return None, None
+    return _walk(facts, value, _MAX_DEPTH)[1]
+
+
+def _walk(facts: ShapeFacts, value: ir.Value, depth: int) -> tuple[np.ndarray | None, Bounds]:
+    memo = facts.derived.setdefault(__name__, {})
+    known = memo.get(value)
+    if known is not None:
+        return known
+    result = _compute(facts, value, depth) if depth > 0 else (None, (None, None))
+    memo[value] = result
+    return result
+
+
+def _compute(
+    facts: ShapeFacts, value: ir.Value, depth: int
+) -> tuple[np.ndarray | None, Bounds]:
+    tensor = constant_tensor(value)
+    if tensor is not None:
+        return _of_constant(tensor)
+    elements = facts.int_elements(value)
+    dtype = facts.dtype(value)
+    if elements and dtype is not None and (dtype.is_integer() or dtype == ir.DataType.BOOL):
+        return _of_array(np.array(elements, dtype=np.int64).astype(dtype.numpy()))
+    node = value.producer()
+    if node is None or node.domain != "" or value is not node.outputs[0]:
+        return None, (None, None)
+    op = node.op_type
+
+    def walk(i: int) -> tuple[np.ndarray | None, Bounds]:
+        if i >= len(node.inputs) or node.inputs[i] is None:
+            return None, (None, None)
+        return _walk(facts, node.inputs[i], depth - 1)
+
+    if op in _COPIES:
+        return walk(0)
+    if op == "ConstantOfShape":
+        attr = node.attributes.get("value")
+        if attr is None:
+            return np.array(0.0, np.float32), (None, None)
+        if attr.type is not ir.AttributeType.TENSOR or attr.as_tensor().size != 1:
+            return None, (None, None)
+        return _of_array(attr.as_tensor().numpy().reshape(()))
+    if op in ("Shape", "Size"):
+        return None, (0, None)
+    if op == "Range":
+        return None, _range_bounds(facts, node)
+    if op == "Concat":
+        parts = [walk(i) for i in range(len(node.inputs))]
+        return _same(p[0] for p in parts), _union(p[1] for p in parts)
+    if op == "Where":
+        condition, a, b = walk(0)[0], walk(1), walk(2)
+        if condition is not None and condition.dtype == np.bool_:
+            return a if bool(condition) else b
+        return _same((a[0], b[0])), _union((a[1], b[1]))
+    if op in _COMPARISONS:
+        return _compare(op, walk(0), walk(1)), (None, None)
+    if op == "Not":
+        u = walk(0)[0]
+        return (np.logical_not(u) if _is_bool(u) else None), (None, None)
+    if op in _LOGICAL:
+        return _logical(op, walk(0)[0], walk(1)[0]), (None, None)
+    if op in ("Add", "Sub", "Neg"):
+        return None, _arithmetic_bounds(op, walk(0)[1], walk(1)[1] if op != "Neg" else None)
+    return None, (None, None)
+
+
+def _of_constant(tensor: ir.TensorProtocol) -> tuple[np.ndarray | None, Bounds]:
+    if tensor.size == 0 or tensor.size > _MAX_READ:
+        return None, (None, None)
+    return _of_array(tensor.numpy())
+
+
+def _of_array(array: np.ndarray) -> tuple[np.ndarray | None, Bounds]:
+    """The uniform element (bit for bit: ``-0.0`` and ``0.0`` differ) and integer bounds."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    if flat.size == 0 or flat.dtype.kind not in "biuf":
+        return None, (None, None)
+    bounds: Bounds = (None, None)
+    if np.issubdtype(flat.dtype, np.integer):
+        bounds = (int(flat.min()), int(flat.max()))
+    first = flat[:1]
+    uniform = None
+    if np.all(flat.view(np.uint8).reshape(flat.size, -1) == first.view(np.uint8)):
+        uniform = flat[0].copy().reshape(())
+    return uniform, bounds
+
+
+def _is_bool(u: np.ndarray | None) -> bool:
+    return u is not None and u.dtype == np.bool_
+
+
+def _same(values) -> np.ndarray | None:
+    """The one value all ``values`` are, bit for bit and of one dtype, else ``None``."""
+    values = list(values)
+    first = values[0]
+    if first is None:
+        return None
+    for v in values[1:]:
+        if v is None or v.dtype != first.dtype or v.tobytes() != first.tobytes():
+            return None
+    return first
+
+
+def _union(bounds) -> Bounds:
+    bounds = list(bounds)
+    lows = [b[0] for b in bounds]
+    highs = [b[1] for b in bounds]
+    lo = None if None in lows else min(lows)
+    hi = None if None in highs else max(highs)
+    return lo, hi
+
+
+def _range_bounds(facts: ShapeFacts, node: ir.Node) -> Bounds:
+    """``Range(start, limit, delta)``: ``>= start`` for ``delta > 0``, ``<= start`` below 0."""
+    if len(node.inputs) != 3:
+        return None, None
+    start, delta = (_int_scalar(facts, node.inputs[i]) for i in (0, 2))
+    if start is None or delta is None or abs(start) > _LIMIT:
+        return None, None
+    if delta > 0:
+        return start, None
+    if delta < 0:
+        return None, start
+    return None, None
+
+
+def _int_scalar(facts: ShapeFacts, value: ir.Value | None) -> int | None:
+    dtype = facts.dtype(value)
+    if value is None or dtype is None or not dtype.is_integer():
+        return None
+    elements = facts.int_elements(value)
+    if elements is None:
+        tensor = constant_tensor(value)
+        if tensor is not None and tensor.size == 1:
+            elements = tuple(int(x) for x in tensor.numpy().reshape(-1))
+    if elements is None or len(elements) != 1:
+        return None
+    return elements[0]
+
+
+def _compare(op: str, x, y) -> np.ndarray | None:
+    """The uniform result of ``op(x, y)`` from uniform operands or integer bounds."""
+    (ux, (x_lo, x_hi)), (uy, (y_lo, y_hi)) = x, y
+    if ux is not None and uy is not None and ux.dtype == uy.dtype:
+        return np.asarray(_COMPARISONS[op](ux, uy))
+    if op == "Equal":
+        decided = _order(x_hi, y_lo) or _order(y_hi, x_lo)  # x < y everywhere, or y < x
+        return np.array(False) if decided else None
+    if op in ("Greater", "GreaterOrEqual"):  # y < x, y <= x: swap to Less, LessOrEqual
+        op = "Less" if op == "Greater" else "LessOrEqual"
+        (x_lo, x_hi), (y_lo, y_hi) = (y_lo, y_hi), (x_lo, x_hi)
+    strict = op == "Less"
+    if _order(x_hi, y_lo, strict):
+        return np.array(True)
+    if _order(y_hi, x_lo, not strict):
+        return np.array(False)
+    return None
+
+
+def _order(hi: int | None, lo: int | None, strict: bool = True) -> bool:
+    """Whether every element bounded above by ``hi`` is ``<`` (``<=``) every one above ``lo``."""
+    if hi is None or lo is None:
+        return False
+    return hi < lo if strict else hi <= lo
+
+
+def _logical(op: str, a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    if _is_bool(a) and _is_bool(b):
+        return np.asarray(_LOGICAL[op](a, b))
+    absorbing = {"And": False, "Or": True}.get(op)
+    if absorbing is not None and any(_is_bool(u) and bool(u) == absorbing for u in (a, b)):
+        return np.array(absorbing)
+    return None
+
+
+def _arithmetic_bounds(op: str, x: Bounds, y: Bounds | None) -> Bounds:
+    if op == "Neg":
+        lo, hi = (None if x[1] is None else -x[1]), (None if x[0] is None else -x[0])
+    elif op == "Add":
+        lo = None if x[0] is None or y[0] is None else x[0] + y[0]
+        hi = None if x[1] is None or y[1] is None else x[1] + y[1]
+    else:
+        lo = None if x[0] is None or y[1] is None else x[0] - y[1]
+        hi = None if x[1] is None or y[0] is None else x[1] - y[0]
+    return (lo if lo is None or abs(lo) <= _LIMIT else None), (
+        hi if hi is None or abs(hi) <= _LIMIT else None
+    )
