@@ -130,6 +130,21 @@ def _propagate_values(
         operands.append((shape, elements))
     if not any_known:
         return
+    if not out_shape and not any(shape for shape, _ in operands):
+        # Scalars only (shape arithmetic: sizes added, divided, compared one at a time):
+        # what broadcast_elements gives for them, without its general machinery.
+        args = []
+        for _, elements in operands:
+            if elements is None:
+                args.append(unknown_element())
+            elif len(elements) != 1:
+                return
+            else:
+                args.append(elements[0])
+        element = fn(*args)
+        if not (isinstance(element, expr.DimExpr) and element.is_unknown):
+            ctx.set_output_value(0, (element,))
+        return
     result = broadcast_elements(fn, operands)
     if result is not None and result[0] == out_shape:
         ctx.set_output_value(0, result[1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 
+import numpy as np
 import onnx
 import onnx_ir as ir
 import pytest
@@ -11,7 +12,7 @@ import pytest
 import onnx_symdims
 from onnx_symdims import expr
 from onnx_symdims.passes import _inference
-from onnx_symdims.shapes import IRDimWriter, NodeContext, ShapesContext
+from onnx_symdims.shapes import IRDimWriter, NodeContext, ShapesContext, _tensors
 from tests.engine._engine_testing import model
 from tests.engine.test_engine_constants import _facts
 
@@ -126,3 +127,97 @@ def test_proto_and_path_calls_restore_the_collector(enabled, tmp_path):
 def test_engine_module_keeps_the_inline_switch():
     # The inline Constant path is a switch tests flip (results are the same either way).
     assert _inference.InferenceEngine.constant_fast_path is True
+
+
+def _int32_and_bool_tensors() -> list[onnx.TensorProto]:
+    """Small int32 and bool tensors in each storage (typed field, raw bytes), odd ones too."""
+    tensors = []
+    for dims in ([], [1], [3], [2, 2], [0]):
+        n = int(np.prod(dims)) if dims else 1
+        ints = list(range(-n, 0))
+        bools = [i % 3 == 0 for i in range(n)]
+        tensors += [
+            onnx.helper.make_tensor("i", onnx.TensorProto.INT32, dims, ints),
+            onnx.numpy_helper.from_array(np.array(ints, dtype=np.int32).reshape(dims)),
+            onnx.helper.make_tensor("b", onnx.TensorProto.BOOL, dims, bools),
+            onnx.numpy_helper.from_array(np.array(bools, dtype=bool).reshape(dims)),
+        ]
+    odd = [
+        (onnx.TensorProto.BOOL, [], {"int32_data": [2]}),  # a bool stored as 2
+        (onnx.TensorProto.BOOL, [], {"raw_data": bytes([3])}),
+        (onnx.TensorProto.INT32, [2], {"int32_data": [1]}),  # too few elements
+        (onnx.TensorProto.INT32, [2], {"raw_data": bytes(4)}),
+    ]
+    for data_type, dims, fields in odd:
+        tensor = onnx.TensorProto(data_type=data_type, dims=dims)
+        for name, data in fields.items():
+            if name == "raw_data":
+                tensor.raw_data = data
+            else:
+                getattr(tensor, name).extend(data)
+        tensors.append(tensor)
+    return tensors
+
+
+@pytest.mark.parametrize("index", range(len(_int32_and_bool_tensors())))
+def test_int32_and_bool_elements_read_directly_match_numpy(index):
+    tensor = ir.serde.TensorProtoTensor(_int32_and_bool_tensors()[index])
+    direct = _tensors._read_int32_or_bool_proto(tensor)
+    try:
+        generic = tuple(int(x) for x in tensor.numpy().reshape(-1).tolist())
+    except ValueError:  # a length numpy cannot reshape: left to the generic read
+        generic = None
+    assert direct is None or direct == generic
+    if direct is None:  # the odd ones and empty typed fields; the usual take the direct read
+        assert generic in (None, (), (1,))
+    if generic is not None:
+        assert _tensors.int_elements(tensor) == generic
+
+
+SCALAR_ARITHMETIC = """
+    g (float[batch, seq] x) => (float[batch, seq] y) {
+        sh = Shape(x)
+        zero = Constant<value = int64 {0}>()
+        one = Constant<value = int64 {1}>()
+        two = Constant<value = int64 {2}>()
+        b = Gather<axis=0>(sh, zero)
+        s = Gather<axis=0>(sh, one)
+        p = Mul(b, s)
+        q = Div(p, two)
+        r = Sub(q, one)
+        c = Greater(r, zero)
+        w = Where(c, q, two)
+        m = Max(w, b, s)
+        axes = Constant<value = int64[1] {0}>()
+        mu = Unsqueeze(m, axes)
+        su = Unsqueeze(s, axes)
+        bu = Unsqueeze(b, axes)
+        t = Concat<axis=0>(bu, su)
+        y = Reshape(x, t)
+    }"""
+
+
+def test_scalar_elements_match_the_general_broadcast(monkeypatch):
+    # The scalar path of the element-wise ops gives what broadcast_elements gives.
+    from onnx_symdims.ops import elementwise
+
+    m = model(SCALAR_ARITHMETIC)
+    fast_ctx = onnx_symdims.SymbolicShapeInferencePass()(m).context
+    fast = {node.outputs[0].name: fast_ctx.value_of(node.outputs[0]) for node in m.graph}
+
+    def general(ctx, fn, inputs, out_shape):
+        if out_shape is not None and all(isinstance(d, int) for d in out_shape):
+            operands = [(ctx.input_shape(i), ctx.input_value(i)) for i in inputs]
+            if all(s is not None for s, _ in operands) and any(
+                e is not None for _, e in operands
+            ):
+                result = elementwise.broadcast_elements(fn, operands)
+                if result is not None and result[0] == out_shape:
+                    ctx.set_output_value(0, result[1])
+
+    monkeypatch.setattr(elementwise, "_propagate_values", general)
+    m = model(SCALAR_ARITHMETIC)
+    slow_ctx = onnx_symdims.SymbolicShapeInferencePass()(m).context
+    slow = {node.outputs[0].name: slow_ctx.value_of(node.outputs[0]) for node in m.graph}
+    assert fast == slow
+    assert fast["m"] is not None and fast["w"] is not None
