@@ -139,39 +139,13 @@ def _attention_no_bias_rules():
 
     class AttentionNoBias(AttentionFusion):
         def pattern(  # the parameters of AttentionFusion's pattern but qkv_bias
-            self,
-            op,
-            input,
-            qkv_weight,
-            past,
-            num_heads,
-            start1,
-            end1,
-            start2,
-            end2,
-            start3,
-            end3,
-            q_mul,
-            k_mul,
-            v_mul,
+            self, op, input, qkv_weight, past, num_heads,
+            start1, end1, start2, end2, start3, end3, q_mul, k_mul, v_mul,
         ):
             no_bias = pattern.Var("qkv_bias", can_match_none=True)
             return super().pattern(
-                op,
-                input,
-                qkv_weight,
-                no_bias,
-                past,
-                num_heads,
-                start1,
-                end1,
-                start2,
-                end2,
-                start3,
-                end3,
-                q_mul,
-                k_mul,
-                v_mul,
+                op, input, qkv_weight, no_bias, past, num_heads,
+                start1, end1, start2, end2, start3, end3, q_mul, k_mul, v_mul,
             )
 
         def check(self, context, qkv_bias=None, mha_output=None, **kwargs):

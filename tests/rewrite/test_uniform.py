@@ -197,44 +197,30 @@ def test_claims_hold_in_onnxruntime(case):
 MASK_SIZES = [{"B": 0, "S": 2}, {"B": 1, "S": 1}, {"B": 2, "S": 3}, {"B": 1, "S": 0}]
 
 # ViT: an all-true comparison selects 0.0 for every element: the Add is a no-op.
-VIT_MASK = """
-    g (float[B, 2, S, S] scores) => (float[B, 2, S, S] y) {
-        zero = Constant<value = int64 {0}>()
-        one = Constant<value = int64 {1}>()
-        n = Shape<start = 2, end = 3>(scores)
-        s = Squeeze(n)
-        r = Range(zero, s, one)
-        shape = Constant<value = int64[4] {1, 1, -1, 1}>()
-        r4 = Reshape(r, shape)
-        ge = GreaterOrEqual(r4, zero)
-        a = Constant<value = float {0.0}>()
-        b = Constant<value = float {-3.4e38}>()
-        mask = Where(ge, a, b)
-        masked = Add(scores, mask)
-        y = Softmax<axis = -1>(masked)
-    }
-"""
-
 # RoBERTa: the all-true comparison is and-ed with the padding mask [B, 1, 1, S]: the And
 # is an Expand of the padding mask to [B, 1, S, S], which the Add broadcasts anyway.
-ROBERTA_MASK = """
-    g (float[B, 2, S, S] scores, bool[B, 1, 1, S] padding) => (float[B, 2, S, S] y) {
-        zero = Constant<value = int64 {0}>()
-        one = Constant<value = int64 {1}>()
+_MASK = """
+    g (float[B, 2, S, S] scores{padding}) => (float[B, 2, S, S] y) {{
+        zero = Constant<value = int64 {{0}}>()
+        one = Constant<value = int64 {{1}}>()
         n = Shape<start = 2, end = 3>(scores)
         s = Squeeze(n)
         r = Range(zero, s, one)
-        shape = Constant<value = int64[4] {1, 1, -1, 1}>()
+        shape = Constant<value = int64[4] {{1, 1, -1, 1}}>()
         r4 = Reshape(r, shape)
         ge = GreaterOrEqual(r4, zero)
-        both = And(padding, ge)
-        a = Constant<value = float {0.0}>()
-        b = Constant<value = float {-3.4e38}>()
-        mask = Where(both, a, b)
+        {condition}
+        a = Constant<value = float {{0.0}}>()
+        b = Constant<value = float {{-3.4e38}}>()
+        mask = Where(c, a, b)
         masked = Add(scores, mask)
         y = Softmax<axis = -1>(masked)
-    }
+    }}
 """
+VIT_MASK = _MASK.format(padding="", condition="c = Identity(ge)")
+ROBERTA_MASK = _MASK.format(
+    padding=", bool[B, 1, 1, S] padding", condition="c = And(padding, ge)"
+)
 
 
 @pytest.mark.parametrize(
