@@ -135,7 +135,7 @@ class BroadcastScalarOperandsPass(ir.passes.InPlacePass):
             if attr.type is not ir.AttributeType.TENSOR or attr.as_tensor().size != 1:
                 return None  # malformed: inference reported it
             return ir.tensor(attr.as_tensor().numpy().reshape(()))
-        if value is None or (producer.op_type == "Constant" and _one_element(value)):
+        if producer.op_type == "Constant" and _one_element(value):
             return None
         uniform = uniform_value(self.facts, value)  # a mask Where(arange(n) >= 0, 0, -inf)
         return None if uniform is None else ir.tensor(uniform)

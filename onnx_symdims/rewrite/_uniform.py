@@ -20,8 +20,8 @@ is symbolic) and no constant folder sees it.
 :func:`element_bounds` proves integer bounds ``lo <= x[i] <= hi`` (either may be
 unknown): a ``Range`` with a proven start and step (``>= start`` for a positive step),
 ``Shape``/``Size`` (``>= 0``), small constants, the copying ops, ``Where``, and
-``Add``/``Sub``/``Neg`` of bounded operands (exact in Python integers; bounds beyond
-``2**62`` are dropped, as int64 arithmetic there could wrap).
+``Add``/``Sub``/``Neg`` of operands bounded on both sides (exact in Python integers;
+results beyond ``2**62`` are dropped, as int64 arithmetic there could wrap).
 
 An empty tensor satisfies every such claim (it has no element), which is what the rules
 relying on them need: a rule replaces the tensor's *elements* by the scalar where the
@@ -255,14 +255,22 @@ def _logical(op: str, a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray 
 
 
 def _arithmetic_bounds(op: str, x: Bounds, y: Bounds | None) -> Bounds:
+    """Bounds of ``-x``, ``x + y`` or ``x - y``: only from operands bounded on both sides.
+
+    int64 arithmetic wraps: ``x + y`` with ``x >= 0`` is not ``>= 0`` when ``x`` may be
+    near ``2**63``; with every operand bound known and the result within ``2**62``, no
+    element can wrap.
+    """
+    operands = [x] if y is None else [x, y]
+    if any(b is None for bounds in operands for b in bounds):
+        return None, None
+    (x_lo, x_hi), (y_lo, y_hi) = x, (y if y is not None else (0, 0))
     if op == "Neg":
-        lo, hi = (None if x[1] is None else -x[1]), (None if x[0] is None else -x[0])
+        lo, hi = -x_hi, -x_lo
     elif op == "Add":
-        lo = None if x[0] is None or y[0] is None else x[0] + y[0]
-        hi = None if x[1] is None or y[1] is None else x[1] + y[1]
+        lo, hi = x_lo + y_lo, x_hi + y_hi
     else:
-        lo = None if x[0] is None or y[1] is None else x[0] - y[1]
-        hi = None if x[1] is None or y[0] is None else x[1] - y[0]
-    return (lo if lo is None or abs(lo) <= _LIMIT else None), (
-        hi if hi is None or abs(hi) <= _LIMIT else None
-    )
+        lo, hi = x_lo - y_hi, x_hi - y_lo
+    if abs(lo) > _LIMIT or abs(hi) > _LIMIT:
+        return None, None
+    return lo, hi

@@ -18,6 +18,12 @@ SIZES = [{"N": 0}, {"N": 1}, {"N": 4}, {"N": 7}]
 
 ZERO = "zero = Constant<value = int64 {0}>()\n            one = Constant<value = int64 {1}>()"
 ARANGE = "n = Size(x)\n            r = Range(zero, n, one)"
+SPREAD = """s = Shape(x)
+            two = Constant<value = int64[1] {2}>()
+            target = Concat<axis = 0>(s, two)
+            pair = Constant<value = int64[2] {1, 5}>()
+            e = Expand(pair, target)
+            three = Constant<value = int64 {3}>()"""
 
 # name: (nodes computing y from float[N] x, expected uniform (None: none), bounds)
 CASES = {
@@ -71,13 +77,22 @@ CASES = {
         True,
         (None, None),
     ),
-    "arange_bounds_shifted": (
-        f"{ARANGE}\n            three = Constant<value = int64 {{3}}>()\n            y = Add(r, three)",
+    # Each of [1, 5] spread over [N, 2], shifted, negated, subtracted: bounded both ways.
+    "spread_bounds_shifted": (f"{SPREAD}\n            y = Add(e, three)", None, (4, 8)),
+    "spread_bounds_negated": (f"{SPREAD}\n            y = Neg(e)", None, (-5, -1)),
+    "spread_bounds_subtracted": (f"{SPREAD}\n            y = Sub(three, e)", None, (-2, 2)),
+    # arange >= 0, but unbounded above: r + r wraps in int64 (0 and 2**62 give 0 and
+    # -2**63), so no bound is claimed for a sum.
+    "a_sum_unbounded_above_may_wrap": (
+        """zero_start = Constant<value = int64 {0}>()
+            end = Constant<value = int64 {9223372036854775807}>()
+            step = Constant<value = int64 {4611686018427387904}>()
+            r = Range(zero_start, end, step)
+            y = Add(r, r)""",
         None,
-        (3, None),
+        (None, None),
     ),
-    "arange_bounds_negated": (f"{ARANGE}\n            y = Neg(r)", None, (None, 0)),
-    "shape_is_never_negative": ("s = Shape(x)\n            y = Sub(s, zero)", None, (0, None)),
+    "shape_is_never_negative": ("s = Shape(x)\n            y = Identity(s)", None, (0, None)),
     "mask_of_an_arange": (
         f"""{ARANGE}
             ge = GreaterOrEqual(r, zero)
