@@ -21,7 +21,7 @@ is symbolic) and no constant folder sees it.
 unknown): a ``Range`` with a proven start and step (``>= start`` for a positive step),
 ``Shape``/``Size`` (``>= 0``), small constants, the copying ops, ``Where``, and
 ``Add``/``Sub``/``Neg`` of operands bounded on both sides (exact in Python integers;
-results beyond ``2**62`` are dropped, as int64 arithmetic there could wrap).
+dropped where the result may leave the integer type's range, where it would wrap).
 
 An empty tensor satisfies every such claim (it has no element), which is what the rules
 relying on them need: a rule replaces the tensor's *elements* by the scalar where the
@@ -46,7 +46,7 @@ from onnx_symdims.rewrite._facts import ShapeFacts, constant_tensor
 _MAX_READ = 1 << 16
 #: How far up the producers the walk goes.
 _MAX_DEPTH = 32
-#: Bounds beyond this are dropped: int64 arithmetic near them could wrap.
+#: A Range start beyond this is not used as a bound (kept well inside int64).
 _LIMIT = 1 << 62
 
 #: Ops whose output elements are copies of input 0's elements.
@@ -63,6 +63,14 @@ _COMPARISONS = {
     "Greater": np.greater,
     "GreaterOrEqual": np.greater_equal,
 }
+#: The integer types ONNX arithmetic takes, with their ranges.
+_INT_RANGES = {
+    t: (int(np.iinfo(t.numpy()).min), int(np.iinfo(t.numpy()).max))
+    for t in (
+        ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
+        ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64,
+    )
+}  # fmt: skip
 _LOGICAL = {"And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor}
 
 Bounds = tuple["int | None", "int | None"]
@@ -141,7 +149,8 @@ def _compute(
     if op in _LOGICAL:
         return _logical(op, walk(0)[0], walk(1)[0]), (None, None)
     if op in ("Add", "Sub", "Neg"):
-        return None, _arithmetic_bounds(op, walk(0)[1], walk(1)[1] if op != "Neg" else None)
+        y = walk(1)[1] if op != "Neg" else None
+        return None, _arithmetic_bounds(op, walk(0)[1], y, dtype)
     return None, (None, None)
 
 
@@ -254,15 +263,20 @@ def _logical(op: str, a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray 
     return None
 
 
-def _arithmetic_bounds(op: str, x: Bounds, y: Bounds | None) -> Bounds:
-    """Bounds of ``-x``, ``x + y`` or ``x - y``: only from operands bounded on both sides.
+def _arithmetic_bounds(
+    op: str, x: Bounds, y: Bounds | None, dtype: ir.DataType | None
+) -> Bounds:
+    """Bounds of ``-x``, ``x + y`` or ``x - y`` in ``dtype``: only where no element can wrap.
 
-    int64 arithmetic wraps: ``x + y`` with ``x >= 0`` is not ``>= 0`` when ``x`` may be
-    near ``2**63``; with every operand bound known and the result within ``2**62``, no
-    element can wrap.
+    Integer arithmetic wraps: ``x + y`` with ``x >= 0`` is not ``>= 0`` when ``x`` may be
+    near the top of its type (``2**63`` in int64, ``127`` in int8, and ``x - y`` of
+    unsigned ints wraps below 0). With every operand bounded on both sides, the exact
+    (Python integer) result bounds hold elementwise when they lie inside ``dtype``'s range.
     """
     operands = [x] if y is None else [x, y]
     if any(b is None for bounds in operands for b in bounds):
+        return None, None
+    if dtype not in _INT_RANGES:
         return None, None
     (x_lo, x_hi), (y_lo, y_hi) = x, (y if y is not None else (0, 0))
     if op == "Neg":
@@ -271,6 +285,7 @@ def _arithmetic_bounds(op: str, x: Bounds, y: Bounds | None) -> Bounds:
         lo, hi = x_lo + y_lo, x_hi + y_hi
     else:
         lo, hi = x_lo - y_hi, x_hi - y_lo
-    if abs(lo) > _LIMIT or abs(hi) > _LIMIT:
+    type_min, type_max = _INT_RANGES[dtype]
+    if lo < type_min or hi > type_max:
         return None, None
     return lo, hi

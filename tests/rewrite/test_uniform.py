@@ -25,6 +25,14 @@ SPREAD = """s = Shape(x)
             e = Expand(pair, target)
             three = Constant<value = int64 {3}>()"""
 
+SPREAD_INT8 = """s = Shape(x)
+            two = Constant<value = int64[1] {{2}}>()
+            target = Concat<axis = 0>(s, two)
+            pair = Constant<value = int8[2] {{{}, {}}}>()
+            e = Expand(pair, target)
+            three = Constant<value = int8 {{3}}>()
+            hundred = Constant<value = int8 {{100}}>()"""
+
 # name: (nodes computing y from float[N] x, expected uniform (None: none), bounds)
 CASES = {
     "arange_at_least_its_start": (
@@ -89,6 +97,19 @@ CASES = {
             step = Constant<value = int64 {4611686018427387904}>()
             r = Range(zero_start, end, step)
             y = Add(r, r)""",
+        None,
+        (None, None),
+    ),
+    # The same in narrow types: [100, 120] + 100 wraps in int8 (onnxruntime gives -56 and
+    # -36), [1, 5] - 3 wraps in uint8; inside the type's range the bounds hold.
+    "int8_sum_may_wrap": (
+        f"{SPREAD_INT8.format(100, 120)}\n            y = Add(e, hundred)", None, (None, None)
+    ),
+    "int8_sum_inside_the_type": (
+        f"{SPREAD_INT8.format(1, 5)}\n            y = Add(e, hundred)", None, (101, 105)
+    ),
+    "uint8_difference_may_wrap": (
+        f"{SPREAD_INT8.format(1, 5).replace('int8', 'uint8')}\n            y = Sub(e, three)",
         None,
         (None, None),
     ),
@@ -165,6 +186,10 @@ CASES = {
 
 def _graph(nodes: str):
     out = "bool" if "Greater" in nodes or "Less" in nodes or "Equal" in nodes else "int64"
+    for narrow in ("uint8", "int8"):
+        if f"{narrow}[2]" in nodes:
+            out = narrow
+            break
     if "Where(ge, a, b)" in nodes:
         out = "float"
     if "Where(ge, a, a)" in nodes:
