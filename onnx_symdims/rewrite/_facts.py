@@ -99,6 +99,22 @@ class ShapeFacts:
         #: these are: a value's producer never changes in the IR.
         self.derived: dict[str, dict] = {}
 
+    def input_bounds(self, model: ir.Model) -> dict[str, tuple[int | None, int | None]]:
+        """The proven bounds of the graph inputs' symbolic dims, where any is known.
+
+        Such a bound holds in every run the model that proved it succeeds on (a dim
+        ``>= 1`` because a ``Reshape`` divided by it, say), so an analysis of a rewritten
+        model may assume it where only those runs matter (see :func:`analyze`).
+        """
+        bounds = {}
+        for value in model.graph.inputs:
+            for d in self.shape(value) or ():
+                if isinstance(d, expr.DimExpr) and d.is_symbol and d.name not in bounds:
+                    lo, hi = self.scope.bounds(d)
+                    if (lo is not None and lo > 0) or hi is not None:
+                        bounds[d.name] = (lo, hi)
+        return bounds
+
     @classmethod
     def analyze(cls, model: ir.Model) -> ShapeFacts:
         """Infers the facts of ``model`` (see :func:`analyze`)."""
@@ -207,7 +223,11 @@ def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
         return None
 
 
-def analyze(model: ir.Model, previous: ShapeFacts | None = None) -> ShapeFacts:
+def analyze(
+    model: ir.Model,
+    previous: ShapeFacts | None = None,
+    assume: dict[str, tuple[int | None, int | None]] | None = None,
+) -> ShapeFacts:
     """Infers shapes of ``model`` from its inputs, initializers and ops alone.
 
     Every declared shape of a computed value (``value_info``, graph outputs, subgraph
@@ -224,10 +244,17 @@ def analyze(model: ir.Model, previous: ShapeFacts | None = None) -> ShapeFacts:
     they hold on every run of the original model, which is what a rewrite must
     preserve (the final shapes the pipeline writes come from a fresh analysis).
 
+    With ``assume`` (``{symbol: (lower, upper)}``, from :meth:`ShapeFacts.input_bounds`
+    of the original model), a fresh analysis starts from those bounds on the graph
+    inputs' dims: its facts then hold in the runs the original model succeeds on, not
+    in every run of ``model`` (the fusion guard compares shapes so; the shapes the
+    pipeline writes come from an analysis without it).
+
     Args:
         model: The model, whose computed values' IR shapes are replaced by the
             inferred ones.
         previous: Facts of an earlier analysis of ``model`` to build on.
+        assume: Bounds of graph-input symbols to start a fresh analysis from.
 
     Returns:
         The facts of the run.
@@ -235,6 +262,8 @@ def analyze(model: ir.Model, previous: ShapeFacts | None = None) -> ShapeFacts:
     if previous is None:
         clear_computed_shapes(model)
         context = ShapesContext()
+        for name, (lower, upper) in (assume or {}).items():
+            context.scope.set_range(name, lower=lower, upper=upper)
         SymbolicShapeInferencePass(context=context)(model)
         return ShapeFacts(context, frozenset(_graph_nodes(model.graph)))
     context = previous.context

@@ -277,6 +277,7 @@ def guarded_fusions(
     fusions: str,
     result,
     cleanup: Callable[[ir.Model], None] | None = None,
+    assume: dict[str, tuple[int | None, int | None]] | None = None,
 ) -> None:
     """Applies ``fusions`` to ``model`` in place, step by step, keeping the steps that change no proven shape.
 
@@ -293,6 +294,10 @@ def guarded_fusions(
         cleanup: Run after the fusion steps (``"ort"``) in place of onnxscript's
             ``optimize()``; it must inline model-local functions. ``None``: the
             fusions run as one step, as onnxscript's ``optimize_for_ort`` does.
+        assume: Bounds of the graph inputs' dims that the original model proved
+            (:meth:`~onnx_symdims.rewrite.ShapeFacts.input_bounds`): the shapes are
+            compared over the runs the original succeeds on, as a rewrite must keep them
+            (a ``Reshape`` our rules removed may have been what showed ``seq_len >= 1``).
     """
     steps = None
     if fusions == "ort" and cleanup is not None:
@@ -301,15 +306,7 @@ def guarded_fusions(
         steps = _onnx_steps()
     if steps is None:
         steps = _whole(fusions)
-    facts = analyze(model)
-    guard = _Guard(
-        model,
-        fusions,
-        result,
-        _named_shapes(model, facts),
-        [facts.shape(v) for v in model.graph.outputs],
-        dict(steps),
-    )
+    guard = _Guard(model, fusions, result, dict(steps), assume or {})
     for name, step in steps:
         if name in _NEEDS_MHA and not guard.mha_fired:
             continue
@@ -324,17 +321,23 @@ def guarded_fusions(
 class _Guard:
     """The open transaction of fusion steps and the proven shapes they must keep."""
 
-    def __init__(self, model, fusions, result, before, outputs_before, steps):
+    def __init__(self, model, fusions, result, steps, assume):
         self.model = model
         self.steps = steps  # name -> step, to run a transaction's steps again
         self.fusions = fusions
         self.result = result
-        self.before = before
-        self.outputs_before = outputs_before
+        self.assume = assume
+        facts = self.analyze(model)
+        self.before = _named_shapes(model, facts)
+        self.outputs_before = [facts.shape(v) for v in model.graph.outputs]
         self.snapshot: ir.Model | None = None  # the model before the open transaction
         self.known: set[int] = set()  # ids of the nodes before the open transaction
         self.pending: dict[str, int] = {}  # the open transaction's steps and counts
         self.mha_fired = False
+
+    def analyze(self, model: ir.Model):
+        """The facts of ``model`` over the runs the original model succeeds on."""
+        return analyze(model, assume=self.assume)
 
     def run(self, name: str, step) -> None:
         if self.snapshot is None:
@@ -353,7 +356,7 @@ class _Guard:
         self.pending[name] = count if isinstance(count, int) else 0
         if _has_private_nodes(self.model):
             return  # not runnable yet: a later step must consume them
-        facts = analyze(self.model)
+        facts = self.analyze(self.model)
         changed = self._changed(facts)
         if changed:
             self._refuse(
@@ -362,7 +365,9 @@ class _Guard:
                 + (f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""),
             )
             return
-        unsafe = _pin_new_reshape_wildcards(self.model, self.known, facts, self.snapshot)
+        unsafe = _pin_new_reshape_wildcards(
+            self.model, self.known, facts, self.snapshot, self.assume
+        )
         if unsafe:
             self._refuse(name, f"undone: the new Reshape {unsafe!r} {_WILDCARD_REASON}")
             return
@@ -422,7 +427,7 @@ class _Guard:
         logger.warning("%s", message)
         self.result.diagnostics.append(message)
         _restore(self.model, self.snapshot)
-        analyze(self.model)  # the restored values get our shapes back for later steps
+        self.analyze(self.model)  # the restored values get our shapes back for later steps
         self.pending.clear()
         self.snapshot = None
 
@@ -434,7 +439,7 @@ _WILDCARD_REASON = (
 
 
 def _pin_new_reshape_wildcards(
-    model: ir.Model, known: set[int], facts, snapshot: ir.Model
+    model: ir.Model, known: set[int], facts, snapshot: ir.Model, assume: dict
 ) -> str | None:
     """Makes the ``-1`` of the Reshapes a fusion step created safe on empty tensors.
 
@@ -456,7 +461,7 @@ def _pin_new_reshape_wildcards(
         if target is None or -1 not in target.numpy().tolist():
             continue
         if proofs is None:
-            proofs = analyze(snapshot)
+            proofs = analyze(snapshot, assume=assume)
             old = {v.name: v for v in _values(snapshot.graph)}
         # The shapes as the model before the step proves them, where the values existed.
         source, result = (

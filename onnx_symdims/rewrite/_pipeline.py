@@ -163,10 +163,14 @@ class OptimizePass(ir.passes.InPlacePass):
                 break
         if onnxscript_pending:
             _onnxscript_round(model, self.exact_floats, result.diagnostics)
-        self._facts = None  # the rounds' facts: not needed beyond them
+        # The rounds' facts are not needed beyond them, but for the bounds they proved
+        # on the inputs' dims (from nodes since removed, too): the fusion guard compares
+        # shapes over the runs the original model succeeds on.
+        bounds = self._facts.input_bounds(model) if self._facts is not None else {}
+        self._facts = None
         _tail(model)
         if self.fusions is not None:
-            _fuse(model, self.fusions, result, self.exact_floats)
+            _fuse(model, self.fusions, result, self.exact_floats, bounds)
         _restore_pool_indices(model, pool_indices)
         # The shapes written are proven by the optimized model alone: what a round
         # wrote may rest on facts of a node a later rewrite removed (they hold for the
@@ -595,14 +599,20 @@ def _fusion_cleanup(model: ir.Model, exact_floats: bool = True) -> None:
     _tail(model)
 
 
-def _fuse(model: ir.Model, fusions: str, result: OptimizeResult, exact_floats: bool) -> None:
+def _fuse(
+    model: ir.Model,
+    fusions: str,
+    result: OptimizeResult,
+    exact_floats: bool,
+    bounds: dict[str, tuple[int | None, int | None]],
+) -> None:
     """Runs onnxscript's fusions step by step; undoes a step that changes a proven shape."""
     from onnx_symdims.rewrite._guard import guarded_fusions
 
     def cleanup(model: ir.Model) -> None:
         _fusion_cleanup(model, exact_floats)
 
-    guarded_fusions(model, fusions, result, cleanup=cleanup)
+    guarded_fusions(model, fusions, result, cleanup=cleanup, assume=bounds)
 
 
 def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
