@@ -7,8 +7,10 @@ folder (without its per-node ONNX shape inference: our shapes are on the model; 
 models onnxscript's time goes mostly to its quadratic ``SlicesSplit`` matcher, excluded), its default rewrite
 rules, common-subexpression elimination and unused-node removal. Rounds repeat until
 nothing changes. The tail is onnxscript's own (constants lifted to initializers,
-duplicates merged, names fixed), then shapes are inferred once more with the declared
-graph outputs restored, and the anchor pass names dims after the model's author.
+duplicates merged, names fixed). With ``fusions``, onnxscript's fusions run next, guarded
+(:mod:`~onnx_symdims.rewrite._guard`), and when one was kept the rounds and the tail run
+again on the fused model. Then shapes are inferred once more with the declared graph
+outputs restored, and the anchor pass names dims after the model's author.
 """
 
 from __future__ import annotations
@@ -146,23 +148,8 @@ class OptimizePass(ir.passes.InPlacePass):
                 message = f"model-local functions not inlined: {type(error).__name__}: {error}"
                 logger.warning("%s", message)
                 result.diagnostics.append(message)
-        # Our rounds until nothing changes, then onnxscript's pattern rules (their matcher
-        # tries every rule on every node: the costly part), then ours again if they
-        # changed something.
-        onnxscript_pending = True
-        self._facts = None
         pool_indices = _pool_indices_at_risk(model)
-        while result.rounds < self.max_rounds:
-            if self._our_round(model, result):
-                onnxscript_pending = True
-                continue
-            if not onnxscript_pending:
-                break
-            onnxscript_pending = False
-            if not _onnxscript_round(model, self.exact_floats, result.diagnostics):
-                break
-        if onnxscript_pending:
-            _onnxscript_round(model, self.exact_floats, result.diagnostics)
+        self._loop(model, result)
         # The rounds' facts are not needed beyond them, but for the bounds they proved
         # on the inputs' dims (from nodes since removed, too): the fusion guard compares
         # shapes over the runs the original model succeeds on.
@@ -170,7 +157,15 @@ class OptimizePass(ir.passes.InPlacePass):
         self._facts = None
         _tail(model)
         if self.fusions is not None:
+            fused = _signature(model)
             _fuse(model, self.fusions, result, self.exact_floats, bounds)
+            if _signature(model) != fused:
+                # A fusion leaves the layout changes around the fused node (the
+                # Transpose/Reshape pairs of an SDPA made MultiHeadAttention, a
+                # flattening Reshape before a Gemm made MatMul): our rules cancel them.
+                self._loop(model, result)
+                self._facts = None
+                _tail(model)
         _restore_pool_indices(model, pool_indices)
         # The shapes written are proven by the optimized model alone: what a round
         # wrote may rest on facts of a node a later rewrite removed (they hold for the
@@ -188,6 +183,29 @@ class OptimizePass(ir.passes.InPlacePass):
         result.seconds = time.perf_counter() - start
         return result
 
+
+    def _loop(self, model: ir.Model, result: OptimizeResult) -> None:
+        """Our rounds, then onnxscript's pattern rules, until nothing changes.
+
+        onnxscript's matcher tries every rule on every node (the costly part), so its rules
+        run once ours converge, and ours again if they changed something; at most
+        ``max_rounds`` of ours.
+        """
+        onnxscript_pending = True
+        self._facts = None
+        rounds = 0
+        while rounds < self.max_rounds:
+            rounds += 1
+            if self._our_round(model, result):
+                onnxscript_pending = True
+                continue
+            if not onnxscript_pending:
+                break
+            onnxscript_pending = False
+            if not _onnxscript_round(model, self.exact_floats, result.diagnostics):
+                break
+        if onnxscript_pending:
+            _onnxscript_round(model, self.exact_floats, result.diagnostics)
 
     def _our_round(self, model: ir.Model, result: OptimizeResult) -> bool:
         """One round of our rewrites and onnxscript's folder; True when anything changed."""

@@ -13,7 +13,15 @@ import onnx_ir as ir
 import pytest
 
 import onnx_symdims
-from onnx_symdims.rewrite import OptimizePass, OptimizeResult, ShapeFacts, shape_rules
+from onnx_symdims.rewrite import (
+    OptimizePass,
+    OptimizeResult,
+    ShapeFacts,
+    analyze,
+    shape_rules,
+)
+from onnx_symdims.rewrite._guard import guarded_fusions
+from onnx_symdims.rewrite._pipeline import _fusion_cleanup
 from tests.rewrite._rewrite_testing import (
     assert_equivalent,
     feeds_for,
@@ -276,6 +284,7 @@ def test_guard_undoes_only_the_fusion_steps_that_change_a_proven_shape(gpt2_fuse
     contrib = {n.op_type for n in m.graph if n.domain == "com.microsoft"}
     assert "SkipLayerNormalization" in contrib
     assert not any(n.domain.startswith("ai.onnxruntime._fusion") for n in m.graph)
+    assert sum(result.after.values()) < len(onnx_symdims.optimize(ir.load(GPT2)).graph)
     if not _HAS_SDPA_VIA_MHA:  # onnxscript 0.5: nothing consumes the SDPA, undone
         assert "fusion.sdpa" not in fired and "MultiHeadAttention" not in contrib
         return
@@ -287,10 +296,6 @@ def test_the_guard_compares_over_the_runs_the_original_succeeds_on():
     """``seq_len >= 1`` is proven by the original (a Reshape to ``[-1, seq_len]``), not by
     the optimized model, which no longer has that Reshape; without the original's bounds
     the MHA output differs at ``seq_len = 0`` and the guard undoes the attention steps."""
-    from onnx_symdims.rewrite import analyze
-    from onnx_symdims.rewrite._guard import guarded_fusions
-    from onnx_symdims.rewrite._pipeline import _fusion_cleanup
-
     if not _HAS_SDPA_VIA_MHA:
         pytest.skip("onnxscript before 0.6 has no step turning the SDPA into MHA")
 
@@ -307,6 +312,28 @@ def test_the_guard_compares_over_the_runs_the_original_succeeds_on():
         assert bool(result.fired["fusion.sdpa_via_mha"]) is fused
         ops = {n.op_type for n in model.graph if n.domain == "com.microsoft"}
         assert ("MultiHeadAttention" in ops) is fused
+
+
+def test_the_rounds_run_again_after_a_kept_fusion(gpt2_fused):
+    """The SDPA made MultiHeadAttention leaves Transpose/Reshape pairs around the fused
+    node (``[B, S, N*H]`` <-> ``[B, N, S, H]``); the rounds after the fusions cancel them."""
+    m, _ = gpt2_fused
+    if not _HAS_SDPA_VIA_MHA:
+        pytest.skip("onnxscript before 0.6 has no step turning the SDPA into MHA")
+    once = ir.load(GPT2)
+    OptimizePass()(once)
+    model = once.clone()  # fused, without the rounds after
+    original = ir.load(GPT2)
+    bounds = analyze(original).input_bounds(original)
+    result = OptimizeResult(model, modified=False)
+    guarded_fusions(model, "ort", result, cleanup=_fusion_cleanup, assume=bounds)
+    assert result.fired["fusion.sdpa_via_mha"]
+
+    def layout(graph):
+        return sum(n.op_type in ("Reshape", "Transpose") for n in graph)
+
+    assert layout(m.graph) < layout(model.graph)
+    assert len(m.graph) < len(model.graph)
 
 
 def test_fused_model_runs_as_the_original(gpt2_fused):
