@@ -39,6 +39,7 @@ from onnx_symdims.rewrite._facts import (
     ints_attribute,
 )
 from onnx_symdims.rewrite._flat_gather import GatherOfFlatIndexGridPass
+from onnx_symdims.rewrite._fold_split import fold_constant_splits
 from onnx_symdims.rewrite._folding import should_fold
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
@@ -319,17 +320,17 @@ def fold_constants(
     def folder(**options):
         return guarded(problems, **options)
 
-    if exact_floats or onnxruntime_available():
-        folder(should_fold=should_fold)(model)
-    else:
-        folder()(model)
-        return
-    if exact_floats:
-        return
-    for _ in range(_MAX_FOLD_ALTERNATIONS):
-        if not FoldFloatsInOnnxruntimePass()(model).modified:
-            break
-        folder(should_fold=should_fold)(model)
+    in_onnxruntime = not exact_floats and onnxruntime_available()
+    policy = {} if not exact_floats and not in_onnxruntime else {"should_fold": should_fold}
+    folder(**policy)(model)
+    if in_onnxruntime:
+        for _ in range(_MAX_FOLD_ALTERNATIONS):
+            if not FoldFloatsInOnnxruntimePass()(model).modified:
+                break
+            folder(**policy)(model)
+    # onnxscript's folder skips nodes of several outputs; a Split of a constant is a copy
+    if fold_constant_splits(model):
+        folder(**policy)(model)
 
 
 #: Ops whose onnxscript evaluator writes nodes in the form of this opset or later
