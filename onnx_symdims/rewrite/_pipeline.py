@@ -270,7 +270,9 @@ class OptimizePass(ir.passes.InPlacePass):
         lifted = LiftScalarArithmeticPass(facts)
         lifted(model)
         _merge_counts(result, lifted.fired, lifted.declined, "LiftScalarArithmetic")
-        fold_constants(model, self.exact_floats, result.diagnostics)
+        splits_folded = fold_constants(model, self.exact_floats, result.diagnostics)
+        if splits_folded:
+            result.fired["FoldConstantSplit"] += splits_folded
         common_passes.CommonSubexpressionEliminationPass()(model)
         remove_dead_nodes(model.graph)
         return sum(result.fired.values()) != fired_before or _signature(model) != signature
@@ -305,14 +307,16 @@ _FLOAT_REASSOCIATING_RULES = {
 
 def fold_constants(
     model: ir.Model, exact_floats: bool = True, problems: list[str] | None = None
-) -> None:
+) -> int:
     """Runs onnxscript's constant folder (no ONNX shape inference: our shapes are there).
 
     With ``exact_floats``, float nodes are folded only where numpy equals onnxruntime.
     Without, the other float nodes are folded too: in onnxruntime's kernels when it is
     installed (:mod:`~onnx_symdims.rewrite._ort_folding`, alternating with the folder
     until neither folds more), else by the folder's numpy reference. A node the folder's
-    evaluator raises on stays as it is, with a message appended to ``problems``.
+    evaluator raises on stays as it is, with a message appended to ``problems``. Then a
+    ``Split`` of a constant is folded (:mod:`~onnx_symdims.rewrite._fold_split`); returns
+    how many were.
     """
     guarded = _guarded_folder()
     problems = problems if problems is not None else []
@@ -329,8 +333,10 @@ def fold_constants(
                 break
             folder(**policy)(model)
     # onnxscript's folder skips nodes of several outputs; a Split of a constant is a copy
-    if fold_constant_splits(model):
+    splits = fold_constant_splits(model)
+    if splits:
         folder(**policy)(model)
+    return splits
 
 
 #: Ops whose onnxscript evaluator writes nodes in the form of this opset or later

@@ -10,7 +10,7 @@ import numpy as np
 import onnx_ir as ir
 import pytest
 
-import onnx_symdims
+from onnx_symdims.rewrite import OptimizePass
 from onnx_symdims.rewrite._fold_split import INPUT_SIZE_LIMIT, fold_constant_splits
 from tests.rewrite._rewrite_testing import assert_equivalent, model, ops, proto
 
@@ -76,9 +76,12 @@ def test_a_split_of_a_constant_is_folded(case):
     assert fold_constant_splits(m) == 1
     assert "Split" not in ops(m)
     assert_equivalent(before, m, SIZES)
-    # the whole pipeline folds it too, and the reshapes and concat after it
-    optimized = onnx_symdims.optimize(before)
-    assert {n.op_type for n in optimized.graph.node} <= {"Add", "Mul", "Constant"}
+    # the whole pipeline folds it too, and the reshapes and concat after it (small
+    # integer chunks may be published as proven values first)
+    result = OptimizePass()(ir.serde.deserialize_model(before))
+    assert {n.op_type for n in result.model.graph} <= {"Add", "Mul", "Constant"}
+    if initializers.startswith("float"):
+        assert result.fired["FoldConstantSplit"] == 1
 
 
 def test_uneven_chunks_as_onnxruntime_computes_them():
