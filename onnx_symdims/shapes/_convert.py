@@ -103,6 +103,11 @@ def new_ir_shape(dims: Sequence[int | ir.SymbolicDim]) -> ir.Shape:
     return ir.Shape(dims)
 
 
+#: Interned expression -> its ``ir.SymbolicDim`` (immutable, so one object serves every
+#: model), shared by the writers.
+_IR_DIMS: dict[expr.DimExpr, ir.SymbolicDim] = {}
+
+
 class IRDimWriter:
     """Converts dims to ``int | ir.SymbolicDim``, printing each ``DimExpr`` once.
 
@@ -111,7 +116,11 @@ class IRDimWriter:
     """
 
     def __init__(self) -> None:
-        self._cache: dict[expr.DimExpr, ir.SymbolicDim] = {}
+        # Shared by every writer: the text of an interned expression never changes, and
+        # each run of a small model would otherwise print and wrap its dims again.
+        if len(_IR_DIMS) > 100_000:
+            _IR_DIMS.clear()
+        self._cache: dict[expr.DimExpr, ir.SymbolicDim] = _IR_DIMS
         self._shapes: dict[tuple[expr.Dim, ...], ir.Shape] = {}
 
     def dim(self, d: expr.Dim) -> int | ir.SymbolicDim:
