@@ -242,6 +242,9 @@ def constant_array(value: ir.Value | None) -> np.ndarray | None:
                 tensor = attr.value
         if tensor is None:
             return None
+    fast = _raw_float32_array(tensor)
+    if fast is not None:
+        return fast
     try:
         # The product of the dims, not tensor.size (which builds an array first).
         if math.prod(tensor_dims(tensor)) > MAX_VALUE_ELEMENTS:
@@ -250,6 +253,42 @@ def constant_array(value: ir.Value | None) -> np.ndarray | None:
     except Exception as e:  # external data missing, string tensors, ...: unknown
         logger.debug("cannot read constant %r: %s", value.name, e)
         return None
+
+
+_PROTO_TENSOR = ir.serde.TensorProtoTensor
+_FLOAT_CODE = int(ir.DataType.FLOAT)
+_FLOAT32_LE = np.dtype(np.float32).newbyteorder("<")  # as numpy() reads raw data
+
+
+def _raw_float32_array(tensor: ir.TensorProtocol) -> np.ndarray | None:
+    """What ``numpy()`` gives for a small float32 ``TensorProto`` (raw or ``float_data``).
+
+    Resize scales are such constants: ``numpy()`` first looks up the dtype and its bit
+    width several times; this is only the ``np.frombuffer``/``np.array`` and ``reshape``
+    it ends in. ``None`` for any other tensor (read it the generic way).
+    """
+    if type(tensor) is not _PROTO_TENSOR:
+        return None
+    proto = tensor.raw
+    if proto.data_type != _FLOAT_CODE or proto.data_location == 1:  # 1: EXTERNAL
+        return None
+    dims = tuple(proto.dims)
+    count = math.prod(dims)
+    if count > MAX_VALUE_ELEMENTS:
+        return None
+    if proto.HasField("raw_data"):
+        raw = proto.raw_data
+        if len(raw) != 4 * count:
+            return None
+        return np.frombuffer(raw, dtype=_FLOAT32_LE).reshape(dims)
+    # float_data (onnx.helper.make_tensor's default): numpy() reads it after finding
+    # the integer fields empty.
+    if proto.int32_data or proto.int64_data or proto.uint64_data:
+        return None
+    data = proto.float_data
+    if not count or len(data) != count:
+        return None
+    return np.array(data, dtype=_FLOAT32_LE).reshape(dims)
 
 
 def string_elements(value: ir.Value | None) -> list[bytes] | None:

@@ -142,6 +142,9 @@ class AnchorPropagationResult(ir.passes.PassResult):
 # ----------------------------------------------------------------------------------------
 # Rewriting
 # ----------------------------------------------------------------------------------------
+_MISS = object()  # not cached yet (a cached rewrite may be None)
+
+
 class _Rewriter:
     """Applies a rename map to dims, once per distinct expression."""
 
@@ -207,6 +210,23 @@ class _Rewriter:
         filled: frozenset[int] = frozenset(),
     ) -> ir.Shape | None:
         """``filled``: axes of a protected shape whose dims the engine wrote."""
+        # Most shapes keep every dim: find the first one that changes (one cached lookup
+        # per named dim) before building anything.
+        texts = self._texts
+        for axis, d in enumerate(shape.dims):
+            if d.__class__ is int or isinstance(d, int):
+                continue
+            text = d.value
+            if not text:
+                continue
+            key = (text, protected and axis not in filled)
+            new_ir = texts.get(key, _MISS)
+            if new_ir is _MISS:
+                new_ir = texts[key] = self._rewrite_text(text, key[1])
+            if new_ir is not None:
+                break
+        else:
+            return None
         changed = False
         dims: list[int | ir.SymbolicDim] = []
         for axis, d in enumerate(shape.dims):

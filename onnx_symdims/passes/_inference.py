@@ -55,6 +55,7 @@ from onnx_symdims.shapes import (
     is_anonymous_dim_text,
     merge_declared_shape,
     merge_with_anchor,
+    new_ir_shape,
     node_subgraphs,
     read_int64_proto,
     same_ir_dims,
@@ -896,7 +897,7 @@ class InferenceEngine:
             if ctx.strict:
                 raise ShapeInferenceError(diagnostic)
         if merged.written is not None and not same_ir_dims(merged.written, value.shape):
-            value.shape = ir.Shape(merged.written)
+            value.shape = new_ir_shape(merged.written)
             self.modified = True
         self._commit_type(node, value, had_shape=True)
 
@@ -952,7 +953,7 @@ class InferenceEngine:
                     for old, d, nothing in zip(declared_ir, inferred, empty)  # type: ignore[arg-type]
                 ]
                 if not same_ir_dims(written, declared):
-                    value.shape = ir.Shape(written)
+                    value.shape = new_ir_shape(written)
                     self.modified = True
                     ctx.note_filled(value, (i for i, nothing in enumerate(empty) if nothing))
             self._commit_type(node, value, had_shape=True)
@@ -986,7 +987,7 @@ class InferenceEngine:
             # Provably false (two different ints, another rank): the declared text would
             # be a wrong dim on the written model. The warning names both shapes.
             written = self._writer.dims(dims)
-            value.shape = ir.Shape(written)
+            value.shape = new_ir_shape(written)
             self.modified = True
             ctx.note_filled(value, range(len(written)))
         elif len(merged) == len(declared):
@@ -998,7 +999,7 @@ class InferenceEngine:
                 for old, d, nothing in zip(declared_ir, dims, empty)
             ]
             if not same_ir_dims(written, declared):
-                value.shape = ir.Shape(written)
+                value.shape = new_ir_shape(written)
                 self.modified = True
                 ctx.note_filled(value, (i for i, nothing in enumerate(empty) if nothing))
         self._commit_type(node, value, had_shape=True)

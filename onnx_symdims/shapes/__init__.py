@@ -44,6 +44,7 @@ __all__ = [
     "is_fully_unknown",
     "merge_declared_shape",
     "merge_with_anchor",
+    "new_ir_shape",
     "node_subgraphs",
     "note_untracked_read",
     "read_int64_proto",
@@ -62,7 +63,7 @@ from onnx_symdims.shapes._context import (
     is_anonymous_dim_text,
     sanitize_symbol_name,
 )
-from onnx_symdims.shapes._convert import IRDimWriter, same_ir_dims
+from onnx_symdims.shapes._convert import IRDimWriter, new_ir_shape, same_ir_dims
 from onnx_symdims.shapes._diagnostics import (
     Diagnostic,
     NodeInferenceFailure,

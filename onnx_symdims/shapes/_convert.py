@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["IRDimWriter", "same_ir_dims"]
+__all__ = ["IRDimWriter", "new_ir_shape", "same_ir_dims"]
 
 import logging
 from collections.abc import Callable, Sequence
@@ -61,6 +61,53 @@ def _frozen_shape_maker() -> Callable[[list[int | ir.SymbolicDim]], ir.Shape] | 
 _MAKE_FROZEN_SHAPE = _frozen_shape_maker()
 
 
+def _shape_maker() -> Callable[[list[int | ir.SymbolicDim]], ir.Shape] | None:
+    """Like :func:`_frozen_shape_maker`, for a new, unfrozen ``ir.Shape``."""
+    new = object.__new__
+    cls = ir.Shape
+
+    def make(dims: list[int | ir.SymbolicDim]) -> ir.Shape:
+        shape = new(cls)
+        shape._dims = dims  # type: ignore[attr-defined]
+        shape._denotations = [None] * len(dims)  # type: ignore[attr-defined]
+        shape._frozen = False  # type: ignore[attr-defined]
+        return shape
+
+    try:
+        probe = [3, ir.SymbolicDim("d")]
+        expected = ir.Shape(list(probe))
+        made = make(list(probe))
+        if _state(made) == _state(expected) and not made.frozen and made.dims == expected.dims:
+            return make
+    except Exception:  # any surprise: the constructor, as before
+        logger.debug("fast ir.Shape construction unavailable", exc_info=True)
+    return None
+
+
+_MAKE_SHAPE = _shape_maker()
+_SYMBOLIC_DIM = ir.SymbolicDim
+
+
+def new_ir_shape(dims: Sequence[int | ir.SymbolicDim]) -> ir.Shape:
+    """``ir.Shape(dims)`` (a new, unfrozen shape), built directly when ``dims`` are ready.
+
+    Ready: exact ints and ``ir.SymbolicDim`` objects, which ``ir.Shape`` stores as they
+    are (a declared shape's own dims and :class:`IRDimWriter` output).
+    """
+    if _MAKE_SHAPE is not None:
+        for d in dims:
+            cls = d.__class__
+            if cls is not int and cls is not _SYMBOLIC_DIM:
+                return ir.Shape(dims)
+        return _MAKE_SHAPE(list(dims))
+    return ir.Shape(dims)
+
+
+#: Interned expression -> its ``ir.SymbolicDim`` (immutable, so one object serves every
+#: model), shared by the writers.
+_IR_DIMS: dict[expr.DimExpr, ir.SymbolicDim] = {}
+
+
 class IRDimWriter:
     """Converts dims to ``int | ir.SymbolicDim``, printing each ``DimExpr`` once.
 
@@ -69,7 +116,11 @@ class IRDimWriter:
     """
 
     def __init__(self) -> None:
-        self._cache: dict[expr.DimExpr, ir.SymbolicDim] = {}
+        # Shared by every writer: the text of an interned expression never changes, and
+        # each run of a small model would otherwise print and wrap its dims again.
+        if len(_IR_DIMS) > 100_000:
+            _IR_DIMS.clear()
+        self._cache: dict[expr.DimExpr, ir.SymbolicDim] = _IR_DIMS
         self._shapes: dict[tuple[expr.Dim, ...], ir.Shape] = {}
 
     def dim(self, d: expr.Dim) -> int | ir.SymbolicDim:

@@ -262,7 +262,7 @@ class NodeContext:
         attr = self.node.attributes.data.get(name)  # the UserDict's dict: faster
         if attr is None:
             return None
-        if attr.is_ref():
+        if attr.ref_attr_name is not None:  # attr.is_ref(), one call less
             self.fail(f"attribute {name!r} refers to a function attribute")
         if attr.type != kind:
             self.fail(f"attribute {name!r} must be {kind.name}, got {attr.type.name}")
