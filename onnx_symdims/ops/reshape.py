@@ -213,6 +213,58 @@ def _same_numel(target: Sequence[Dim], data: Sequence[Dim], memo: list[bool]) ->
     return memo[0]
 
 
+def _minus_one_fails(
+    ctx: NodeContext,
+    t: expr.DimExpr,
+    target: Sequence[Dim],
+    data: Sequence[Dim] | None,
+    allowzero: bool,
+    i: int,
+) -> bool:
+    """True when ``t >= -1`` and ``t == -1`` puts a 0 beside it: ``t >= 0`` in every run.
+
+    XLNet's relative shift reshapes to ``[batch, heads, seq, 2*seq - 1]``: the last element
+    is -1 (infer) at ``seq = 0``, where the target's ``seq`` is 0 too. For ``t + 1 =
+    c*s1*...*sk`` (``c > 0``), ``t == -1`` exactly when some ``s`` is 0; when each such
+    ``s = 0`` makes another output dim 0 (a target element that is then a literal 0, or
+    a 0 copying an input dim that is then 0, or a second -1), the Reshape fails there,
+    as onnxruntime and the reference refuse a -1 beside a 0. So every ``s`` is nonzero
+    from this node on (noted as facts), and ``t`` is a plain dim.
+    """
+    names = _zero_set(expr.add(t, 1))
+    if not names:
+        return False
+    for name in names:
+        zero = {name: 0}
+        if not any(
+            _zero_output(u, j, data, allowzero, zero) for j, u in enumerate(target) if j != i
+        ):
+            return False
+    for name in sorted(names):
+        ctx.ctx.note_nonzero(expr.sym(name))
+    return True
+
+
+def _zero_output(
+    u: Dim, j: int, data: Sequence[Dim] | None, allowzero: bool, zero: dict[str, int]
+) -> bool:
+    """Whether target element ``u`` at ``j`` fails a -1 beside it once ``zero`` holds."""
+    if not isinstance(u, int):
+        if u.is_unknown:
+            return False
+        u = expr.substitute(u, zero)
+        if not isinstance(u, int):
+            return False
+    if u == -1:
+        return True  # a second -1
+    if u != 0:
+        return False
+    if allowzero:
+        return True
+    copied = data[j] if data is not None and j < len(data) else None
+    return copied is not None and expr.substitute(copied, zero) == 0
+
+
 def _note_nonzero_others(ctx: NodeContext, out: Sequence[Dim | None], infer_at: int) -> None:
     """A ``-1`` is inferred only when the other output dims multiply to nonzero.
 
@@ -271,7 +323,9 @@ def reshape_dims(
                     out.append(data[i])
             else:
                 out.append(t)
-        elif t.is_unknown or not scope.prove_nonneg(t):
+        elif t.is_unknown or (
+            not scope.prove_nonneg(t) and not _minus_one_fails(ctx, t, target, data, allowzero, i)
+        ):
             out.append(None)  # may be -1 (infer) at runtime
         elif (
             # The cheap structural tests first: any one of these keeps t.

@@ -141,3 +141,53 @@ def test_each_proof_is_enough_alone(text, monkeypatch):
 )
 def test_defined_everywhere(text, defined):
     assert reshape._defined_everywhere(expr.parse_expr(text)) is defined
+
+
+# XLNet's relative shift: the input [B, 4, S + max(S-1, 0), S] (2*S - 1 rows once S >= 1)
+# is reshaped to [B, 4, S, 2*S - 1] read from Shape. At S = 0 the last element is -1
+# (infer) beside a 0 that copies the input's 0 rows: the run fails, so S >= 1 wherever it
+# succeeds and the last dim is 2*S - 1. With the target's third element a constant 3 (not
+# 0 when S is), a -1 at S = 0 infers a size: the dim stays unknown.
+_SHIFT = """
+    tail = Slice(x, one, big, two)
+    rows = Concat<axis = 2>(x, tail)
+    s = Shape(x)
+    b = Gather<axis = 0>(s, zero)
+    n = Gather<axis = 0>(s, three)
+    n2 = Mul(n, two_s)
+    last = Sub(n2, one_s)
+    b1 = Unsqueeze(b, zero)
+    n1 = Unsqueeze({third}, zero)
+    l1 = Unsqueeze(last, zero)
+    target = Concat<axis = 0>(b1, four, n1, l1)
+    y = Reshape(rows, target)
+"""
+_SHIFT_CONSTANTS = (
+    "int64[1] one = {1}, int64[1] big = {9223372036854775807}, int64[1] two = {2}, "
+    "int64 zero_s = {0}, int64[1] zero = {0}, int64 three_s = {3}, int64 two_s = {2}, "
+    "int64 one_s = {1}, int64[1] four = {4}"
+)
+
+
+def _shift(third: str) -> str:
+    return model_text(
+        18,
+        "float[B, 4, S, S] x",
+        _SHIFT.format(third=third)
+        .replace("Gather<axis = 0>(s, zero)", "Gather<axis = 0>(s, zero_s)")
+        .replace("Gather<axis = 0>(s, three)", "Gather<axis = 0>(s, three_s)"),
+        constants=_SHIFT_CONSTANTS,
+    )
+
+
+def test_a_minus_one_beside_a_zero_proves_the_dim():
+    text = _shift("n")
+    inferred = check_against_ort(text, [{"B": 2, "S": 1}, {"B": 1, "S": 3}, {"B": 0, "S": 4}])
+    assert inferred.shape("y") == ["B", 4, "S", "2*S-1"]
+
+
+def test_a_minus_one_that_infers_a_size_stays_unknown():
+    text = _shift("three_s")  # [B, 4, 3, 2*S - 1]: 3 rows of 2*S - 1 only if S == 3
+    inferred = infer(text)
+    shape = inferred.shape("y")
+    assert shape[:3] == ["B", 4, 3] and shape[3] != "2*S-1"
