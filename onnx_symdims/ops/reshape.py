@@ -226,9 +226,9 @@ def _minus_one_fails(
     XLNet's relative shift reshapes to ``[batch, heads, seq, 2*seq - 1]``: the last element
     is -1 (infer) at ``seq = 0``, where the target's ``seq`` is 0 too. For ``t + 1 =
     c*s1*...*sk`` (``c > 0``), ``t == -1`` exactly when some ``s`` is 0; when each such
-    ``s = 0`` makes another output dim 0 (a target element that is then a literal 0, or
-    a 0 copying an input dim that is then 0, or a second -1), the Reshape fails there,
-    as onnxruntime and the reference refuse a -1 beside a 0. So every ``s`` is nonzero
+    ``s = 0`` makes another output dim 0 (a 0 copying an input dim that is then 0, with
+    ``allowzero=0``), or another element -1, the Reshape fails there, as onnxruntime and
+    the reference refuse a -1 beside a 0 (and two -1). So every ``s`` is nonzero
     from this node on (noted as facts), and ``t`` is a plain dim.
     """
     names = _zero_set(expr.add(t, 1))
@@ -257,10 +257,10 @@ def _zero_output(
             return False
     if u == -1:
         return True  # a second -1
-    if u != 0:
+    if u != 0 or allowzero:
+        # allowzero=1: the spec calls a 0 beside a -1 invalid, but onnxruntime runs it
+        # (see _note_nonzero_others): no fact rests on it.
         return False
-    if allowzero:
-        return True
     copied = data[j] if data is not None and j < len(data) else None
     return copied is not None and expr.substitute(copied, zero) == 0
 
