@@ -29,13 +29,13 @@ def _state(obj: object) -> tuple:
 _ABSENT = object()
 
 
-def _frozen_shape_maker() -> Callable[[list[int | ir.SymbolicDim]], ir.Shape] | None:
-    """A constructor of frozen ``ir.Shape`` from ready dims (ints and ``SymbolicDim``).
+def _shape_maker(frozen: bool) -> Callable[[list[int | ir.SymbolicDim]], ir.Shape] | None:
+    """A constructor of ``ir.Shape`` (``frozen`` or not) from ready dims (ints, ``SymbolicDim``).
 
-    ``ir.Shape(dims, frozen=True)`` converts each dim again (several checks per dim) and
-    is most of the cost of writing a new shape. The fast constructor sets what it would
-    set; it is used only when it builds exactly the object ``ir.Shape`` builds (checked
-    once, here: another onnx-ir version may store a shape differently).
+    ``ir.Shape(dims)`` converts each dim again (several checks per dim) and is most of the
+    cost of writing a new shape. The fast constructor sets what it would set; it is used
+    only when it builds exactly the object ``ir.Shape`` builds (checked once, here:
+    another onnx-ir version may store a shape differently).
     """
     new = object.__new__
     cls = ir.Shape
@@ -44,47 +44,26 @@ def _frozen_shape_maker() -> Callable[[list[int | ir.SymbolicDim]], ir.Shape] | 
         shape = new(cls)
         shape._dims = dims  # type: ignore[attr-defined]
         shape._denotations = [None] * len(dims)  # type: ignore[attr-defined]
-        shape._frozen = True  # type: ignore[attr-defined]
+        shape._frozen = frozen  # type: ignore[attr-defined]
         return shape
 
     try:
         probe = [3, ir.SymbolicDim("d")]
-        expected = ir.Shape(list(probe), frozen=True)
+        expected = ir.Shape(list(probe), frozen=frozen)
         made = make(list(probe))
-        if _state(made) == _state(expected) and made.frozen and made.dims == expected.dims:
+        if (
+            _state(made) == _state(expected)
+            and made.frozen == frozen
+            and made.dims == expected.dims
+        ):
             return make
     except Exception:  # any surprise: the constructor, as before
         logger.debug("fast ir.Shape construction unavailable", exc_info=True)
     return None
 
 
-_MAKE_FROZEN_SHAPE = _frozen_shape_maker()
-
-
-def _shape_maker() -> Callable[[list[int | ir.SymbolicDim]], ir.Shape] | None:
-    """Like :func:`_frozen_shape_maker`, for a new, unfrozen ``ir.Shape``."""
-    new = object.__new__
-    cls = ir.Shape
-
-    def make(dims: list[int | ir.SymbolicDim]) -> ir.Shape:
-        shape = new(cls)
-        shape._dims = dims  # type: ignore[attr-defined]
-        shape._denotations = [None] * len(dims)  # type: ignore[attr-defined]
-        shape._frozen = False  # type: ignore[attr-defined]
-        return shape
-
-    try:
-        probe = [3, ir.SymbolicDim("d")]
-        expected = ir.Shape(list(probe))
-        made = make(list(probe))
-        if _state(made) == _state(expected) and not made.frozen and made.dims == expected.dims:
-            return make
-    except Exception:  # any surprise: the constructor, as before
-        logger.debug("fast ir.Shape construction unavailable", exc_info=True)
-    return None
-
-
-_MAKE_SHAPE = _shape_maker()
+_MAKE_FROZEN_SHAPE = _shape_maker(frozen=True)
+_MAKE_SHAPE = _shape_maker(frozen=False)
 _SYMBOLIC_DIM = ir.SymbolicDim
 
 
