@@ -55,10 +55,10 @@ def _graph(opset: int, initializers: str, split: str):
         <{initializers}>
         {{
             {split}
-            two = Constant<value = int64[1] {{-1}}>()
-            q2 = Reshape(q, two)
-            k2 = Reshape(k, two)
-            v2 = Reshape(v, two)
+            flat = Constant<value = int64[1] {{-1}}>()
+            q2 = Reshape(q, flat)
+            k2 = Reshape(k, flat)
+            v2 = Reshape(v, flat)
             y0 = Add(x, q2)
             y1 = Mul(x, k2)
             y2 = Concat<axis = 0>(q2, k2, v2)
