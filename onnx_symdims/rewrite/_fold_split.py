@@ -57,7 +57,8 @@ INPUT_SIZE_LIMIT = 8192
 def fold_constant_splits(model: ir.Model) -> int:
     """Replaces each foldable ``Split`` of a constant in the main graph; returns how many."""
     graph = model.graph
-    opset = model.opset_imports.get("", 0)
+    imports = model.opset_imports
+    opset = imports.get("", imports.get("ai.onnx", 0))
     folded = 0
     for node in list(graph):
         if node.op_type != "Split" or node.domain != "" or not node.inputs:

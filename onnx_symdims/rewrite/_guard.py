@@ -375,6 +375,10 @@ class _Guard:
         if unsafe:
             self._refuse(name, f"undone: the new node {unsafe!r} {BIAS_REASON}")
             return
+        unsafe = _vector_fused_matmul(self.model, self.known, facts)
+        if unsafe:
+            self._refuse(name, f"undone: the new node {unsafe!r} {_VECTOR_REASON}")
+            return
         self._commit()
 
     def _refuse(self, name: str, why: str) -> None:
@@ -436,6 +440,33 @@ _WILDCARD_REASON = (
     "has a -1 next to a dim not proven >= 1 (it fails on an empty tensor where the "
     "original ran) and no constant target replaces it"
 )
+
+
+_VECTOR_REASON = (
+    "is a FusedMatMul with an operand not proven of rank >= 2 (onnxruntime's kernel "
+    "computes a transposed matrix times a vector otherwise than MatMul(Transpose(x), v))"
+)
+
+
+def _vector_fused_matmul(model: ir.Model, known: set[int], facts) -> str | None:
+    """The name of a new ``FusedMatMul`` whose ``A`` or ``B`` may be 1-D, else ``None``.
+
+    onnxscript fuses ``MatMul(Transpose(x), w)`` into ``FusedMatMul<transA=1>(x, w)`` also
+    for a vector ``w``; onnxruntime then gives other values (``[1, K, 4]`` by ``[K]``:
+    ``[2, 8, 14, 20]`` for ``[8, 11, 14, 17]``; found by fuzzing, seed 206330).
+    """
+    for node in model.graph:
+        if (
+            id(node) in known
+            or node.domain != "com.microsoft"
+            or node.op_type != "FusedMatMul"
+        ):
+            continue
+        for value in node.inputs[:2]:
+            shape = facts.shape(value)
+            if shape is None or len(shape) < 2:
+                return node.name or node.op_type
+    return None
 
 
 def _pin_new_reshape_wildcards(

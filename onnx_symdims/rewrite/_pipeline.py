@@ -140,6 +140,7 @@ class OptimizePass(ir.passes.InPlacePass):
         start = time.perf_counter()
         result = OptimizeResult(model, modified=False, before=count_nodes(model.graph))
         declared = {v.name: v.shape for v in model.graph.outputs}
+        _spell_default_domain(model)
         if self.inline:
             try:
                 common_passes.InlinePass()(model)
@@ -303,6 +304,24 @@ _FLOAT_REASSOCIATING_RULES = {
     "FuseBatchNormIntoConvTranspose",
     "FuseBatchNormIntoGemm",
 }
+
+
+def _spell_default_domain(model: ir.Model) -> None:
+    """Writes the ``"ai.onnx"`` domain as ``""``, its other spelling, in imports and nodes.
+
+    Our rules and onnxscript's read the default opset under ``""`` (a model importing only
+    ``"ai.onnx"`` would be read as opset 0, and a ``Split`` folded with the wrong sizes),
+    and onnx-ir's unused-opset removal dropped an ``"ai.onnx"`` import that nodes of
+    domain ``""`` use, so the optimized model no longer loaded.
+    """
+    for imports in (model.opset_imports, *(f.opset_imports for f in model.functions.values())):
+        if "ai.onnx" in imports:
+            version = imports.pop("ai.onnx")
+            imports.setdefault("", version)
+    for graph in (model.graph, *model.functions.values()):
+        for node in ir.traversal.RecursiveGraphIterator(graph):
+            if node.domain == "ai.onnx":
+                node.domain = ""
 
 
 def fold_constants(

@@ -728,3 +728,60 @@ def test_max_pool_indices_stay_where_the_padding_may_be_negative(attributes, kep
         x = np.arange(2 * n, dtype=np.float32).reshape(1, 2, n)
         expected = session(before).run(None, {"x": x})[0]
         np.testing.assert_array_equal(session(optimized).run(None, {"x": x})[0], expected)
+
+
+# onnxscript fuses MatMul(Transpose(x), w) into FusedMatMul<transA=1>(x, w) also for a
+# vector w, which onnxruntime's kernel computes otherwise (fuzz seed 206330): the guard
+# undoes the step; with a matrix w the fusion stays.
+_TRANSPOSED_MATMUL = """
+    g (float[1, K, 4] x, float{w} w) => (float{y} y) {{
+        t = Transpose<perm = [0, 2, 1]>(x)
+        y = MatMul(t, w)
+    }}
+"""
+
+
+@pytest.mark.parametrize(
+    ("w", "y", "fused"), [("[K]", "[1, 4]", False), ("[K, 3]", "[1, 4, 3]", True)]
+)
+def test_guard_refuses_a_fused_matmul_of_a_vector(w, y, fused):
+    m = model(_TRANSPOSED_MATMUL.format(w=w, y=y), opset=21)
+    before = proto(m)
+    result = OptimizePass(fusions="ort")(m)
+    assert ("FusedMatMul" in ops(m)) is fused
+    assert any("FusedMatMul" in d for d in result.diagnostics) is not fused
+    sess_before, sess_after = session(before), session(m)
+    for k in (1, 2, 5):
+        feeds = feeds_for(before, {"K": k}, seed=k)
+        for a, e in zip(sess_after.run(None, feeds), sess_before.run(None, feeds)):
+            np.testing.assert_allclose(a, e, rtol=1e-5)
+
+
+def test_the_ai_onnx_spelling_of_the_default_domain():
+    """A model importing ``"ai.onnx"`` (not ``""``): the optimized model still loads, and
+    a Split's sizes are read at its real opset (13: an input), not as opset 0."""
+    import onnx.helper as oh
+
+    tensor = onnx.TensorProto
+    nodes = [
+        oh.make_node("Split", ["b", "sizes"], ["s0", "s1"], axis=0),
+        oh.make_node("Concat", ["s0", "x"], ["y0"], axis=0),
+        oh.make_node("Concat", ["s1", "x"], ["y1"], axis=0),
+    ]
+    constants = [
+        oh.make_tensor("b", tensor.FLOAT, [6], [1, 2, 3, 4, 5, 6]),
+        oh.make_tensor("sizes", tensor.INT64, [2], [1, 5]),
+    ]
+    graph = oh.make_graph(
+        nodes, "g", [oh.make_tensor_value_info("x", tensor.FLOAT, ["N"])],
+        [oh.make_tensor_value_info(n, tensor.FLOAT, None) for n in ("y0", "y1")], constants,
+    )  # fmt: skip
+    original = oh.make_model(graph, opset_imports=[oh.make_opsetid("ai.onnx", 13)])
+    original.ir_version = 8
+    optimized = onnx_symdims.optimize(original)
+    assert "Split" not in {n.op_type for n in optimized.graph.node}
+    feeds = {"x": np.array([7.0, 8.0], np.float32)}
+    expected = session(original).run(None, feeds)
+    assert [len(e) for e in expected] == [3, 7]
+    for a, e in zip(session(optimized).run(None, feeds), expected):
+        np.testing.assert_array_equal(a, e)
