@@ -134,8 +134,12 @@ def test_optimize_keeps_random_graphs_outputs(seed):
 #: the folder published the spec's Shape as a constant) differed until ONNX's shapes
 #: were only added where none was; 50121 with ``fusions="ort"`` (``MatMul(x, Transpose(x))``
 #: fused into ``FusedMatMul``, which sums in another order: one ulp apart) shows that
-#: outputs with fusions are compared up to rounding.
-WITH_OPTIONS = [(23167, {"fusions": "ort"}), (50121, {"fusions": "ort"})]
+#: outputs with fusions are compared up to rounding; 206330 with ``fusions="ort"``
+#: (``MatMul(Transpose(x), w)`` of a vector ``w`` fused into ``FusedMatMul<transA=1>``,
+#: which onnxruntime computes otherwise) differed until the guard refused such a fusion.
+WITH_OPTIONS = [
+    (23167, {"fusions": "ort"}), (50121, {"fusions": "ort"}), (206330, {"fusions": "ort"}),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("seed", "options"), WITH_OPTIONS)
