@@ -1225,13 +1225,15 @@ for _name, _fn, _kw in EXTRA:
     dc.EXTRAS[_name] = (_fn, _kw)
 
 
-def main(argv=None):
+def corpus_main(argv, default_out: str, description: str) -> int:
+    """The command line of a corpus builder whose models are registered in ``dc.MODELS``.
+
+    Shared with ``tools/build_probe_corpus.py``.
+    """
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument(
-        "--out", default="/work/check_corpus", help="corpus root (models go to OUT/models)"
-    )
+    ap.add_argument("--out", default=default_out, help="corpus root (models go to OUT/models)")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args(argv)
@@ -1244,6 +1246,10 @@ def main(argv=None):
     shutil.copyfile(os.path.join(DEV, "score.py"), os.path.join(args.out, "score.py"))
     # the dev driver: builds each model into models_dir, keeps other manifest entries with --only
     return dc.main(["--out", models_dir] + (["--only", *args.only] if args.only else []))
+
+
+def main(argv=None):
+    return corpus_main(argv, "/work/check_corpus", __doc__)
 
 
 if __name__ == "__main__":

@@ -44,10 +44,8 @@ first four are registered as extras (``--only NAME`` reproduces the failure):
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
-import shutil
 import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -1103,24 +1101,7 @@ for _name, _fn in EXTRA:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument(
-        "--out", default="/work/probe_corpus", help="corpus root (models go to OUT/models)"
-    )
-    ap.add_argument("--only", nargs="*")
-    ap.add_argument("--list", action="store_true")
-    args = ap.parse_args(argv)
-    if args.list:
-        print("\n".join(dc.MODELS))
-        print("# extras (recorded export failures, not in the corpus): " + " ".join(dc.EXTRAS))
-        return 0
-    models_dir = os.path.join(args.out, "models")
-    os.makedirs(models_dir, exist_ok=True)
-    shutil.copyfile(os.path.join(cc.DEV, "score.py"), os.path.join(args.out, "score.py"))
-    # the dev driver: builds each model into models_dir, keeps other manifest entries with --only
-    return dc.main(["--out", models_dir] + (["--only", *args.only] if args.only else []))
+    return cc.corpus_main(argv, "/work/probe_corpus", __doc__)
 
 
 if __name__ == "__main__":
