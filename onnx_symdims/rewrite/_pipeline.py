@@ -140,7 +140,7 @@ class OptimizePass(ir.passes.InPlacePass):
         start = time.perf_counter()
         result = OptimizeResult(model, modified=False, before=count_nodes(model.graph))
         declared = {v.name: v.shape for v in model.graph.outputs}
-        _spell_default_domain(model)
+        respelled = _spell_default_domain(model)
         if self.inline:
             try:
                 common_passes.InlinePass()(model)
@@ -181,10 +181,9 @@ class OptimizePass(ir.passes.InPlacePass):
         if self.anchors:
             AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(model)
         result.after = count_nodes(model.graph)
-        result.modified = result.after != result.before or bool(result.fired)
+        result.modified = result.after != result.before or bool(result.fired) or respelled
         result.seconds = time.perf_counter() - start
         return result
-
 
     def _loop(self, model: ir.Model, result: OptimizeResult) -> None:
         """Our rounds, then onnxscript's pattern rules, until nothing changes.
@@ -306,22 +305,27 @@ _FLOAT_REASSOCIATING_RULES = {
 }
 
 
-def _spell_default_domain(model: ir.Model) -> None:
+def _spell_default_domain(model: ir.Model) -> bool:
     """Writes the ``"ai.onnx"`` domain as ``""``, its other spelling, in imports and nodes.
 
     Our rules and onnxscript's read the default opset under ``""`` (a model importing only
     ``"ai.onnx"`` would be read as opset 0, and a ``Split`` folded with the wrong sizes),
     and onnx-ir's unused-opset removal dropped an ``"ai.onnx"`` import that nodes of
-    domain ``""`` use, so the optimized model no longer loaded.
+    domain ``""`` use, so the optimized model no longer loaded. Returns whether it wrote
+    anything.
     """
+    changed = False
     for imports in (model.opset_imports, *(f.opset_imports for f in model.functions.values())):
         if "ai.onnx" in imports:
             version = imports.pop("ai.onnx")
             imports.setdefault("", version)
+            changed = True
     for graph in (model.graph, *model.functions.values()):
         for node in ir.traversal.RecursiveGraphIterator(graph):
             if node.domain == "ai.onnx":
                 node.domain = ""
+                changed = True
+    return changed
 
 
 def fold_constants(

@@ -778,6 +778,12 @@ def test_the_ai_onnx_spelling_of_the_default_domain():
     )  # fmt: skip
     original = oh.make_model(graph, opset_imports=[oh.make_opsetid("ai.onnx", 13)])
     original.ir_version = 8
+    relu = ir.from_onnx_text(
+        '<ir_version: 8, opset_import: ["ai.onnx" : 13]> g (float[N] x) => (float[N] y) '
+        "{ y = Relu(x) }"
+    )
+    assert OptimizePass()(relu).modified  # nothing but the spelling changed
+    assert dict(relu.opset_imports) == {"": 13}
     optimized = onnx_symdims.optimize(original)
     assert "Split" not in {n.op_type for n in optimized.graph.node}
     feeds = {"x": np.array([7.0, 8.0], np.float32)}
