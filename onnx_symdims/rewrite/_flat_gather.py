@@ -126,22 +126,65 @@ class GatherOfFlatIndexGridPass(FactsPass):
         terms = self._terms(idx, len(si), len(sd) + 1)
         if terms is None:
             return "the index is not a sum of placed Range terms"
-        if len(terms) != len(sd):
+        if len(terms) > len(sd):
             return "the index does not have one term per axis of the data"
         terms.sort(key=lambda t: t[0])
         axes = [axis for axis, _, _ in terms]
         if len(set(axes)) != len(axes):
             return "two terms lie on one axis"
-        for j, (axis, n, stride) in enumerate(terms):
-            if not facts.same_dim(n, sd[j]) or not facts.same_dim(si[axis], n):
-                return "a Range does not span its data axis"
-            if not facts.same_dim(stride, _product(sd[j + 1 :])):
-                return "a term's multiplier is not its axis's row-major stride"
-        if not all(facts.same_dim(d, 1) for a, d in enumerate(si) if a not in set(axes)):
+        placed = self._match_axes(terms, sd, si)
+        if isinstance(placed, str):
+            return placed
+        if not all(facts.same_dim(d, 1) for a, d in enumerate(si) if a not in set(placed)):
             return "the index has other axes than size 1"
-        inserted = [a for a in range(len(si)) if a not in set(axes)]
+        inserted = [a for a in range(len(si)) if a not in set(placed)]
         inserted += range(len(si), len(si) + len(sf) - 1)
         return data, inserted
+
+    def _match_axes(self, terms: list[tuple], sd, si) -> list[int] | str:
+        """The index axis of each data axis, in order, or why the terms do not fit.
+
+        Term ``t`` (sorted by index axis) belongs to the next data axis ``j`` whose dim it
+        spans with ``j``'s row-major stride. A data axis of size 1 may have no term: its
+        offset is 0 (``Range(0, 1) * stride`` folded away when a batch is fixed at 1). It
+        takes the first size-1 index axis between its neighbours', as ``Range(0, 1)``
+        placed there would.
+        """
+        facts = self.facts
+        placed: list[int | None] = []
+        t = 0
+        for j, dim in enumerate(sd):
+            if t < len(terms):
+                axis, n, stride = terms[t]
+                spans = facts.same_dim(n, dim) and facts.same_dim(si[axis], n)
+                if spans and facts.same_dim(stride, _product(sd[j + 1 :])):
+                    placed.append(axis)
+                    t += 1
+                    continue
+                if not facts.same_dim(dim, 1):
+                    return (
+                        "a term's multiplier is not its axis's row-major stride"
+                        if spans
+                        else "a Range does not span its data axis"
+                    )
+            elif not facts.same_dim(dim, 1):
+                return "the index does not have one term per axis of the data"
+            placed.append(None)
+        if t != len(terms):
+            return "the index does not have one term per axis of the data"
+        previous = -1
+        for j, axis in enumerate(placed):
+            if axis is None:
+                following = next((a for a in placed[j + 1 :] if a is not None), len(si))
+                axis = next(
+                    (a for a in range(previous + 1, following) if facts.same_dim(si[a], 1)),
+                    None,
+                )
+                if axis is None:
+                    return "an axis of size 1 without a term has no index axis of its own"
+                placed[j] = axis
+            previous = axis
+        return placed
 
     def _terms(self, value: ir.Value, rank: int, budget: int) -> list[tuple] | None:
         """``[(axis, n, stride), ...]`` for ``value`` = a sum of ``Range(0, n) * stride`` placed on ``axis``."""

@@ -125,10 +125,17 @@ class GatherNDOfIndexGridPass(FactsPass):
         if graph.opset_imports.get("", 0) < 13:
             self.declined["opset before 13 (Unsqueeze axes as an attribute)"] += 1
             return None
+        if any(arange is None and not facts.same_dim(sd[j], 1) for j, (_, arange, _) in enumerate(grid)):
+            self.declined["a constant index component on a data axis not proven of size 1"] += 1
+            return None
         sliced = [
             j
             for j, (_, arange, offset) in enumerate(grid)
-            if offset is not None or not facts.same_dim(facts.shape(arange.outputs[0])[0], sd[j])
+            if arange is not None
+            and (
+                offset is not None
+                or not facts.same_dim(facts.shape(arange.outputs[0])[0], sd[j])
+            )
         ]
         for j in sliced:
             # A negative limit gives an empty Range, but a Slice end counted from the back.
@@ -171,7 +178,7 @@ class GatherNDOfIndexGridPass(FactsPass):
         return all(
             facts.at_least(facts.shape(other.outputs[0])[0], 1)
             for k, (_, other, _) in enumerate(grid)
-            if k != j
+            if k != j and other is not None  # a constant 0 component has length 1
         )
 
     def _grid_target(self, idx: ir.Value, so) -> ir.Value | None:
@@ -213,12 +220,36 @@ class GatherNDOfIndexGridPass(FactsPass):
             if component is None:
                 return None
             grid.append(component)
+        return self._place_zero_components(grid, si[:-1])
+
+    def _place_zero_components(self, grid: list[tuple], grid_shape) -> list[tuple] | None:
+        """Gives each constant-0 component (``Range(0, 1)`` folded) a size-1 grid axis.
+
+        Any size-1 axis between its neighbours' axes will do: the component indexes 0
+        along it as ``Range(0, 1)`` spread there would. The first free one is taken.
+        """
+        previous = -1
+        for j, (axis, arange, offset) in enumerate(grid):
+            if axis is not None:
+                previous = axis
+                continue
+            following = next((c[0] for c in grid[j + 1 :] if c[0] is not None), len(grid_shape))
+            axis = next(
+                (a for a in range(previous + 1, following) if self.facts.same_dim(grid_shape[a], 1)),
+                None,
+            )
+            if axis is None:
+                self.declined["a constant index component has no size-1 axis of its own"] += 1
+                return None
+            grid[j] = (axis, arange, offset)
+            previous = axis
         return grid
 
     def _component(self, part: ir.Value | None, grid_shape) -> tuple | None:
         """``(a, Range node, offset)`` for ``part`` spreading ``Range(0, n) [+ offset]`` on axis ``a``.
 
-        ``offset`` is a scalar proven ``>= 0``, or ``None``.
+        ``offset`` is a scalar proven ``>= 0``, or ``None``. ``(None, None, None)`` for a
+        spread constant 0 (see :meth:`_place_zero_components`).
         """
         facts = self.facts
         lift = part.producer() if part is not None else None
@@ -227,26 +258,40 @@ class GatherNDOfIndexGridPass(FactsPass):
             or lift.domain != ""
             or lift.op_type not in _RESHAPES
             or not facts.same_shape(facts.shape(part), (*grid_shape, 1))
-            or not facts.same_shape(facts.shape(lift.inputs[0]), grid_shape)
         ):
             self.declined["an index component is not a grid with a trailing axis"] += 1
             return None
         spread = lift.inputs[0]
-        expand = spread.producer()
-        placed = expand.inputs[0] if expand is not None and expand.op_type == "Expand" else spread
-        shape = facts.shape(placed)
-        place = placed.producer() if placed is not None else None
-        if (
-            shape is None
-            or len(shape) != len(grid_shape)
-            or place is None
-            or place.domain != ""
-            or place.op_type not in _RESHAPES
-        ):
-            self.declined["an index component is not a reshaped Range"] += 1
+        if facts.same_shape(facts.shape(spread), grid_shape):
+            expand = spread.producer()
+            placed = (
+                expand.inputs[0] if expand is not None and expand.op_type == "Expand" else spread
+            )
+            shape = facts.shape(placed)
+            place = placed.producer() if placed is not None else None
+            if shape is not None and _is_zero(facts, placed, shape):
+                # A Range(0, 1) that the folder made a constant (a batch fixed at 1): its
+                # axis is placed once the others' are known.
+                return None, None, None
+            if (
+                shape is None
+                or len(shape) != len(grid_shape)
+                or place is None
+                or place.domain != ""
+                or place.op_type not in _RESHAPES
+            ):
+                self.declined["an index component is not a reshaped Range"] += 1
+                return None
+            ranged = place.inputs[0]
+        elif lift.op_type == "Reshape" and len(facts.shape(spread) or ()) == 1:
+            # The Range placed, spread and given the trailing axis by one Reshape: a chain
+            # collapsed where every other axis of the grid has size 1.
+            shape, ranged = grid_shape, spread
+        else:
+            self.declined["an index component is not a grid with a trailing axis"] += 1
             return None
         long = [a for a, d in enumerate(shape) if not facts.same_dim(d, 1)]
-        arange, offset = self._shifted_range(place.inputs[0])
+        arange, offset = self._shifted_range(ranged)
         if len(long) != 1 or arange is None:
             self.declined["an index component is not a reshaped Range"] += 1
             return None
@@ -345,6 +390,13 @@ class GatherNDOfIndexGridPass(FactsPass):
         take_over(out, result, "sliced")
         graph.remove(node, safe=True)  # now unused; a gather sharing its grid is next
         self.fired["gather_nd_of_index_grid"] += 1
+
+
+def _is_zero(facts, value: ir.Value, shape) -> bool:
+    """True when ``value`` is proven a one-element int64 tensor holding 0."""
+    if not all(facts.same_dim(d, 1) for d in shape):
+        return False
+    return facts.dtype(value) == ir.DataType.INT64 and facts.int_elements(value) == (0,)
 
 
 def _cost(facts, data, sliced: list[int], inserted: list[int], grid, target) -> int:

@@ -137,6 +137,7 @@ def test_gather_of_flat_index_grid_declines(case):
     _, m, rewrite = apply_pass(GatherOfFlatIndexGridPass, body)
     assert not rewrite.fired
     assert rewrite.declined[reason] == 1, rewrite.declined
+    assert "Gather" in ops(m)
     assert "Gather" in ops(m)[3:]
 
 
@@ -228,3 +229,52 @@ def test_gather_of_flat_index_grid_declines_before_opset_13():
     assert not rewrite.fired
     assert rewrite.declined["opset before 13 (Unsqueeze axes as an attribute)"] == 1
     assert_equivalent(before, m, SIZES)
+
+
+# The batch fixed at 1 (``optimize(symbol_ranges={"B": (1, 1)})``): the folder has made
+# the batch term Range(0, 1) * T zero and dropped it, leaving one term for two axes.
+ONE_ROW = """
+    g (bool[1, T] mask) => (bool[?, ?, ?, ?, ?] y) {
+        zero = Constant<value = int64 {0}>()
+        one = Constant<value = int64 {1}>()
+        s = Shape(mask)
+        t = Gather(s, one)
+        rt = Range(zero, t, one)
+        vt = Constant<value = int64[4] {1, 1, 1, -1}>()
+        idx = Reshape(rt, vt)
+        flat = Flatten<axis = 2>(mask)
+        y = Gather(flat, idx)
+    }
+"""
+
+
+def test_a_size_one_axis_needs_no_term():
+    before, m, rewrite = apply_pass(GatherOfFlatIndexGridPass, ONE_ROW)
+    assert rewrite.fired == {"gather_of_flat_index_grid": 1}, rewrite.declined
+    assert ops(m) == ["Unsqueeze"]
+    assert_equivalent(before, m, [{"T": t} for t in (0, 1, 4)])
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        # The mask's first axis is B, not proven 1: its term cannot be left out.
+        (ONE_ROW.replace("bool[1, T]", "bool[B, T]"), "a Range does not span its data axis"),
+        # [1, 3, T]: the term spans T but axis 1 (size 3, not 1) has none.
+        (
+            ONE_ROW.replace("bool[1, T]", "bool[1, 3, T]")
+            .replace("Flatten<axis = 2>", "Flatten<axis = 3>")
+            .replace("t = Gather(s, one)", "two = Constant<value = int64 {2}>()\n        t = Gather(s, two)"),
+            "a Range does not span its data axis",
+        ),
+        # Every index axis is taken by the term or is not of size 1: the size-1 data
+        # axis has no index axis to go to (a [T] index).
+        (ONE_ROW.replace("int64[4] {1, 1, 1, -1}", "int64[1] {-1}"), "an axis of size 1 without a term has no index axis of its own"),
+    ],
+    ids=["batch_not_one", "middle_axis_not_one", "no_axis_left"],
+)
+def test_a_missing_term_declines_unless_its_axis_has_size_one(body, reason):
+    _, m, rewrite = apply_pass(GatherOfFlatIndexGridPass, body)
+    assert not rewrite.fired
+    assert rewrite.declined[reason] == 1, rewrite.declined
+    assert "Gather" in ops(m)

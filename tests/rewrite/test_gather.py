@@ -368,3 +368,55 @@ def test_gather_of_an_index_grid_declines_on_old_opsets(opset, body, reason):
     assert rewrite.declined[reason] >= 1, rewrite.declined
     sizes = [{**s, "T": s["S"] + s["P"]} for s in SIZES]
     assert_equivalent(before, m, sizes, given={"mask": _bool_mask})
+
+
+# The batch fixed at 1 (``optimize(symbol_ranges={"B": (1, 1)})``): the folder has made
+# the batch component Range(0, 1) a constant 0, and the sequence component's Reshape,
+# Expand and Unsqueeze one Reshape (every other grid axis has size 1).
+ONE_ROW = """
+    g (bool[1, S] mask, float[1, S] ids) => (bool[?, ?, ?, ?] y) {
+        zero = Constant<value = int64 {0}>()
+        one = Constant<value = int64 {1}>()
+        ss = Shape<start = 1, end = 2>(ids)
+        s = Squeeze(ss)
+        rt = Range(zero, s, one)
+        shape_t = Constant<value = int64[5] {1, 1, 1, -1, 1}>()
+        ut = Reshape(rt, shape_t)
+        gb = Constant<value = int64[1, 1, 1, 1] {ZERO}>()
+        ones = Constant<value = int64[3] {1, 1, 1}>()
+        grid = Concat<axis = 0>(ones, ss)
+        eb = Expand(gb, grid)
+        last = Constant<value = int64[1] {-1}>()
+        ub = Unsqueeze(eb, last)
+        idx = Concat<axis = -1>(ub, ut)
+        y = GatherND(mask, idx)
+    }
+"""
+
+
+def test_a_batch_fixed_at_one_gathers_as_a_slice():
+    before, m, rewrite = apply_pass(GatherNDOfIndexGridPass, ONE_ROW.replace("ZERO", "0"))
+    assert rewrite.fired == {"gather_nd_of_index_grid": 1}, rewrite.declined
+    assert "GatherND" not in ops(m) and "Range" not in ops(m)
+    sizes = [{"S": s} for s in (0, 1, 4)]
+    assert_equivalent(before, m, sizes, given={"mask": lambda z: np.ones((1, z["S"]), bool)})
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        # A constant 1, not 0: mask[1, t] is past the end, not the mask.
+        (ONE_ROW.replace("ZERO", "1"), "an index component is not a reshaped Range"),
+        # The mask's first axis is B, not proven 1: a constant 0 reads its first row only.
+        (
+            ONE_ROW.replace("ZERO", "0").replace("bool[1, S] mask", "bool[B, S] mask"),
+            "a constant index component on a data axis not proven of size 1",
+        ),
+    ],
+    ids=["constant_one", "batch_not_one"],
+)
+def test_a_constant_component_declines_unless_it_is_zero_on_a_size_one_axis(body, reason):
+    _, m, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
+    assert not rewrite.fired
+    assert rewrite.declined[reason] == 1, rewrite.declined
+    assert "GatherND" in ops(m)
