@@ -9,8 +9,8 @@ present; the keys shared with ``infer``'s report have the same form)::
     model         {"path": str, "graph": str, "nodes": int, "opsets": {domain: int}}
                   (as loaded)
     options       {"fusions", "max_rounds", "max_constant_elements", "inexact_floats",
-                   "verify", "verify_runs", "verify_sizes", "verify_bind",
-                   "save_as_external_data"}
+                   "symbol_ranges": {name: [lo | null, hi | null]}, "verify",
+                   "verify_runs", "verify_sizes", "verify_bind", "save_as_external_data"}
     inputs        [{"name": str, "dtype": str | null, "shape": [int | str | null] | null}]
     outputs       same, after optimizing (dims in the model's own names)
     nodes         {"before": n, "after": n, "before_by_op": {op: n}, "after_by_op": {op: n}}
@@ -44,7 +44,15 @@ import onnx_ir as ir
 from onnx_symdims import __version__
 from onnx_symdims._cli_infer import _example_model
 from onnx_symdims._cli_report import diagnostic_lines, group_diagnostics, io_entries, io_lines
-from onnx_symdims.cli import CliError, Run, check_output_paths, verify_options, wants_verify
+from onnx_symdims.cli import (
+    CliError,
+    Run,
+    check_output_paths,
+    model_symbols,
+    parse_ranges,
+    verify_options,
+    wants_verify,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +65,7 @@ def run_optimize(args: argparse.Namespace) -> int:
     run = Run(quiet=args.quiet)
     if args.in_place and not args.model:
         raise CliError("-i/--in-place needs a MODEL (the bundled example stays as it is)", 2)
+    args.symbol_ranges = parse_ranges(args.symbol_range)
     output = args.model if args.in_place else args.output
     check_output_paths(None if args.in_place else output, args.json)
     if args.model:
@@ -70,8 +79,20 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
     from onnx_symdims.rewrite import OptimizePass
 
     model = run.load(path)
+    inputs = model_symbols(model, inputs_only=True)
+    for name in args.symbol_ranges:
+        if name not in inputs:
+            print(
+                f"warning: --symbol-range {name}: no graph input of {path} uses {name!r} "
+                f"(they use: {', '.join(sorted(inputs)) or 'none'})",
+                file=sys.stderr,
+            )
     verify = wants_verify(args)
     checked = verify_options(args, model) if verify else None  # before any write
+    if checked is not None:
+        # Outputs are promised for these sizes only (a fixed one is the only one the
+        # optimized model accepts).
+        checked["symbol_ranges"] = args.symbol_ranges
     original = ir.serde.deserialize_model(ir.serde.serialize_model(model)) if verify else None
     loaded = {
         "path": path,
@@ -85,6 +106,7 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
             max_rounds=args.max_rounds,
             exact_floats=not args.inexact_floats,
             max_constant_elements=args.max_constant_elements,
+            symbol_ranges=args.symbol_ranges,
         )(model)
     report = _report(loaded, args, result, model)
     if not run.quiet:
@@ -128,6 +150,7 @@ def _report(
             "max_rounds": args.max_rounds,
             "max_constant_elements": args.max_constant_elements,
             "inexact_floats": args.inexact_floats,
+            "symbol_ranges": {k: list(v) for k, v in args.symbol_ranges.items()},
             "verify": wants_verify(args),
             "verify_runs": args.verify_runs,
             "verify_sizes": list(args.verify_sizes),
@@ -202,6 +225,7 @@ def _verify(run: Run, original, model, options: dict[str, Any], report, exact: b
                 runs=options["runs"],
                 sizes=options["sizes"],
                 equalities=options["equalities"],
+                symbol_ranges=options["symbol_ranges"],
                 **({"rtol": 0.0, "atol": 0.0} if exact else {}),
             )
     except ImportError as e:

@@ -483,6 +483,17 @@ def _parser() -> argparse.ArgumentParser:
         "outputs equal only up to rounding (default: bit for bit)",
     )
     optimize.add_argument(
+        "--symbol-range",
+        action="append",
+        default=[],
+        metavar="NAME=LO:HI",
+        help="the sizes the model will run with, e.g. seq_len=1: or batch=1:64 "
+        "(repeatable): outputs stay identical for sizes in the range, and the written "
+        "dims and the fusion guard rely on it; LO=HI fixes the size (batch=1:1 writes 1 "
+        "into the inputs' dims, shapes computed from it fold, and onnxruntime then "
+        "refuses other sizes)",
+    )
+    optimize.add_argument(
         "--max-rounds", type=_positive_int, default=6, metavar="N",
         help="most rounds of the rewrite loop (default 6)",
     )

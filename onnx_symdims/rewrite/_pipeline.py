@@ -38,6 +38,7 @@ from onnx_symdims.rewrite._facts import (
     clear_computed_shapes,
     ints_attribute,
 )
+from onnx_symdims.rewrite._fixed_dims import fix_dims, fixed_sizes
 from onnx_symdims.rewrite._flat_gather import GatherOfFlatIndexGridPass
 from onnx_symdims.rewrite._fold_split import fold_constant_splits
 from onnx_symdims.rewrite._folding import should_fold
@@ -112,6 +113,13 @@ class OptimizePass(ir.passes.InPlacePass):
             does (:mod:`~onnx_symdims.rewrite._folding`), and its BatchNormalization
             fusions, which reassociate float math, are left out. ``False`` allows both
             (smaller models, outputs equal up to float rounding).
+        symbol_ranges: ``{symbol: (lower, upper)}`` (``None``: open): the sizes the
+            model will run with, e.g. ``{"seq_len": (1, None)}``; outputs stay identical
+            for every run within them (only). The written dims and the fusion guard
+            rely on them. A range of one size (``{"batch": (1, 1)}``) fixes it: the
+            graph inputs' and outputs' declared dims get the value (:mod:`~onnx_symdims.
+            rewrite._fixed_dims`), every shape computed from it folds, and onnxruntime
+            refuses other sizes.
     """
 
     def __init__(
@@ -123,6 +131,7 @@ class OptimizePass(ir.passes.InPlacePass):
         inline: bool = True,
         max_constant_elements: int = 1024,
         exact_floats: bool = True,
+        symbol_ranges: Mapping[str, tuple[int | None, int | None]] | None = None,
     ) -> None:
         super().__init__()
         if fusions not in FUSIONS:
@@ -133,14 +142,23 @@ class OptimizePass(ir.passes.InPlacePass):
         self.inline = inline
         self.max_constant_elements = max_constant_elements
         self.exact_floats = exact_floats
+        self.symbol_ranges = dict(symbol_ranges or {})
         # The last round's facts, which the next round's analysis builds on.
         self._facts: ShapeFacts | None = None
 
     def call(self, model: ir.Model) -> OptimizeResult:
         start = time.perf_counter()
         result = OptimizeResult(model, modified=False, before=count_nodes(model.graph))
+        # Changes that count as a modification though no node changes.
+        relabelled = _spell_default_domain(model)
+        fixed = fixed_sizes(self.symbol_ranges)
+        relabelled |= fix_dims(model, fixed)
+        # A fixed size is an int in the model now. The other ranges are not assumed by
+        # our rounds (a rewrite that drops a Reshape asserting a size, allowed by them,
+        # can leave the rest less proven: 5 more nodes on some KV decoders); they reach
+        # the fusion guard and the dims written.
+        ranges = {k: v for k, v in self.symbol_ranges.items() if k not in fixed}
         declared = {v.name: v.shape for v in model.graph.outputs}
-        respelled = _spell_default_domain(model)
         if self.inline:
             try:
                 common_passes.InlinePass()(model)
@@ -156,6 +174,7 @@ class OptimizePass(ir.passes.InPlacePass):
         # on the inputs' dims (from nodes since removed, too): the fusion guard compares
         # shapes over the runs the original model succeeds on.
         bounds = self._facts.input_bounds(model) if self._facts is not None else {}
+        bounds = _tighter(bounds, ranges)
         self._facts = None
         _tail(model)
         if self.fusions is not None:
@@ -176,12 +195,12 @@ class OptimizePass(ir.passes.InPlacePass):
         for value in model.graph.outputs:
             if value.name in declared:
                 value.shape = declared[value.name]
-        inferred = SymbolicShapeInferencePass()(model)
+        inferred = SymbolicShapeInferencePass(symbol_ranges=ranges)(model)
         result.diagnostics.extend(inferred.diagnostics)
         if self.anchors:
             AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(model)
         result.after = count_nodes(model.graph)
-        result.modified = result.after != result.before or bool(result.fired) or respelled
+        result.modified = result.after != result.before or bool(result.fired) or relabelled
         result.seconds = time.perf_counter() - start
         return result
 
@@ -303,6 +322,21 @@ _FLOAT_REASSOCIATING_RULES = {
     "FuseBatchNormIntoConvTranspose",
     "FuseBatchNormIntoGemm",
 }
+
+
+def _tighter(
+    bounds: Mapping[str, tuple[int | None, int | None]],
+    ranges: Mapping[str, tuple[int | None, int | None]],
+) -> dict[str, tuple[int | None, int | None]]:
+    """Each symbol's bounds from both (the larger lower bound, the smaller upper one)."""
+    out = dict(bounds)
+    for name, (lower, upper) in ranges.items():
+        old_lower, old_upper = out.get(name, (None, None))
+        out[name] = (
+            max((b for b in (lower, old_lower) if b is not None), default=None),
+            min((b for b in (upper, old_upper) if b is not None), default=None),
+        )
+    return out
 
 
 def _spell_default_domain(model: ir.Model) -> bool:

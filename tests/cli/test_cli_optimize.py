@@ -106,6 +106,7 @@ def test_optimize_report_has_every_documented_key(tmp_path):
         "max_rounds": 6,
         "max_constant_elements": 1024,
         "inexact_floats": False,
+        "symbol_ranges": {},
         "verify": False,
         "verify_runs": 3,
         "verify_sizes": [],
@@ -307,3 +308,42 @@ def test_max_constant_elements_decides_whether_a_big_constant_of_shape_is_writte
     assert cli.main(argv) == 0
     ops = [n.op_type for n in onnx.load(out).graph.node]
     assert ("ConstantOfShape" in ops) == kept
+
+
+# A batch fixed at 1: the shape chain folds, the inputs say so, onnxruntime holds to it.
+BATCHED = """
+g (float[batch, 4] x) => (float[batch, 4] y) {
+    s = Shape(x)
+    z = ConstantOfShape(s)
+    y = Add(x, z)
+}
+"""
+
+
+def test_optimize_fixes_a_symbol_range_of_one_size(tmp_path, capsys):
+    import onnxruntime as ort
+
+    src = write_text_model(tmp_path / "m.onnx", BATCHED)
+    out, report = tmp_path / "o.onnx", tmp_path / "r.json"
+    argv = ["optimize", src, "-o", str(out), "--json", str(report), "--symbol-range", "batch=1:1"]
+    assert cli.main([*argv, "--verify"]) == 0
+    assert "0 differences" in capsys.readouterr().out
+    data = json.loads(report.read_text())
+    assert data["options"]["symbol_ranges"] == {"batch": [1, 1]}
+    assert data["inputs"] == [{"name": "x", "dtype": "FLOAT", "shape": [1, 4]}]
+    assert data["nodes"]["after"] < data["nodes"]["before"]
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception, match=r"(?i)dimension|shape"):
+        session.run(None, {"x": np.zeros((2, 4), np.float32)})
+
+
+def test_optimize_warns_of_a_range_no_input_uses(tmp_path, capsys):
+    src = write_text_model(tmp_path / "m.onnx", BATCHED)
+    assert cli.main(["optimize", src, "--symbol-range", "seq=1:", "-q"]) == 0
+    assert "warning: --symbol-range seq: no graph input" in capsys.readouterr().err
+
+
+def test_optimize_refuses_a_malformed_symbol_range(tmp_path, capsys):
+    src = write_text_model(tmp_path / "m.onnx", BATCHED)
+    assert cli.main(["optimize", src, "--symbol-range", "batch=2:1"]) == 2
+    assert_one_line_error(capsys.readouterr().err)

@@ -1,0 +1,98 @@
+"""``optimize(symbol_ranges=...)``: sizes fixed in the graph's I/O, ranges in the dims written.
+
+A range of one size fixes the symbol (onnxsim's ``--overwrite-input-shape``, by name);
+other ranges reach the written dims and the fusion guard. Outputs are compared in
+onnxruntime on sizes within the ranges.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import pytest
+
+import onnx_symdims
+from onnx_symdims import expr
+from onnx_symdims.rewrite import OptimizePass
+from tests.rewrite._rewrite_testing import assert_equivalent, model, ops, proto
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
+
+
+def _dims(value: ir.Value) -> list:
+    return [d if isinstance(d, int) else d.value for d in value.shape.dims]
+
+
+@pytest.mark.parametrize(
+    ("declared", "expected"),
+    [
+        (["batch", "seq"], [1, "seq"]),
+        (["2*batch", "seq"], [2, "seq"]),
+        (["batch + seq", 4], [expr.to_onnx(expr.add(expr.sym("seq"), 1)), 4]),
+        (["batch size", 4], ["batch size", 4]),  # not the symbol's name: left alone
+        (["seq", 4], ["seq", 4]),
+    ],
+)
+def test_a_fixed_size_is_written_into_the_graph_inputs_and_outputs(declared, expected):
+    m = model("g (float[a, b] x) => (float[a, b] y) { y = Relu(x) }")
+    shape = ir.Shape([d if isinstance(d, int) else ir.SymbolicDim(d) for d in declared])
+    m.graph.inputs[0].shape = m.graph.outputs[0].shape = shape
+    result = OptimizePass(symbol_ranges={"batch": (1, 1)})(m)
+    assert [v.name for v in m.graph.inputs] == ["x"]
+    assert _dims(m.graph.inputs[0]) == expected
+    assert _dims(m.graph.outputs[0]) == expected
+    assert result.modified == (expected != declared)
+
+
+def test_a_fixed_size_folds_the_shapes_computed_from_it():
+    body = """
+        g (float[batch, 4] x) => (float[batch, 4] y) {
+            s = Shape<start = 0, end = 1>(x)
+            n = Cast<to = 1>(s)
+            y = Mul(x, n)
+        }
+    """
+    free = model(body)
+    OptimizePass()(free)
+    fixed = model(body)
+    before = proto(fixed)
+    OptimizePass(symbol_ranges={"batch": (1, 1)})(fixed)
+    assert ops(free) == ["Shape", "Cast", "Mul"]
+    assert ops(fixed) == ["Mul"]  # by a constant 1.0 (y stays a value of its own)
+    assert_equivalent(before, fixed, [{"batch": 1}])
+
+
+def test_a_range_shapes_the_dims_written():
+    """``x[1:]`` has ``max(seq - 1, 0)`` rows; with ``seq >= 1`` the dim reads ``seq - 1``."""
+    body = """
+        g (float[seq, 4] x) => (float[?, 4] y) {
+            one = Constant<value = int64[1] {1}>()
+            end = Constant<value = int64[1] {9223372036854775807}>()
+            zero = Constant<value = int64[1] {0}>()
+            y = Slice(x, one, end, zero)
+        }
+    """
+    seq_minus_one = expr.sub(expr.sym("seq"), 1)
+    ranged, free = model(body), model(body)
+    before = proto(ranged)
+    OptimizePass(symbol_ranges={"seq": (1, None)})(ranged)
+    OptimizePass()(free)
+    assert expr.parse_dim(_dims(ranged.graph.outputs[0])[0]) == seq_minus_one
+    assert expr.parse_dim(_dims(free.graph.outputs[0])[0]) != seq_minus_one
+    assert_equivalent(before, ranged, [{"seq": s} for s in (1, 2, 5)])
+
+
+def test_a_real_model_with_its_batch_fixed_runs_as_the_original():
+    """No more nodes than without the range, and the outputs bit for bit at batch 1."""
+    original = onnx.load(str(DATA / "bert_dynamo.onnx"))
+    free = onnx_symdims.optimize(original)
+    fixed = onnx_symdims.optimize(original, symbol_ranges={"batch": (1, 1)})
+    assert [i.name for i in fixed.graph.input] == [i.name for i in original.graph.input]
+    assert len(fixed.graph.node) <= len(free.graph.node)
+    assert "GatherND" not in {n.op_type for n in fixed.graph.node}
+    sizes = [{"batch": 1, "seq_len": s} for s in (1, 2, 7)]
+    token_types = {"token_type_ids": lambda z: np.zeros((1, z["seq_len"]), np.int64)}
+    assert_equivalent(original, fixed, sizes, given=token_types)
