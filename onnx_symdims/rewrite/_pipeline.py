@@ -708,7 +708,7 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
             our shapes present and guarded (a fusion that changes a proven output shape
             is undone).
         **options: Options of :class:`OptimizePass` (``max_rounds``, ``anchors``,
-            ``inline``, ``max_constant_elements``, ``exact_floats``).
+            ``inline``, ``max_constant_elements``, ``exact_floats``, ``symbol_ranges``).
 
     Returns:
         The optimized model, of the kind described above.
