@@ -22,6 +22,7 @@ from onnx_symdims.cli import (
     check_output_paths,
     model_symbols,
     parse_ranges,
+    require_onnxruntime,
     verify_options,
     wants_verify,
 )
@@ -55,6 +56,7 @@ def run_infer(args: argparse.Namespace) -> int:
     ranges = parse_ranges(args.symbol_range)
     output = args.model if args.in_place else args.output
     check_output_paths(None if args.in_place else output, args.json)
+    require_onnxruntime(args)
     if args.model:
         return _infer_file(run, args, args.model, output, ranges)
     with _example_model() as path:

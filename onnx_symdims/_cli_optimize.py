@@ -44,7 +44,14 @@ import onnx_ir as ir
 from onnx_symdims import __version__
 from onnx_symdims._cli_infer import _example_model
 from onnx_symdims._cli_report import diagnostic_lines, group_diagnostics, io_entries, io_lines
-from onnx_symdims.cli import CliError, Run, check_output_paths, verify_options, wants_verify
+from onnx_symdims.cli import (
+    CliError,
+    Run,
+    check_output_paths,
+    require_onnxruntime,
+    verify_options,
+    wants_verify,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +66,7 @@ def run_optimize(args: argparse.Namespace) -> int:
         raise CliError("-i/--in-place needs a MODEL (the bundled example stays as it is)", 2)
     output = args.model if args.in_place else args.output
     check_output_paths(None if args.in_place else output, args.json)
+    require_onnxruntime(args)
     if args.model:
         return _optimize_file(run, args, args.model, output)
     with _example_model() as path:

@@ -41,6 +41,7 @@ __all__ = [
 import argparse
 import contextlib
 import gc
+import importlib.util
 import json
 import logging
 import os
@@ -208,9 +209,10 @@ def add_verify_args(parser: argparse.ArgumentParser, what: str = "every inferred
     parser.add_argument(
         "--verify-runs",
         type=_positive_int,
-        default=3,
+        default=None,
         metavar="N",
-        help="random size draws for --verify (default 3; edge sizes are added)",
+        help="random size draws for --verify (default 3; edge sizes are added; "
+        "implies --verify)",
     )
     parser.add_argument(
         "--verify-sizes",
@@ -325,8 +327,14 @@ def model_symbols(model: ir.Model, inputs_only: bool = False) -> set[str]:
 
 
 def wants_verify(args: argparse.Namespace) -> bool:
-    """``--verify``, or a ``--verify-sizes`` / ``--verify-bind`` (which imply it)."""
+    """``--verify``, or ``--verify-runs``/``--verify-sizes``/``--verify-bind`` (imply it)."""
     return bool(args.verify or args.verify_sizes or args.verify_bind)
+
+
+def require_onnxruntime(args: argparse.Namespace) -> None:
+    """Fails before any work when ``--verify`` is asked for without onnxruntime."""
+    if wants_verify(args) and importlib.util.find_spec("onnxruntime") is None:
+        raise CliError("--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2)
 
 
 def verify_options(args: argparse.Namespace, model: ir.Model) -> dict[str, Any]:
@@ -547,6 +555,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _started_at = time.perf_counter()
     argv = _normalize(list(sys.argv[1:] if argv is None else argv))
     args = _parser().parse_args(argv)
+    if getattr(args, "verify_runs", 3) is None:
+        args.verify_runs = 3
+    elif hasattr(args, "verify_runs"):
+        args.verify = True  # ``--verify-runs N`` alone asks for a verify, as the others do
     debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     try:
         return args.func(args)

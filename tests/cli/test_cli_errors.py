@@ -168,3 +168,28 @@ def test_bytes_that_parse_as_an_empty_model_are_not_a_model(tmp_path, capsys):
     path.write_bytes(b"\x12\x00")
     assert cli.main(["infer", str(path)]) == 1
     assert_one_line_error(capsys.readouterr().err, str(path), "not an ONNX model")
+
+
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+@pytest.mark.parametrize("flag", [["--verify"], ["--verify-sizes", "N=2"], ["--verify-runs", "2"]])
+def test_verify_without_onnxruntime_fails_before_any_work(
+    command, flag, tmp_path, capsys, monkeypatch
+):
+    # A usage error (exit 2) found before loading, optimizing or writing anything.
+    model = write_text_model(tmp_path / "m.onnx", GOOD)
+    monkeypatch.setitem(__import__("sys").modules, "onnxruntime", None)  # not installed
+    out = tmp_path / "out.onnx"
+    code = cli.main([command, model, "-o", str(out), "--json", str(tmp_path / "r.json"), *flag])
+    assert code == 2
+    captured = capsys.readouterr()
+    assert_one_line_error(captured.err, "--verify needs onnxruntime", "[verify]")
+    assert captured.out == ""  # no summary: nothing ran
+    assert not out.exists() and not (tmp_path / "r.json").exists()
+
+
+def test_verify_runs_alone_asks_for_a_verify(tmp_path, capsys):
+    # `--verify-runs N` implies --verify, as --verify-sizes and --verify-bind do.
+    pytest.importorskip("onnxruntime")
+    model = write_text_model(tmp_path / "m.onnx", GOOD)
+    assert cli.main(["optimize", model, "--verify-runs", "1"]) == 0
+    assert "outputs compared, 0 differences" in capsys.readouterr().out
