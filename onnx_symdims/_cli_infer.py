@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import importlib.resources
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from onnx_symdims.cli import (
     EXAMPLE_MODEL,
     CliError,
     Run,
+    check_external_data,
     check_output_paths,
     model_symbols,
     parse_ranges,
@@ -86,6 +88,12 @@ def _infer_file(
 ) -> int:
     model = run.load(path)
     verify = wants_verify(args)
+    # Inference reads no weights; onnxruntime does, and so does a save that copies them.
+    here = os.path.dirname(os.path.abspath(path))
+    elsewhere = output and os.path.dirname(os.path.abspath(output)) != here
+    copies = output and (args.save_as_external_data or elsewhere)
+    if verify or copies:
+        check_external_data(model, path)
     checked_verify = verify_options(args, model) if verify else None  # before any write
     declared = model_symbols(model)
     for name in ranges:

@@ -47,6 +47,7 @@ from onnx_symdims._cli_report import diagnostic_lines, group_diagnostics, io_ent
 from onnx_symdims.cli import (
     CliError,
     Run,
+    check_external_data,
     check_output_paths,
     require_onnxruntime,
     verify_options,
@@ -78,6 +79,7 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
     from onnx_symdims.rewrite import OptimizePass
 
     model = run.load(path)
+    check_external_data(model, path)  # folding reads the weights; -o copies them
     verify = wants_verify(args)
     checked = verify_options(args, model) if verify else None  # before any write
     original = ir.serde.deserialize_model(ir.serde.serialize_model(model)) if verify else None

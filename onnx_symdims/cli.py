@@ -181,6 +181,29 @@ def check_output_paths(*paths: str | None) -> None:
                 raise CliError(str(e)) from e
 
 
+def check_external_data(model: ir.Model, path: str) -> None:
+    """Fails, naming the data file, when a weight of ``model`` points at a missing file.
+
+    Loading reads no weights, so a model whose ``.data`` file was left behind loads; the
+    commands that read or copy the weights call this first (without it the failure came
+    late, as an internal error or as ``OUT: no such file`` about the output).
+    """
+    import onnx_ir as ir
+
+    for graph in model.graphs():
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            if not isinstance(tensor, ir.ExternalTensor):
+                continue
+            data = os.path.join(str(tensor.base_dir), tensor.location)
+            if not os.path.isfile(data):
+                raise CliError(
+                    f"{path}: its external weights file {data} does not exist (initializer "
+                    f"{value.name!r}): put the data file back next to the model as "
+                    f"{tensor.location!r}"
+                )
+
+
 def add_output_args(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
     """``-o/--output``, ``-i/--in-place``, ``--save-as-external-data``, ``--json``."""
     where = parser.add_mutually_exclusive_group(required=required)

@@ -10,7 +10,12 @@ from onnx import helper as h
 
 import onnx_symdims
 from onnx_symdims import _cli_infer, cli
-from tests.cli._cli_testing import GOOD, assert_one_line_error, write_text_model
+from tests.cli._cli_testing import (
+    GOOD,
+    assert_one_line_error,
+    write_external_model,
+    write_text_model,
+)
 
 
 def _dup_outputs_proto() -> onnx.ModelProto:
@@ -193,3 +198,34 @@ def test_verify_runs_alone_asks_for_a_verify(tmp_path, capsys):
     model = write_text_model(tmp_path / "m.onnx", GOOD)
     assert cli.main(["optimize", model, "--verify-runs", "1"]) == 0
     assert "outputs compared, 0 differences" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["optimize", "{m}"],  # was an internal error (exit 3)
+        ["optimize", "{m}", "-o", "{out}"],
+        ["infer", "{m}", "-o", "{out}"],  # was `error: OUT: no such file`, about the output
+        ["infer", "{m}", "--verify"],
+    ],
+    ids=" ".join,
+)
+def test_missing_external_weights_are_named_before_any_work(argv, tmp_path, capsys):
+    model = write_external_model(tmp_path)
+    (tmp_path / "m.onnx.data").unlink()
+    (tmp_path / "elsewhere").mkdir()
+    out = tmp_path / "elsewhere" / "out.onnx"
+    code = cli.main([a.format(m=model, out=out) for a in argv])
+    assert code == 1
+    captured = capsys.readouterr()
+    assert_one_line_error(captured.err, model, "m.onnx.data does not exist", "'w'")
+    assert captured.out == "" and not out.exists()
+
+
+def test_infer_needs_no_external_weights_to_infer_or_to_write_beside_them(tmp_path, capsys):
+    # Inference reads no weights; -o into the model's directory keeps pointing at the file.
+    model = write_external_model(tmp_path)
+    (tmp_path / "m.onnx.data").unlink()
+    assert cli.main(["infer", model, "-q"]) == 0
+    assert cli.main(["infer", model, "-q", "-o", str(tmp_path / "out.onnx")]) == 0
+    assert capsys.readouterr().err == ""
