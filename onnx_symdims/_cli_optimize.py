@@ -58,6 +58,7 @@ logger = logging.getLogger(__name__)
 
 SCHEMA = "onnx-symdims.optimize-report/1"
 _MAX_DECLINED = 3
+_MAX_BY_OP = 16
 
 
 def run_optimize(args: argparse.Namespace) -> int:
@@ -177,7 +178,15 @@ def _print_summary(report: dict[str, Any], result) -> None:
     changes.subtract(result.before)
     changed = sorted((k for k, v in changes.items() if v), key=lambda k: (changes[k], k))
     if changed:
-        lines.append("by op: " + ", ".join(f"{k} {changes[k]:+d}" for k in changed[:16]))
+        # Every op that grew (the fused ops a --fusions run adds) and the largest drops.
+        grown = [k for k in changed if changes[k] > 0]
+        dropped = [k for k in changed if changes[k] < 0]
+        shown = dropped[: max(_MAX_BY_OP - len(grown), 8)]
+        words = [f"{k} {changes[k]:+d}" for k in shown]
+        if len(shown) < len(dropped):
+            words.append(f"... ({len(dropped) - len(shown)} more)")
+        words += [f"{k} {changes[k]:+d}" for k in grown]
+        lines.append("by op: " + ", ".join(words))
     fired = report["fired"]
     lines.append(
         "rules fired: " + (", ".join(f"{k} {v}" for k, v in fired.items()) or "none")

@@ -307,3 +307,22 @@ def test_max_constant_elements_decides_whether_a_big_constant_of_shape_is_writte
     assert cli.main(argv) == 0
     ops = [n.op_type for n in onnx.load(out).graph.node]
     assert ("ConstantOfShape" in ops) == kept
+
+
+def test_the_by_op_line_always_shows_the_ops_a_fusion_added(tmp_path, capsys):
+    # BERT with --fusions ort drops more than 16 op types; the fused ops it adds
+    # (com.microsoft::SkipLayerNormalization, ...) were cut from the line.
+    src = str(Path(__file__).resolve().parents[1] / "data" / "bert_dynamo.onnx")
+    report = tmp_path / "r.json"
+    assert cli.main(["optimize", src, "--fusions", "ort", "--json", str(report)]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("by op: ")]
+    nodes = json.loads(report.read_text())["nodes"]
+    grown = {
+        op: n - nodes["before_by_op"].get(op, 0)
+        for op, n in nodes["after_by_op"].items()
+        if n > nodes["before_by_op"].get(op, 0)
+    }
+    assert any(op.startswith("com.microsoft::") for op in grown)
+    for op, n in grown.items():
+        assert f"{op} +{n}" in line
+    assert line.startswith("by op: Add -") and "more)" in line
