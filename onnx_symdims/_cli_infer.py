@@ -21,6 +21,7 @@ from onnx_symdims.cli import (
     CliError,
     Run,
     check_external_data,
+    check_model_output_name,
     check_output_paths,
     model_symbols,
     parse_ranges,
@@ -57,6 +58,7 @@ def run_infer(args: argparse.Namespace) -> int:
         raise CliError("-i/--in-place needs a MODEL (the bundled example stays as it is)", 2)
     ranges = parse_ranges(args.symbol_range)
     output = args.model if args.in_place else args.output
+    check_model_output_name(output)
     check_output_paths(None if args.in_place else output, args.json)
     require_onnxruntime(args)
     if args.model:

@@ -48,6 +48,7 @@ from onnx_symdims.cli import (
     CliError,
     Run,
     check_external_data,
+    check_model_output_name,
     check_output_paths,
     require_onnxruntime,
     verify_options,
@@ -67,6 +68,7 @@ def run_optimize(args: argparse.Namespace) -> int:
     if args.in_place and not args.model:
         raise CliError("-i/--in-place needs a MODEL (the bundled example stays as it is)", 2)
     output = args.model if args.in_place else args.output
+    check_model_output_name(output)
     check_output_paths(None if args.in_place else output, args.json)
     require_onnxruntime(args)
     if args.model:

@@ -181,6 +181,32 @@ def check_output_paths(*paths: str | None) -> None:
                 raise CliError(str(e)) from e
 
 
+#: Suffixes ``onnx.load`` reads as another format than the binary protobuf the commands write.
+_OTHER_FORMAT_SUFFIXES = {
+    ".json": "JSON",
+    ".onnxjson": "JSON",
+    ".textproto": "text protobuf",
+    ".prototxt": "text protobuf",
+    ".pbtxt": "text protobuf",
+    ".onnxtxt": "ONNX text",
+    ".onnxtext": "ONNX text",
+}
+
+
+def check_model_output_name(path: str | None) -> None:
+    """Fails when the model would be written under a name onnx reads as another format."""
+    if not path:
+        return
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix in _OTHER_FORMAT_SUFFIXES:
+        raise CliError(
+            f"{path}: the model is written as binary ONNX, but onnx.load reads a {suffix!r} "
+            f"file as {_OTHER_FORMAT_SUFFIXES[suffix]}: name it .onnx (the report is "
+            "--json REPORT)",
+            2,
+        )
+
+
 def check_external_data(model: ir.Model, path: str) -> None:
     """Fails, naming the data file, when a weight of ``model`` points at a missing file.
 

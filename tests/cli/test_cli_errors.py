@@ -229,3 +229,14 @@ def test_infer_needs_no_external_weights_to_infer_or_to_write_beside_them(tmp_pa
     assert cli.main(["infer", model, "-q"]) == 0
     assert cli.main(["infer", model, "-q", "-o", str(tmp_path / "out.onnx")]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+@pytest.mark.parametrize("name", ["out.json", "out.textproto", "out.onnxtxt"])
+def test_an_output_name_onnx_reads_as_another_format_is_refused(command, name, tmp_path, capsys):
+    # The commands write binary ONNX; `-o out.json` wrote a file that neither onnx.load nor
+    # onnx-symdims could read back (parsed as JSON: UnicodeDecodeError).
+    model = write_text_model(tmp_path / "m.onnx", GOOD)
+    assert cli.main([command, model, "-o", str(tmp_path / name)]) == 2
+    assert_one_line_error(capsys.readouterr().err, name, "name it .onnx", "--json REPORT")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
