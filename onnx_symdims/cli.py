@@ -603,7 +603,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     global _started_at
     _started_at = time.perf_counter()
     argv = _normalize(list(sys.argv[1:] if argv is None else argv))
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # name the command's own --help, where its options are listed
+        (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     if getattr(args, "verify_runs", 3) is None:
         args.verify_runs = 3
     elif hasattr(args, "verify_runs"):

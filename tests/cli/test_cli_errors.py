@@ -240,3 +240,18 @@ def test_an_output_name_onnx_reads_as_another_format_is_refused(command, name, t
     assert cli.main([command, model, "-o", str(tmp_path / name)]) == 2
     assert_one_line_error(capsys.readouterr().err, name, "name it .onnx", "--json REPORT")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["optimize", "--symbol-range", "s=1:"], ["--symbol-range", "onnx-symdims optimize --help"]),
+        (["infer", "--bogus"], ["--bogus", "onnx-symdims infer --help"]),
+        (["frob"], ["invalid choice: 'frob'", "onnx-symdims --help"]),
+    ],
+)
+def test_a_usage_error_points_at_the_help_that_lists_the_options(argv, needles, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert_one_line_error(capsys.readouterr().err, *needles)
