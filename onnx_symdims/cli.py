@@ -613,6 +613,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif hasattr(args, "verify_runs"):
         args.verify = True  # ``--verify-runs N`` alone asks for a verify, as the others do
     debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    # The optimizer logs each note (a fusion step undone) and also returns it as a
+    # diagnostic, which the summary prints once under its op; unconfigured, logging would
+    # print it a second time at the top, bare, and even under -q.
+    quiet_rewrite = logging.NullHandler()
+    if not debug:
+        logging.getLogger("onnx_symdims.rewrite").addHandler(quiet_rewrite)
     try:
         return args.func(args)
     except CliError as e:
@@ -634,3 +640,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 3
+    finally:
+        logging.getLogger("onnx_symdims.rewrite").removeHandler(quiet_rewrite)

@@ -326,3 +326,20 @@ def test_the_by_op_line_always_shows_the_ops_a_fusion_added(tmp_path, capsys):
     for op, n in grown.items():
         assert f"{op} +{n}" in line
     assert line.startswith("by op: Add -") and "more)" in line
+
+
+def test_a_fusion_undone_is_printed_once_and_not_under_quiet(tmp_path):
+    # The optimizer logs the note and returns it as a diagnostic; unconfigured logging
+    # printed it a second time, bare, at the top of the output, and under -q too. Logging
+    # is only unconfigured in a process of its own (pytest installs handlers).
+    import subprocess
+    import sys
+
+    src = str(Path(__file__).resolve().parents[1] / "data" / "gpt2_kv_legacy.onnx")
+    argv = [sys.executable, "-m", "onnx_symdims", "optimize", src, "--fusions", "ort"]
+    quiet = subprocess.run([*argv, "-q"], capture_output=True, text=True, check=False)
+    assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == "", quiet.stderr
+    loud = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert loud.returncode == 0 and loud.stderr == "", loud.stderr
+    notes = [ln for ln in loud.stdout.splitlines() if " undone: " in ln]
+    assert notes and all(ln.startswith("    fusions '") for ln in notes)  # under <optimize>
