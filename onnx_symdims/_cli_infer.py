@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import importlib.resources
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -19,9 +20,12 @@ from onnx_symdims.cli import (
     EXAMPLE_MODEL,
     CliError,
     Run,
+    check_external_data,
+    check_model_output_name,
     check_output_paths,
     model_symbols,
     parse_ranges,
+    require_onnxruntime,
     verify_options,
     wants_verify,
 )
@@ -54,7 +58,9 @@ def run_infer(args: argparse.Namespace) -> int:
         raise CliError("-i/--in-place needs a MODEL (the bundled example stays as it is)", 2)
     ranges = parse_ranges(args.symbol_range)
     output = args.model if args.in_place else args.output
+    check_model_output_name(output)
     check_output_paths(None if args.in_place else output, args.json)
+    require_onnxruntime(args)
     if args.model:
         return _infer_file(run, args, args.model, output, ranges)
     with _example_model() as path:
@@ -84,6 +90,12 @@ def _infer_file(
 ) -> int:
     model = run.load(path)
     verify = wants_verify(args)
+    # Inference reads no weights; onnxruntime does, and so does a save that copies them.
+    here = os.path.dirname(os.path.abspath(path))
+    elsewhere = output and os.path.dirname(os.path.abspath(output)) != here
+    copies = output and (args.save_as_external_data or elsewhere)
+    if verify or copies:
+        check_external_data(model, path)
     checked_verify = verify_options(args, model) if verify else None  # before any write
     declared = model_symbols(model)
     for name in ranges:

@@ -47,9 +47,12 @@ from onnx_symdims._cli_report import diagnostic_lines, group_diagnostics, io_ent
 from onnx_symdims.cli import (
     CliError,
     Run,
+    check_external_data,
+    check_model_output_name,
     check_output_paths,
     model_symbols,
     parse_ranges,
+    require_onnxruntime,
     verify_options,
     wants_verify,
 )
@@ -58,6 +61,7 @@ logger = logging.getLogger(__name__)
 
 SCHEMA = "onnx-symdims.optimize-report/1"
 _MAX_DECLINED = 3
+_MAX_BY_OP = 16
 
 
 def run_optimize(args: argparse.Namespace) -> int:
@@ -67,7 +71,9 @@ def run_optimize(args: argparse.Namespace) -> int:
         raise CliError("-i/--in-place needs a MODEL (the bundled example stays as it is)", 2)
     args.symbol_ranges = parse_ranges(args.symbol_range)
     output = args.model if args.in_place else args.output
+    check_model_output_name(output)
     check_output_paths(None if args.in_place else output, args.json)
+    require_onnxruntime(args)
     if args.model:
         return _optimize_file(run, args, args.model, output)
     with _example_model() as path:
@@ -79,6 +85,7 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
     from onnx_symdims.rewrite import OptimizePass
 
     model = run.load(path)
+    check_external_data(model, path)  # folding reads the weights; -o copies them
     inputs = model_symbols(model, inputs_only=True)
     for name in args.symbol_ranges:
         if name not in inputs:
@@ -190,7 +197,15 @@ def _print_summary(report: dict[str, Any], result) -> None:
     changes.subtract(result.before)
     changed = sorted((k for k, v in changes.items() if v), key=lambda k: (changes[k], k))
     if changed:
-        lines.append("by op: " + ", ".join(f"{k} {changes[k]:+d}" for k in changed[:16]))
+        # Every op that grew (the fused ops a --fusions run adds) and the largest drops.
+        grown = [k for k in changed if changes[k] > 0]
+        dropped = [k for k in changed if changes[k] < 0]
+        shown = dropped[: max(_MAX_BY_OP - len(grown), 8)]
+        words = [f"{k} {changes[k]:+d}" for k in shown]
+        if len(shown) < len(dropped):
+            words.append(f"... ({len(dropped) - len(shown)} more)")
+        words += [f"{k} {changes[k]:+d}" for k in grown]
+        lines.append("by op: " + ", ".join(words))
     fired = report["fired"]
     lines.append(
         "rules fired: " + (", ".join(f"{k} {v}" for k, v in fired.items()) or "none")

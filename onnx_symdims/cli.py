@@ -41,6 +41,7 @@ __all__ = [
 import argparse
 import contextlib
 import gc
+import importlib.util
 import json
 import logging
 import os
@@ -180,6 +181,55 @@ def check_output_paths(*paths: str | None) -> None:
                 raise CliError(str(e)) from e
 
 
+#: Suffixes ``onnx.load`` reads as another format than the binary protobuf the commands write.
+_OTHER_FORMAT_SUFFIXES = {
+    ".json": "JSON",
+    ".onnxjson": "JSON",
+    ".textproto": "text protobuf",
+    ".prototxt": "text protobuf",
+    ".pbtxt": "text protobuf",
+    ".onnxtxt": "ONNX text",
+    ".onnxtext": "ONNX text",
+}
+
+
+def check_model_output_name(path: str | None) -> None:
+    """Fails when the model would be written under a name onnx reads as another format."""
+    if not path:
+        return
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix in _OTHER_FORMAT_SUFFIXES:
+        raise CliError(
+            f"{path}: the model is written as binary ONNX, but onnx.load reads a {suffix!r} "
+            f"file as {_OTHER_FORMAT_SUFFIXES[suffix]}: name it .onnx (the report is "
+            "--json REPORT)",
+            2,
+        )
+
+
+def check_external_data(model: ir.Model, path: str) -> None:
+    """Fails, naming the data file, when a weight of ``model`` points at a missing file.
+
+    Loading reads no weights, so a model whose ``.data`` file was left behind loads; the
+    commands that read or copy the weights call this first (without it the failure came
+    late, as an internal error or as ``OUT: no such file`` about the output).
+    """
+    import onnx_ir as ir
+
+    for graph in model.graphs():
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            if not isinstance(tensor, ir.ExternalTensor):
+                continue
+            data = os.path.join(str(tensor.base_dir), tensor.location)
+            if not os.path.isfile(data):
+                raise CliError(
+                    f"{path}: its external weights file {data} does not exist (initializer "
+                    f"{value.name!r}): put the data file back next to the model as "
+                    f"{tensor.location!r}"
+                )
+
+
 def add_output_args(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
     """``-o/--output``, ``-i/--in-place``, ``--save-as-external-data``, ``--json``."""
     where = parser.add_mutually_exclusive_group(required=required)
@@ -208,9 +258,10 @@ def add_verify_args(parser: argparse.ArgumentParser, what: str = "every inferred
     parser.add_argument(
         "--verify-runs",
         type=_positive_int,
-        default=3,
+        default=None,
         metavar="N",
-        help="random size draws for --verify (default 3; edge sizes are added)",
+        help="random size draws for --verify (default 3; edge sizes are added; "
+        "implies --verify)",
     )
     parser.add_argument(
         "--verify-sizes",
@@ -325,8 +376,14 @@ def model_symbols(model: ir.Model, inputs_only: bool = False) -> set[str]:
 
 
 def wants_verify(args: argparse.Namespace) -> bool:
-    """``--verify``, or a ``--verify-sizes`` / ``--verify-bind`` (which imply it)."""
+    """``--verify``, or ``--verify-runs``/``--verify-sizes``/``--verify-bind`` (imply it)."""
     return bool(args.verify or args.verify_sizes or args.verify_bind)
+
+
+def require_onnxruntime(args: argparse.Namespace) -> None:
+    """Fails before any work when ``--verify`` is asked for without onnxruntime."""
+    if wants_verify(args) and importlib.util.find_spec("onnxruntime") is None:
+        raise CliError("--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2)
 
 
 def verify_options(args: argparse.Namespace, model: ir.Model) -> dict[str, Any]:
@@ -557,8 +614,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     global _started_at
     _started_at = time.perf_counter()
     argv = _normalize(list(sys.argv[1:] if argv is None else argv))
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # name the command's own --help, where its options are listed
+        (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    if getattr(args, "verify_runs", 3) is None:
+        args.verify_runs = 3
+    elif hasattr(args, "verify_runs"):
+        args.verify = True  # ``--verify-runs N`` alone asks for a verify, as the others do
     debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    # The optimizer logs each note (a fusion step undone) and also returns it as a
+    # diagnostic, which the summary prints once under its op; unconfigured, logging would
+    # print it a second time at the top, bare, and even under -q.
+    quiet_rewrite = logging.NullHandler()
+    if not debug:
+        logging.getLogger("onnx_symdims.rewrite").addHandler(quiet_rewrite)
     try:
         return args.func(args)
     except CliError as e:
@@ -580,3 +651,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 3
+    finally:
+        logging.getLogger("onnx_symdims.rewrite").removeHandler(quiet_rewrite)

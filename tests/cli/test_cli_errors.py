@@ -10,7 +10,12 @@ from onnx import helper as h
 
 import onnx_symdims
 from onnx_symdims import _cli_infer, cli
-from tests.cli._cli_testing import GOOD, assert_one_line_error, write_text_model
+from tests.cli._cli_testing import (
+    GOOD,
+    assert_one_line_error,
+    write_external_model,
+    write_text_model,
+)
 
 
 def _dup_outputs_proto() -> onnx.ModelProto:
@@ -168,3 +173,85 @@ def test_bytes_that_parse_as_an_empty_model_are_not_a_model(tmp_path, capsys):
     path.write_bytes(b"\x12\x00")
     assert cli.main(["infer", str(path)]) == 1
     assert_one_line_error(capsys.readouterr().err, str(path), "not an ONNX model")
+
+
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+@pytest.mark.parametrize("flag", [["--verify"], ["--verify-sizes", "N=2"], ["--verify-runs", "2"]])
+def test_verify_without_onnxruntime_fails_before_any_work(
+    command, flag, tmp_path, capsys, monkeypatch
+):
+    # A usage error (exit 2) found before loading, optimizing or writing anything.
+    model = write_text_model(tmp_path / "m.onnx", GOOD)
+    monkeypatch.setitem(__import__("sys").modules, "onnxruntime", None)  # not installed
+    out = tmp_path / "out.onnx"
+    code = cli.main([command, model, "-o", str(out), "--json", str(tmp_path / "r.json"), *flag])
+    assert code == 2
+    captured = capsys.readouterr()
+    assert_one_line_error(captured.err, "--verify needs onnxruntime", "[verify]")
+    assert captured.out == ""  # no summary: nothing ran
+    assert not out.exists() and not (tmp_path / "r.json").exists()
+
+
+def test_verify_runs_alone_asks_for_a_verify(tmp_path, capsys):
+    # `--verify-runs N` implies --verify, as --verify-sizes and --verify-bind do.
+    pytest.importorskip("onnxruntime")
+    model = write_text_model(tmp_path / "m.onnx", GOOD)
+    assert cli.main(["optimize", model, "--verify-runs", "1"]) == 0
+    assert "outputs compared, 0 differences" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["optimize", "{m}"],  # was an internal error (exit 3)
+        ["optimize", "{m}", "-o", "{out}"],
+        ["infer", "{m}", "-o", "{out}"],  # was `error: OUT: no such file`, about the output
+        ["infer", "{m}", "--verify"],
+    ],
+    ids=" ".join,
+)
+def test_missing_external_weights_are_named_before_any_work(argv, tmp_path, capsys):
+    model = write_external_model(tmp_path)
+    (tmp_path / "m.onnx.data").unlink()
+    (tmp_path / "elsewhere").mkdir()
+    out = tmp_path / "elsewhere" / "out.onnx"
+    code = cli.main([a.format(m=model, out=out) for a in argv])
+    assert code == 1
+    captured = capsys.readouterr()
+    assert_one_line_error(captured.err, model, "m.onnx.data does not exist", "'w'")
+    assert captured.out == "" and not out.exists()
+
+
+def test_infer_needs_no_external_weights_to_infer_or_to_write_beside_them(tmp_path, capsys):
+    # Inference reads no weights; -o into the model's directory keeps pointing at the file.
+    model = write_external_model(tmp_path)
+    (tmp_path / "m.onnx.data").unlink()
+    assert cli.main(["infer", model, "-q"]) == 0
+    assert cli.main(["infer", model, "-q", "-o", str(tmp_path / "out.onnx")]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+@pytest.mark.parametrize("name", ["out.json", "out.textproto", "out.onnxtxt"])
+def test_an_output_name_onnx_reads_as_another_format_is_refused(command, name, tmp_path, capsys):
+    # The commands write binary ONNX; `-o out.json` wrote a file that neither onnx.load nor
+    # onnx-symdims could read back (parsed as JSON: UnicodeDecodeError).
+    model = write_text_model(tmp_path / "m.onnx", GOOD)
+    assert cli.main([command, model, "-o", str(tmp_path / name)]) == 2
+    assert_one_line_error(capsys.readouterr().err, name, "name it .onnx", "--json REPORT")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["optimize", "--symbol-range", "s=1:"], ["--symbol-range", "onnx-symdims optimize --help"]),
+        (["infer", "--bogus"], ["--bogus", "onnx-symdims infer --help"]),
+        (["frob"], ["invalid choice: 'frob'", "onnx-symdims --help"]),
+    ],
+)
+def test_a_usage_error_points_at_the_help_that_lists_the_options(argv, needles, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert_one_line_error(capsys.readouterr().err, *needles)

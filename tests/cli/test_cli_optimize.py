@@ -310,6 +310,42 @@ def test_max_constant_elements_decides_whether_a_big_constant_of_shape_is_writte
     assert ("ConstantOfShape" in ops) == kept
 
 
+def test_the_by_op_line_always_shows_the_ops_a_fusion_added(tmp_path, capsys):
+    # BERT with --fusions ort drops more than 16 op types; the fused ops it adds
+    # (com.microsoft::SkipLayerNormalization, ...) were cut from the line.
+    src = str(Path(__file__).resolve().parents[1] / "data" / "bert_dynamo.onnx")
+    report = tmp_path / "r.json"
+    assert cli.main(["optimize", src, "--fusions", "ort", "--json", str(report)]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("by op: ")]
+    nodes = json.loads(report.read_text())["nodes"]
+    grown = {
+        op: n - nodes["before_by_op"].get(op, 0)
+        for op, n in nodes["after_by_op"].items()
+        if n > nodes["before_by_op"].get(op, 0)
+    }
+    assert any(op.startswith("com.microsoft::") for op in grown)
+    for op, n in grown.items():
+        assert f"{op} +{n}" in line
+    assert line.startswith("by op: Add -") and "more)" in line
+
+
+def test_a_fusion_undone_is_printed_once_and_not_under_quiet(tmp_path):
+    # The optimizer logs the note and returns it as a diagnostic; unconfigured logging
+    # printed it a second time, bare, at the top of the output, and under -q too. Logging
+    # is only unconfigured in a process of its own (pytest installs handlers).
+    import subprocess
+    import sys
+
+    src = str(Path(__file__).resolve().parents[1] / "data" / "gpt2_kv_legacy.onnx")
+    argv = [sys.executable, "-m", "onnx_symdims", "optimize", src, "--fusions", "ort"]
+    quiet = subprocess.run([*argv, "-q"], capture_output=True, text=True, check=False)
+    assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == "", quiet.stderr
+    loud = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert loud.returncode == 0 and loud.stderr == "", loud.stderr
+    notes = [ln for ln in loud.stdout.splitlines() if " undone: " in ln]
+    assert notes and all(ln.startswith("    fusions '") for ln in notes)  # under <optimize>
+
+
 # A batch fixed at 1: the shape chain folds, the inputs say so, onnxruntime holds to it.
 BATCHED = """
 g (float[batch, 4] x) => (float[batch, 4] y) {
