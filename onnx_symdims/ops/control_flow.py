@@ -7,9 +7,11 @@ graphs are visible). The soundness rules, which the peers get wrong:
   ``max(then, else)``; with a known constant condition the taken branch is exact.
 * ``Loop``/``Scan`` carried values: the body is inferred with the initial carried
   shapes; a carried dim that comes back changed is widened to a fresh symbol, and the
-  body is re-inferred on throw-away clones until every kept dim comes back unchanged (a
+  body is re-inferred, leaving no trace, until every kept dim comes back unchanged (a
   fixed point). Only then is the real body inferred (and annotated) with those shapes, so
-  a carried tensor that grows is never reported with its first-iteration shape. A dim
+  a carried tensor that grows is never reported with its first-iteration shape (the
+  inference that reached the fixed point is kept as that one when the body's declared
+  shapes changed nothing in it: it is the same inference). A dim
   that grows by the same loop-invariant ``delta`` each time ends as
   ``initial + count*delta``; other widened dims end as fresh symbols.
 * ``Loop`` scan outputs: the iteration count is a fresh symbol bounded by the trip count
@@ -257,17 +259,40 @@ def _infer_carried(
     state = _Widening(initial)
     count = len(initial)
     carried = slice(first_state_output, first_state_output + count)
+    shapes = ctx.ctx
     # Most loops keep their carried shapes: try the real body first, and keep the result
     # when nothing changes (by induction the annotations then hold in every iteration).
+    used = shapes.declarations_used
     with _transaction(ctx, body) as attempt:
         outputs = ctx.infer_subgraph(body, [*before, *state.shapes, *after], dtypes)
         attempt.keep = not state.step(ctx, outputs[carried])
     if attempt.keep:
         state.returned = list(outputs[carried])
         return state, outputs
+    # While the body's declared shapes change nothing (ShapesContext.declarations_used
+    # does not move), an inference of the real body gives every value the facts the
+    # probe (which drops them) would: it is the probe, and when it converges it is the
+    # final inference as well (the same check, on the same shapes), so it is kept.
+    # A declaration that changes something sends the rest through probes and a final
+    # inference, as before.
+    real = shapes.declarations_used == used
     converged = False
     for _ in range(MAX_PROBE_ROUNDS):
-        outputs = _probe(ctx, body, [*before, *state.shapes, *after], dtypes)
+        fed = [*before, *state.shapes, *after]
+        if real:
+            with _transaction(ctx, body) as round_:
+                used = shapes.declarations_used
+                outputs = ctx.infer_subgraph(body, fed, dtypes)
+                real = shapes.declarations_used == used
+                if real:
+                    converged = not state.step(ctx, outputs[carried])
+                    round_.keep = converged
+            if converged:
+                state.returned = list(outputs[carried])
+                return state, outputs
+            if real:
+                continue
+        outputs = _probe(ctx, body, fed, dtypes)
         converged = not state.step(ctx, outputs[carried])
         if converged:
             break

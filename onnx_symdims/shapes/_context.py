@@ -142,6 +142,12 @@ class ShapesContext:
         #: run during which neither this, the scope's version nor
         #: :func:`untracked_reads` moved depended only on its inputs' facts.
         self.mutations = 0
+        #: Counts merges of a declared intermediate shape (:func:`merge_declared_shape`)
+        #: whose outcome may differ from the inferred shape alone: dims downstream, a
+        #: diagnostic, or the int dims written. While it does not move, a walk gave every
+        #: value the facts it would have had without the declarations (Loop inference
+        #: uses this to keep a body inference instead of repeating it).
+        self.declarations_used = 0
         self._reserved: set[str] = set(_RESERVED_WORDS)
         self._generated: set[str] = set()
         # dim text -> its dim (read_dim_text); opaque texts map to readable symbols.
