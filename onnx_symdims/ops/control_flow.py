@@ -269,6 +269,10 @@ def _infer_carried(
 ) -> tuple[_Widening, list[Shape | None]]:
     """Finds loop-invariant carried shapes, then infers (and annotates) the real body.
 
+    Body inferences: one when the carried shapes do not change; else one more per
+    widening round, the last of which is kept when the body's declared shapes changed
+    nothing (else probes and a final inference, one more).
+
     Args:
         ctx: The node's context.
         body: The loop body.
@@ -306,11 +310,11 @@ def _infer_carried(
     real = shapes.declarations_used == used
     converged = False
     for _ in range(MAX_PROBE_ROUNDS):
-        fed = [*before, *state.shapes, *after]
+        feeds = [*before, *state.shapes, *after]
         if real:
             with _Transaction(ctx, listing) as round_:
                 used = shapes.declarations_used
-                outputs = ctx.infer_subgraph(body, fed, dtypes)
+                outputs = ctx.infer_subgraph(body, feeds, dtypes)
                 real = shapes.declarations_used == used
                 if real:
                     converged = not state.step(ctx, outputs[carried])
@@ -320,7 +324,7 @@ def _infer_carried(
                 return state, outputs
             if real:
                 continue
-        outputs = _probe(ctx, listing, fed, dtypes)
+        outputs = _probe(ctx, listing, feeds, dtypes)
         converged = not state.step(ctx, outputs[carried])
         if converged:
             break
