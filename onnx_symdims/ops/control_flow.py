@@ -7,9 +7,11 @@ graphs are visible). The soundness rules, which the peers get wrong:
   ``max(then, else)``; with a known constant condition the taken branch is exact.
 * ``Loop``/``Scan`` carried values: the body is inferred with the initial carried
   shapes; a carried dim that comes back changed is widened to a fresh symbol, and the
-  body is re-inferred on throw-away clones until every kept dim comes back unchanged (a
+  body is re-inferred, leaving no trace, until every kept dim comes back unchanged (a
   fixed point). Only then is the real body inferred (and annotated) with those shapes, so
-  a carried tensor that grows is never reported with its first-iteration shape. A dim
+  a carried tensor that grows is never reported with its first-iteration shape (the
+  inference that reached the fixed point is kept as that one when the body's declared
+  shapes changed nothing in it: it is the same inference). A dim
   that grows by the same loop-invariant ``delta`` each time ends as
   ``initial + count*delta``; other widened dims end as fresh symbols.
 * ``Loop`` scan outputs: the iteration count is a fresh symbol bounded by the trip count
@@ -26,9 +28,9 @@ from __future__ import annotations
 
 __all__ = ["body_values", "copy_type"]
 
-import contextlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from typing import final
 
 import onnx_ir as ir
 
@@ -118,59 +120,85 @@ def body_values(graph: ir.Graph) -> Iterator[ir.Value]:
                 yield from graph_values(sub.inputs)
 
 
+class _Body:
+    """A loop body's nodes and values at any depth, listed once per inference of the node.
+
+    Inference adds no node or value to a body, so one listing serves every inference of
+    it (each transaction saves and restores these values).
+
+    Attributes:
+        graph: The body.
+        nodes: Its nodes and those of its subgraphs (:func:`_nested_nodes`).
+        values: Every value defined in it (:func:`body_values`).
+        outputs: The outputs of :attr:`nodes` (the values a probe drops declarations of).
+    """
+
+    def __init__(self, graph: ir.Graph) -> None:
+        self.graph = graph
+        self.nodes = _nested_nodes(graph)
+        self.outputs = [value for node in self.nodes for value in node.outputs]
+        self.values = list(graph_values(graph.inputs)) + self.outputs
+        for node in self.nodes:
+            if node.attributes.data:
+                for sub in node_subgraphs(node):
+                    self.values.extend(graph_values(sub.inputs))
+
+
+@final
 class _Transaction:
     """Facts recorded while inferring a body, undone unless :attr:`keep` is set.
 
     A body inferred with carried shapes that hold in *some* iterations only must leave
-    no trace: no equality (e.g. from a Reshape), bound, diagnostic or annotation.
+    no trace: no equality (e.g. from a Reshape), bound, diagnostic or annotation. Used
+    as ``with _Transaction(ctx, body) as transaction:``.
 
     Attributes:
         keep: Set to True to keep what the block recorded.
     """
 
-    def __init__(self, ctx: NodeContext, graph: ir.Graph) -> None:
+    def __init__(self, ctx: NodeContext, body: _Body) -> None:
         self.keep = False
-        self._ctx = ctx
-        shapes = ctx.ctx
-        # ShapesContext has no rollback API yet (requested); its stores are plain dicts.
-        self._equalities = dict(getattr(shapes, "_equalities", {}))
-        self._bounds = dict(getattr(shapes, "_upper_bounds", {}))
+        shapes = self._shapes = ctx.ctx
+        # ShapesContext has no rollback API yet (requested); its constraint stores are
+        # plain dicts that only grow (a key is added once, never replaced or removed
+        # but by ``clear``, which inference does not call): their sizes are the state.
+        self._stores = [
+            (store, len(store))
+            for store in (
+                getattr(shapes, "_equalities", None),
+                getattr(shapes, "_upper_bounds", None),
+            )
+            if store is not None
+        ]
         self._diagnostics = len(shapes.diagnostics)
-        self._annotations = [(v, v.type, v.shape) for v in body_values(graph)]
+        self._annotations = [(v, v.type, v.shape) for v in body.values]
+
+    def __enter__(self) -> _Transaction:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.finish()
 
     def finish(self) -> None:
         """Undoes everything recorded since the start, unless :attr:`keep` is set."""
         if self.keep:
             return
-        shapes = self._ctx.ctx
+        shapes = self._shapes
         del shapes.diagnostics[self._diagnostics :]
-        for name, saved in (
-            ("_equalities", self._equalities),
-            ("_upper_bounds", self._bounds),
-        ):
-            store = getattr(shapes, name, None)
-            if store is not None:
-                store.clear()
-                store.update(saved)
+        for store, size in self._stores:
+            while len(store) > size:
+                store.popitem()  # the last added (dicts keep insertion order)
         # Inference adds no value to the body: the values saved at the start are all.
+        forget = shapes.forget
         for value, type_, shape in self._annotations:
             value.type = type_
             value.shape = shape
-            shapes.forget(value)
-
-
-@contextlib.contextmanager
-def _transaction(ctx: NodeContext, graph: ir.Graph) -> Iterator[_Transaction]:
-    transaction = _Transaction(ctx, graph)
-    try:
-        yield transaction
-    finally:
-        transaction.finish()
+            forget(value)
 
 
 def _probe(
     ctx: NodeContext,
-    body: ir.Graph,
+    body: _Body,
     shapes: Sequence[Shape | None],
     dtypes: Sequence[ir.DataType | None],
 ) -> list[Shape | None]:
@@ -181,11 +209,10 @@ def _probe(
     facts. The transaction puts them back (in place of inferring a clone of the body,
     which costs more than the inference itself).
     """
-    with _transaction(ctx, body):
-        for node in _nested_nodes(body):
-            for value in node.outputs:
-                value.shape = None
-        return ctx.infer_subgraph(body, shapes, dtypes)
+    with _Transaction(ctx, body):
+        for value in body.outputs:
+            value.shape = None
+        return ctx.infer_subgraph(body.graph, shapes, dtypes)
 
 
 class _Widening:
@@ -195,9 +222,11 @@ class _Widening:
         initial: The carried shapes before the first iteration.
         shapes: The carried shapes fed to the body (``None``: rank unknown).
         widened: Symbols minted for dims that change between iterations.
+        body: The loop body's listing.
     """
 
-    def __init__(self, initial: Sequence[Shape | None]) -> None:
+    def __init__(self, initial: Sequence[Shape | None], body: _Body) -> None:
+        self.body = body
         self.initial: list[Shape | None] = list(initial)
         self.shapes: list[Shape | None] = list(initial)
         self.widened: set[expr.DimExpr] = set()
@@ -240,6 +269,10 @@ def _infer_carried(
 ) -> tuple[_Widening, list[Shape | None]]:
     """Finds loop-invariant carried shapes, then infers (and annotates) the real body.
 
+    Body inferences: one when the carried shapes do not change; else one more per
+    widening round, the last of which is kept when the body's declared shapes changed
+    nothing (else probes and a final inference, one more).
+
     Args:
         ctx: The node's context.
         body: The loop body.
@@ -254,20 +287,44 @@ def _infer_carried(
         The widening (fixed-point carried shapes and widened symbols) and the shapes of
         the body outputs from the final inference.
     """
-    state = _Widening(initial)
+    listing = _Body(body)
+    state = _Widening(initial, listing)
     count = len(initial)
     carried = slice(first_state_output, first_state_output + count)
+    shapes = ctx.ctx
     # Most loops keep their carried shapes: try the real body first, and keep the result
     # when nothing changes (by induction the annotations then hold in every iteration).
-    with _transaction(ctx, body) as attempt:
+    used = shapes.declarations_used
+    with _Transaction(ctx, listing) as attempt:
         outputs = ctx.infer_subgraph(body, [*before, *state.shapes, *after], dtypes)
         attempt.keep = not state.step(ctx, outputs[carried])
     if attempt.keep:
         state.returned = list(outputs[carried])
         return state, outputs
+    # While the body's declared shapes change nothing (ShapesContext.declarations_used
+    # does not move), an inference of the real body gives every value the facts the
+    # probe (which drops them) would: it is the probe, and when it converges it is the
+    # final inference as well (the same check, on the same shapes), so it is kept.
+    # A declaration that changes something sends the rest through probes and a final
+    # inference, as before.
+    real = shapes.declarations_used == used
     converged = False
     for _ in range(MAX_PROBE_ROUNDS):
-        outputs = _probe(ctx, body, [*before, *state.shapes, *after], dtypes)
+        feeds = [*before, *state.shapes, *after]
+        if real:
+            with _Transaction(ctx, listing) as round_:
+                used = shapes.declarations_used
+                outputs = ctx.infer_subgraph(body, feeds, dtypes)
+                real = shapes.declarations_used == used
+                if real:
+                    converged = not state.step(ctx, outputs[carried])
+                    round_.keep = converged
+            if converged:
+                state.returned = list(outputs[carried])
+                return state, outputs
+            if real:
+                continue
+        outputs = _probe(ctx, listing, feeds, dtypes)
         converged = not state.step(ctx, outputs[carried])
         if converged:
             break
@@ -319,14 +376,14 @@ def _symbols(dims: Sequence[Dim] | None) -> set[str]:
     return names
 
 
-def _outer_symbols(ctx: NodeContext, body: ir.Graph) -> frozenset[str]:
+def _outer_symbols(ctx: NodeContext, body: _Body) -> frozenset[str]:
     """Symbols of the sizes and values the node and its body read from outside the body."""
     shapes = ctx.ctx
     names: set[str] = set()
     for i in range(ctx.num_inputs):
         names |= _symbols(ctx.input_shape(i)) | _symbols(ctx.input_value(i))
-    inner = set(body_values(body))
-    for node in _nested_nodes(body):
+    inner = set(body.values)
+    for node in body.nodes:
         for value in node.inputs:
             if value is not None and value not in inner:
                 names |= _symbols(shapes.shape_of(value)) | _symbols(shapes.value_of(value))
@@ -389,7 +446,7 @@ def _set_state_outputs(
 
     def invariant() -> frozenset[str]:
         if not symbols:
-            symbols.append(_outer_symbols(ctx, body))
+            symbols.append(_outer_symbols(ctx, state.body))
         return symbols[0]
 
     for k in range(len(state.shapes)):

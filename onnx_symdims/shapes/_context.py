@@ -142,6 +142,14 @@ class ShapesContext:
         #: run during which neither this, the scope's version nor
         #: :func:`untracked_reads` moved depended only on its inputs' facts.
         self.mutations = 0
+        #: Counts uses of declared shapes: merges of a declared intermediate shape
+        #: (:func:`merge_declared_shape`) whose outcome may differ from the inferred
+        #: shape alone (dims downstream, a diagnostic, the int dims written), and declared
+        #: shapes read as a value's facts (:meth:`read_declared_shape`). While it does not
+        #: move, a walk gave every value the facts it would have had without the
+        #: declarations (Loop inference uses this to keep a body inference instead of
+        #: repeating it without them).
+        self.declarations_used = 0
         self._reserved: set[str] = set(_RESERVED_WORDS)
         self._generated: set[str] = set()
         # dim text -> its dim (read_dim_text); opaque texts map to readable symbols.
@@ -626,7 +634,10 @@ class ShapesContext:
         tensor = constant_tensor(value)
         if tensor is not None:
             return tensor_dims(tensor)
-        return self.dims_from_ir(value.shape, value.name or "value")
+        shape = value.shape
+        if shape is not None:
+            self.declarations_used += 1  # a declared shape taken as the value's facts
+        return self.dims_from_ir(shape, value.name or "value")
 
     def dims_from_ir(self, shape: ir.Shape | None, hint: str) -> Shape | None:
         """Converts an ``ir.Shape`` to dims.

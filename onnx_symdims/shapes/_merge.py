@@ -147,10 +147,13 @@ def merge_declared_shape(
     if declared is None:
         written = None if inferred is None else writer.dims(inferred)
         return MergeResult(inferred, written, [])
+    if policy == "override" and not anchor and inferred is not None:
+        return MergeResult(inferred, writer.dims(inferred), [])
+    # Counted unless every dim ends as the inferred one and is written as such (see
+    # ShapesContext.declarations_used); the rule for each case is with it below.
+    ctx.declarations_used += 1
     if inferred is None:
         return MergeResult(ctx.dims_from_ir(declared, hint), None, [])
-    if policy == "override" and not anchor:
-        return MergeResult(inferred, writer.dims(inferred), [])
     if len(declared) != len(inferred):
         conflict = (
             f"declared rank {len(declared)} conflicts with inferred rank {len(inferred)} "
@@ -164,6 +167,9 @@ def merge_declared_shape(
     dims: list[Dim] = []
     out: list[int | ir.SymbolicDim] = []
     problems: list[str] = []
+    # Whether the declaration changed nothing so far: the inferred dim used downstream
+    # and, where it is an int, written as that int (skip writes nothing).
+    inert = policy != "skip"
     for axis, (decl, inf) in enumerate(zip(declared.dims, inferred)):
         if not isinstance(decl, int) and _declares_nothing(decl, anchor):
             dims.append(inf)
@@ -176,6 +182,7 @@ def merge_declared_shape(
             out.append(writer.dim(inf) if policy != "skip" else decl)
             continue
         if isinstance(declared_dim, expr.DimExpr) and declared_dim.is_unknown:
+            inert = False
             dims.append(inf)
             out.append(decl)
             continue
@@ -184,7 +191,11 @@ def merge_declared_shape(
             # Exporter text equal to the canonical dim is written canonically: one dim,
             # one spelling (onnxscript matches dims by text).
             out.append(decl if anchor else writer.dim(inf))
-        elif isinstance(declared_dim, int) and isinstance(inf, int):
+            if anchor and isinstance(inf, int) and not isinstance(decl, int):
+                inert = False  # the text "4" stays where 4 is inferred
+            continue
+        inert = False
+        if isinstance(declared_dim, int) and isinstance(inf, int):
             problems.append(f"axis {axis}: declared {declared_dim} but inferred {inf}")
             dims.append(inf)
             out.append(decl if anchor else inf)
@@ -224,6 +235,8 @@ def merge_declared_shape(
                 dims.append(inf)
                 # Equal: the canonical spelling; provably different: the inferred dim.
                 out.append(writer.dim(inf) if relation != "Unknown" else decl)
+    if inert:
+        ctx.declarations_used -= 1
     conflicts = [f"{'; '.join(problems)} ({_both(declared, inferred)})"] if problems else []
     written = None if policy == "skip" else out
     return MergeResult(tuple(dims), written, conflicts)
