@@ -840,12 +840,12 @@ class InferenceEngine:
         Returns:
             The shapes of the subgraph's outputs (``None``: rank unknown).
         """
-        self.ctx.conditional_depth += 1
+        self.ctx.enter_subgraph()
         try:
             self._seed_inputs(graph, input_shapes, input_dtypes)
             self._walk(graph)
         finally:
-            self.ctx.conditional_depth -= 1
+            self.ctx.exit_subgraph()
         return [self.ctx.shape_of(value) for value in graph_values(graph.outputs)]
 
     # ------------------------------------------------------------------------------------

@@ -136,6 +136,12 @@ class ShapesContext:
         #: not run, so what it proves is not a fact about the model: equalities are not
         #: recorded at that depth.
         self.conditional_depth = 0
+        # Ids of the subgraph inferences open (innermost last; enter_subgraph) and, for
+        # each symbol minted inside one, the id it was minted in: an upper bound proved
+        # there may hold of such a symbol only (see add_less_equal_constraint).
+        self._subgraphs: list[int] = []
+        self._subgraphs_entered = 0
+        self._minted_in: dict[str, int] = {}
         self.diagnostics: list[Diagnostic] = []
         #: Counts changes other than to shapes, dtypes and values of values: minted
         #: symbols, constraints, diagnostics, non-tensor types, forgotten values. A hook
@@ -222,8 +228,21 @@ class ShapesContext:
                 name = f"{base}_{suffix}"
             self._next_suffix[base] = suffix + 1
         self._generated.add(name)
+        if self._subgraphs:
+            self._minted_in[name] = self._subgraphs[-1]
         self.mutations += 1
         return expr.sym(name)
+
+    def enter_subgraph(self) -> None:
+        """Starts inferring a subgraph (a branch or body whose code may not run)."""
+        self.conditional_depth += 1
+        self._subgraphs_entered += 1
+        self._subgraphs.append(self._subgraphs_entered)
+
+    def exit_subgraph(self) -> None:
+        """Ends what :meth:`enter_subgraph` started."""
+        self._subgraphs.pop()
+        self.conditional_depth -= 1
 
     def fresh_shape(self, rank: int, hint: str = "d") -> Shape:
         """A shape of ``rank`` fresh symbols named ``{hint}_0``, ``{hint}_1``, ..."""
@@ -386,11 +405,18 @@ class ShapesContext:
         """Records ``lhs <= rhs`` (ordered); returns whether it was new.
 
         Self bounds and empty operands are dropped. A bound on a bare symbol is also
-        given to the scope, so proofs use it (e.g. ``nnz <= N*M``).
+        given to the scope, so proofs use it (e.g. ``nnz <= N*M``). Inside a subgraph
+        (:attr:`conditional_depth`) only a bound on a symbol minted in that very
+        subgraph inference is recorded: the code may not run, and a bound such as an
+        STFT's ``frame_length <= signal_length`` in an untaken branch is false outside
+        it (a ``Min`` of the two after the ``If`` was written as the frame length). A
+        symbol minted there stands for a size of that code only.
         """
         tl, dl = self._text(lhs)
         tr, dr = self._text(rhs)
         if not tl or not tr or tl == tr:
+            return False
+        if self.conditional_depth and not self._minted_here(dl):
             return False
         key = (tl, tr)
         if key in self._upper_bounds:
@@ -400,6 +426,15 @@ class ShapesContext:
         if isinstance(dl, expr.DimExpr) and dl.is_symbol and dr is not None:
             self.scope.add_upper_bound(dl.name, dr)  # type: ignore[arg-type]
         return True
+
+    def _minted_here(self, d: Dim | None) -> bool:
+        """True when ``d`` is a symbol minted in the innermost open subgraph inference."""
+        return (
+            isinstance(d, expr.DimExpr)
+            and d.is_symbol
+            and bool(self._subgraphs)
+            and self._minted_in.get(d.name) == self._subgraphs[-1]
+        )
 
     def has_less_equal_constraint(self, lhs: Dim | str, rhs: Dim | str) -> bool:
         """True when exactly ``lhs <= rhs`` was recorded (``a <= a`` is always true)."""

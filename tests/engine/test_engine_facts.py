@@ -7,6 +7,7 @@ which is the engine without facts), and onnxruntime agrees on the dims at severa
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 import pytest
 
@@ -188,6 +189,41 @@ def test_a_branch_that_may_not_run_gives_no_fact():
     inferred = _infer(IF_DIVIDES)
     assert inferred.elements("after") != [1]
     assert not inferred.context.scope.prove_ge(b, 1)
+
+
+# An STFT's frame_length <= signal length, proved in a branch that may not run: the Min
+# of the two after the If was written as the frame length (wrong when the else branch
+# runs with a longer frame).
+IF_BOUNDS = model_text(
+    18,
+    "bool c, float[B, L, 1] sig, float[F] w, float[L] v",
+    """
+    f = Shape(w)
+    fs = Squeeze(f)
+    z = If(c) <
+        then_branch = g1 () => (float[?, ?, ?, ?] zt) {
+            step = Constant<value = int64 {1}>()
+            zt = STFT(sig, step, w, fs)
+        },
+        else_branch = g2 () => (float[?, ?, ?, ?] ze) {
+            ze = Constant<value = float[1, 1, 1, 2] {0., 0.}>()
+        }
+    >
+    lv = Shape(v)
+    m = Min(f, lv)
+    y = ConstantOfShape(m)
+    """,
+    "float[?] y, float[?, ?, ?, ?] z",
+)
+
+
+def test_a_branch_that_may_not_run_bounds_no_outer_symbol():
+    inferred = check_against_ort(
+        IF_BOUNDS,
+        [{"B": 1, "L": 3, "F": 5}, {"B": 1, "L": 6, "F": 2}],
+        feeds={"c": lambda sizes: np.array(sizes["F"] <= sizes["L"])},
+    )
+    assert [str(d) for d in inferred.dims("y")] == ["min(F,L)"]
 
 
 # ----------------------------------------------------------------------------------------
