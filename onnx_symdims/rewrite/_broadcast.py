@@ -132,9 +132,9 @@ class BroadcastScalarOperandsPass(ir.passes.InPlacePass):
             attr = producer.attributes.get("value")
             if attr is None:
                 return ir.tensor(0.0, dtype=ir.DataType.FLOAT)
-            if attr.type is not ir.AttributeType.TENSOR or attr.as_tensor().size != 1:
+            if attr.type is not ir.AttributeType.TENSOR or attr.value.size != 1:
                 return None  # malformed: inference reported it
-            return ir.tensor(attr.as_tensor().numpy().reshape(()))
+            return ir.tensor(attr.value.numpy().reshape(()))
         if producer.op_type == "Constant" and _one_element(value):
             return None
         uniform = uniform_value(self.facts, value)  # a mask Where(arange(n) >= 0, 0, -inf)

@@ -108,7 +108,7 @@ def _involves_floats(node: ir.Node) -> bool:
         return True
     value = node.attributes.get("value")  # ConstantOfShape's fill
     return value is not None and value.type == ir.AttributeType.TENSOR and (
-        value.as_tensor().dtype in _FLOATS
+        value.value.dtype in _FLOATS
     )
 
 

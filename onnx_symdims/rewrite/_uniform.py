@@ -126,9 +126,9 @@ def _compute(
         attr = node.attributes.get("value")
         if attr is None:
             return np.array(0.0, np.float32), (None, None)
-        if attr.type is not ir.AttributeType.TENSOR or attr.as_tensor().size != 1:
+        if attr.type is not ir.AttributeType.TENSOR or attr.value.size != 1:
             return None, (None, None)
-        return _of_array(attr.as_tensor().numpy().reshape(()))
+        return _of_array(attr.value.numpy().reshape(()))
     if op in ("Shape", "Size"):
         return None, (0, None)
     if op == "Range":

@@ -132,8 +132,8 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         attr = node.attributes.get("value")
         if attr is None:
             fill = np.zeros((), np.float32)
-        elif attr.type == ir.AttributeType.TENSOR and attr.as_tensor().size == 1:
-            fill = attr.as_tensor().numpy().reshape(())
+        elif attr.type == ir.AttributeType.TENSOR and attr.value.size == 1:
+            fill = attr.value.numpy().reshape(())
         else:
             self.declined["constant_of_shape: value is not a one-element tensor"] += 1
             return
