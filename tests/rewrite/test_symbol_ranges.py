@@ -96,3 +96,18 @@ def test_a_real_model_with_its_batch_fixed_runs_as_the_original():
     sizes = [{"batch": 1, "seq_len": s} for s in (1, 2, 7)]
     token_types = {"token_type_ids": lambda z: np.zeros((1, z["seq_len"]), np.int64)}
     assert_equivalent(original, fixed, sizes, given=token_types)
+
+
+@pytest.mark.parametrize(
+    ("bounds", "ranges", "expected"),
+    [
+        ({"a": (1, None)}, {"a": (None, 8)}, {"a": (1, 8)}),
+        ({"a": (2, 9)}, {"a": (1, 16)}, {"a": (2, 9)}),
+        ({}, {"b": (0, None)}, {"b": (0, None)}),
+        ({"a": (1, None)}, {}, {"a": (1, None)}),
+    ],
+)
+def test_the_guard_gets_the_tighter_of_proven_bounds_and_ranges(bounds, ranges, expected):
+    from onnx_symdims.rewrite._pipeline import _tighter
+
+    assert _tighter(bounds, ranges) == expected
