@@ -326,7 +326,11 @@ def test_the_by_op_line_always_shows_the_ops_a_fusion_added(tmp_path, capsys):
     assert any(op.startswith("com.microsoft::") for op in grown)
     for op, n in grown.items():
         assert f"{op} +{n}" in line
-    assert line.startswith("by op: Add -") and "more)" in line
+    dropped = [op for op, n in nodes["before_by_op"].items() if nodes["after_by_op"].get(op, 0) < n]
+    assert line.startswith("by op: Add -")
+    # Past 16 entries the drops are cut (with their count), never the growths; how many
+    # op types the fusions drop depends on the onnxscript version.
+    assert ("more)" in line) == (len(dropped) > max(16 - len(grown), 8))
 
 
 def test_a_fusion_undone_is_printed_once_and_not_under_quiet(tmp_path):
