@@ -72,6 +72,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.shapes._context import is_anonymous_dim_text
 
 logger = logging.getLogger(__name__)
 
@@ -124,13 +125,13 @@ def parse_shape(shape: ir.Shape | None) -> list[Dim | None] | None:
     for d in shape.dims:
         if isinstance(d, int):
             dims.append(d if d >= 0 else None)
-        elif not d.value:
+        elif not d.value or is_anonymous_dim_text(d.value):
             dims.append(None)
         else:
+            # As inference reads it (ShapesContext.dims_from_ir): "-1" names no dim.
             parsed = expr.parse_dim(d.value)
-            dims.append(
-                None if isinstance(parsed, expr.DimExpr) and parsed.is_unknown else parsed
-            )
+            unknown = parsed < 0 if isinstance(parsed, int) else parsed.is_unknown
+            dims.append(None if unknown else parsed)
     return dims
 
 

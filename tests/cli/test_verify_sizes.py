@@ -509,3 +509,22 @@ def test_onnxruntime_errors_lose_their_boilerplate():
         "than 1. 5 by 13"
     )
     assert short_error("plain") == "plain"
+
+
+@pytest.mark.parametrize("text", ["-1", "?"])
+def test_an_input_dim_that_names_no_dim_is_drawn_like_an_unnamed_one(text, capsys):
+    # A dim_param "-1" (some converters write it for "any size") was read as the size -1:
+    # "no assignment of the input symbols gives valid input dims", nothing ran.
+    model = model_from_text(
+        """
+        g (float[N, 4] x, float[M, 4] y) => (float[N, 4] a, float[M, 4] b) {
+            a = Relu(x)
+            b = Neg(y)
+        }"""
+    )
+    for value in model.graph.inputs:
+        value.shape = ir.Shape([text, 4])
+    infer_symbolic_shapes(model)
+    report = verify_model(model, runs=2, edges=True)
+    assert report.runs >= 2 and not report.mismatches
+    assert compare_models(model, model, runs=2).runs >= 2
