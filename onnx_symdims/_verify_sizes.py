@@ -413,6 +413,27 @@ def _derived_symbols(names: set[str], equalities: Sequence[tuple[Dim, Dim]]) -> 
 # ----------------------------------------------------------------------------------------
 # What the model says about its sizes
 # ----------------------------------------------------------------------------------------
+def _copy(model: ir.Model) -> ir.Model:
+    """A copy of ``model``, also of a graph whose nodes are not in topological order.
+
+    ``Model.clone`` refuses a node that uses a value produced later (it reads it as an
+    outer-scope value): onnxruntime's ``convert_float_to_float16(keep_io_types=True)``
+    appends the casts of the graph inputs after their users. A serialized copy keeps the
+    order; its external weights are read from the original's folder.
+    """
+    try:
+        return model.clone()
+    except Exception:  # an unsorted graph: the proto keeps any order
+        copy = ir.serde.deserialize_model(ir.serde.serialize_model(model))
+        for graph in (model.graph, *model.graph.subgraphs()):
+            for value in graph.initializers.values():
+                if isinstance(value.const_value, ir.ExternalTensor):
+                    base = value.const_value.base_dir
+                    ir.external_data.set_base_dir(copy.graph, base)
+                    return copy
+        return copy
+
+
 def model_facts(model: ir.Model) -> list[tuple[Dim, Dim]]:
     """Equalities inference proves on ``model`` (a copy; ``model`` is not modified).
 
@@ -424,7 +445,7 @@ def model_facts(model: ir.Model) -> list[tuple[Dim, Dim]]:
     from onnx_symdims.passes import SymbolicShapeInferencePass
     from onnx_symdims.shapes import ShapesContext
 
-    copy = model.clone()
+    copy = _copy(model)
     outputs = set(copy.graph.outputs)
     for node in copy.graph:
         for value in node.outputs:

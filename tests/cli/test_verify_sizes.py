@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 
+import onnx.parser
 import onnx_ir as ir
 import pytest
 
@@ -528,3 +529,22 @@ def test_an_input_dim_that_names_no_dim_is_drawn_like_an_unnamed_one(text, capsy
     report = verify_model(model, runs=2, edges=True)
     assert report.runs >= 2 and not report.mismatches
     assert compare_models(model, model, runs=2).runs >= 2
+
+
+def test_facts_and_runs_of_a_graph_whose_nodes_are_not_sorted():
+    # convert_float_to_float16(keep_io_types=True) appends the input casts after their
+    # users; Model.clone refused such a graph and --verify failed with an internal error.
+    proto = onnx.parser.parse_model(
+        """
+        <ir_version: 10, opset_import: ["" : 18]>
+        g (float[N, 4] x, float[M, 4] y) => (float[N, 4] z) {
+            z = Add(a, b)
+            a = Neg(x)
+            b = Relu(y)
+        }"""
+    )
+    model = ir.serde.deserialize_model(proto)
+    assert [n.op_type for n in model.graph] == ["Add", "Neg", "Relu"]
+    assert model_facts(model)  # N == M, from the Add
+    report = verify_model(model, runs=2)
+    assert report.runs >= 2 and not report.mismatches
