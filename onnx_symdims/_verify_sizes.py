@@ -626,7 +626,15 @@ def _solve(a: Dim, b: Dim, why: str, uses: Mapping[str, int], proven: bool) -> l
     diff = expr.sub(a, b)
     if isinstance(diff, int):
         return []
-    monomials, _ = diff.coefficients()
+    monomials, constant = diff.coefficients()
+    # ``2*total == 2*(past+seq)`` (dim_params such as ``seq*2``): divided by the common
+    # factor of every term, ``total`` is the rest (not ``2*(past+seq)``).
+    common = math.gcd(constant, *monomials.values())
+    if common > 1:
+        diff = expr.exact_div(diff, common)
+        if isinstance(diff, int):
+            return []
+        monomials, _ = diff.coefficients()
     out: list[Guess] = []
     # Linear in one symbol with coefficient +-1: that symbol is the rest (the least used
     # symbol first: total_seq_len is defined by the others, not the other way around).

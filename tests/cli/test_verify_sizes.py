@@ -269,6 +269,17 @@ def test_an_equality_that_always_holds_gives_no_guess():
     assert [g.text for g in _solve(h4, w4, "t", {}, True)] == ["h = w"]
 
 
+def test_an_equality_with_a_common_factor_defines_the_symbol_not_the_multiple():
+    # A decoder whose dim_params are "past_seq_len*2", "seq_len*2", "total_seq_len*2":
+    # the proven 2*total == 2*(past+seq) gave no guess, and the guess read from the
+    # dims, total = 2*(past+seq), ran (the mask is sliced) with false mismatches.
+    a, b = expr.parse_dim("2*(past_seq_len+seq_len)"), expr.parse_dim("2*total_seq_len")
+    guesses = _solve(a, b, "proven by inference", {}, True)
+    assert [g.text for g in guesses][:1] == ["total_seq_len = past_seq_len+seq_len"]
+    c, d = expr.parse_dim("2*(a//3)+4"), expr.parse_dim("2*b")
+    assert [g.text for g in _solve(c, d, "t", {}, True)][:1] == ["b = a//3+2"]
+
+
 def test_a_bound_keeps_draws_in_range_and_the_edges():
     bound = _solve(*WINDOW_FACT, "proven by inference", {}, True)[0]
     plan = _plan("past_seq_len", "seq_len").with_guess(bound)
