@@ -457,7 +457,13 @@ def model_facts(model: ir.Model) -> list[tuple[Dim, Dim]]:
     except Exception as e:  # a model inference refuses: no facts, guesses still work
         logger.info("verify: no inferred facts (%s)", e)
         return []
-    return context.constraint_dims()
+    facts = context.constraint_dims()
+    # Inference names an opaque dim_param ("seq len") by a readable symbol (seq_len_1);
+    # the sizes are drawn for the text (parse_dim), so the facts must speak of it too.
+    texts = {name: expr.sym(text) for text, name in context.opaque_dim_names.items()}
+    if texts:
+        facts = [(expr.substitute(a, texts), expr.substitute(b, texts)) for a, b in facts]
+    return facts
 
 
 def _function_terms(d: Dim | None) -> Iterable[expr.DimExpr]:

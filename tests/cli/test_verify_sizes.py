@@ -559,3 +559,25 @@ def test_facts_and_runs_of_a_graph_whose_nodes_are_not_sorted():
     assert model_facts(model)  # N == M, from the Add
     report = verify_model(model, runs=2)
     assert report.runs >= 2 and not report.mismatches
+
+
+def test_facts_on_opaque_dim_params_speak_of_the_texts_the_sizes_are_drawn_for():
+    # A decoder whose dim_params are not expressions ("past len"): inference proves
+    # total = past + seq under readable names (total_len), the sizes are drawn for the
+    # texts, so the fact never applied and --verify reported false mismatches.
+    model = model_from_text(
+        """
+        g (float[B, "seq len", 4] k, float[B, "past len", 4] past,
+           float[B, "total len"] mask) => (float[B, "total len", 4] present, float[?, ?] s) {
+            present = Concat<axis=1>(past, k)
+            ax = Constant<value=int64[1] {2}>()
+            r = ReduceSum<keepdims=0>(present, ax)
+            s = Add(r, mask)
+        }"""
+    )
+    facts = model_facts(model)
+    assert facts
+    names = {n for a, b in facts for d in (a, b) if isinstance(d, expr.DimExpr) for n in d.symbols()}
+    assert names <= {"B", "seq len", "past len", "total len"}, names
+    report = verify_model(infer_symbolic_shapes(model), runs=3)
+    assert report.runs >= 3 and not report.mismatches, report.mismatches
