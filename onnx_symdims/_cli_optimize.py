@@ -35,6 +35,7 @@ __all__ = ["SCHEMA", "run_optimize"]
 
 import argparse
 import logging
+import os
 import sys
 from collections import Counter
 from typing import Any
@@ -100,7 +101,11 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
         # Outputs are promised for these sizes only (a fixed one is the only one the
         # optimized model accepts).
         checked["symbol_ranges"] = args.symbol_ranges
-    original = ir.serde.deserialize_model(ir.serde.serialize_model(model)) if verify else None
+    original = None
+    if verify:
+        original = ir.serde.deserialize_model(ir.serde.serialize_model(model))
+        # The copy's external weights are read from the model's folder, not the cwd.
+        ir.external_data.set_base_dir(original.graph, os.path.dirname(os.path.abspath(path)))
     loaded = {
         "path": path,
         "graph": model.graph.name or "",

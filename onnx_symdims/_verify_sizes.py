@@ -72,6 +72,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import onnx_ir as ir
 
 from onnx_symdims import expr
+from onnx_symdims.shapes._context import is_anonymous_dim_text
 
 logger = logging.getLogger(__name__)
 
@@ -124,13 +125,13 @@ def parse_shape(shape: ir.Shape | None) -> list[Dim | None] | None:
     for d in shape.dims:
         if isinstance(d, int):
             dims.append(d if d >= 0 else None)
-        elif not d.value:
+        elif not d.value or is_anonymous_dim_text(d.value):
             dims.append(None)
         else:
+            # As inference reads it (ShapesContext.dims_from_ir): "-1" names no dim.
             parsed = expr.parse_dim(d.value)
-            dims.append(
-                None if isinstance(parsed, expr.DimExpr) and parsed.is_unknown else parsed
-            )
+            unknown = parsed < 0 if isinstance(parsed, int) else parsed.is_unknown
+            dims.append(None if unknown else parsed)
     return dims
 
 
@@ -412,6 +413,27 @@ def _derived_symbols(names: set[str], equalities: Sequence[tuple[Dim, Dim]]) -> 
 # ----------------------------------------------------------------------------------------
 # What the model says about its sizes
 # ----------------------------------------------------------------------------------------
+def _copy(model: ir.Model) -> ir.Model:
+    """A copy of ``model``, also of a graph whose nodes are not in topological order.
+
+    ``Model.clone`` refuses a node that uses a value produced later (it reads it as an
+    outer-scope value): onnxruntime's ``convert_float_to_float16(keep_io_types=True)``
+    appends the casts of the graph inputs after their users. A serialized copy keeps the
+    order; its external weights are read from the original's folder.
+    """
+    try:
+        return model.clone()
+    except Exception:  # an unsorted graph: the proto keeps any order
+        copy = ir.serde.deserialize_model(ir.serde.serialize_model(model))
+        for graph in (model.graph, *model.graph.subgraphs()):
+            for value in graph.initializers.values():
+                if isinstance(value.const_value, ir.ExternalTensor):
+                    base = value.const_value.base_dir
+                    ir.external_data.set_base_dir(copy.graph, base)
+                    return copy
+        return copy
+
+
 def model_facts(model: ir.Model) -> list[tuple[Dim, Dim]]:
     """Equalities inference proves on ``model`` (a copy; ``model`` is not modified).
 
@@ -423,7 +445,7 @@ def model_facts(model: ir.Model) -> list[tuple[Dim, Dim]]:
     from onnx_symdims.passes import SymbolicShapeInferencePass
     from onnx_symdims.shapes import ShapesContext
 
-    copy = model.clone()
+    copy = _copy(model)
     outputs = set(copy.graph.outputs)
     for node in copy.graph:
         for value in node.outputs:
@@ -435,7 +457,13 @@ def model_facts(model: ir.Model) -> list[tuple[Dim, Dim]]:
     except Exception as e:  # a model inference refuses: no facts, guesses still work
         logger.info("verify: no inferred facts (%s)", e)
         return []
-    return context.constraint_dims()
+    facts = context.constraint_dims()
+    # Inference names an opaque dim_param ("seq len") by a readable symbol (seq_len_1);
+    # the sizes are drawn for the text (parse_dim), so the facts must speak of it too.
+    texts = {name: expr.sym(text) for text, name in context.opaque_dim_names.items()}
+    if texts:
+        facts = [(expr.substitute(a, texts), expr.substitute(b, texts)) for a, b in facts]
+    return facts
 
 
 def _function_terms(d: Dim | None) -> Iterable[expr.DimExpr]:
@@ -604,7 +632,15 @@ def _solve(a: Dim, b: Dim, why: str, uses: Mapping[str, int], proven: bool) -> l
     diff = expr.sub(a, b)
     if isinstance(diff, int):
         return []
-    monomials, _ = diff.coefficients()
+    monomials, constant = diff.coefficients()
+    # ``2*total == 2*(past+seq)`` (dim_params such as ``seq*2``): divided by the common
+    # factor of every term, ``total`` is the rest (not ``2*(past+seq)``).
+    common = math.gcd(constant, *monomials.values())
+    if common > 1:
+        diff = expr.exact_div(diff, common)
+        if isinstance(diff, int):
+            return []
+        monomials, _ = diff.coefficients()
     out: list[Guess] = []
     # Linear in one symbol with coefficient +-1: that symbol is the rest (the least used
     # symbol first: total_seq_len is defined by the others, not the other way around).

@@ -59,6 +59,20 @@ def test_optimize_keeps_external_weights_loadable(tmp_path, capsys):
     ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
 
 
+def test_optimize_verify_reads_external_weights_beside_the_model(tmp_path, monkeypatch, capsys):
+    # --verify ran the original from a copy whose external weights were read from the
+    # current directory, not the model's: "onnxruntime cannot load the model".
+    (tmp_path / "src").mkdir()
+    (tmp_path / "cwd").mkdir()
+    src = write_external_model(tmp_path / "src")
+    monkeypatch.chdir(tmp_path / "cwd")
+    out = tmp_path / "other" / "o.onnx"
+    out.parent.mkdir()
+    assert cli.main(["optimize", src, "-o", str(out), "--verify", "2"]) == 0
+    assert cli.main(["optimize", src, "--verify", "2"]) == 0
+    assert "0 differences" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "argv",
     [

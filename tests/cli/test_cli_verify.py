@@ -229,3 +229,26 @@ def test_compare_models_feeds_integer_inputs_in_a_safe_range():
     assert report.ok, report.errors
     assert report.errors == []
     assert np.all([b["N"] >= 0 for b in report.bindings])
+
+
+def test_bfloat16_values_are_left_unchecked_not_every_run_failed():
+    # Exposing a bfloat16 value failed every run ("No corresponding Numpy type for
+    # Tensor Type. bfloat16"): --verify never checked a model with bfloat16 inside.
+    model = _inferred(
+        model_from_text(
+            """
+            g (float[B, S, 8] x) => (float[B, ?] y, bfloat16[B, 8, ?] z) {
+                xb = Cast<to=16>(x)
+                t = Transpose<perm=[0, 2, 1]>(xb)
+                z = Concat<axis=2>(t, t)
+                s = Shape<start=0, end=1>(z)
+                m1 = Constant<value=int64[1] {-1}>()
+                tgt = Concat<axis=0>(s, m1)
+                r = Reshape(z, tgt)
+                y = Cast<to=1>(r)
+            }"""
+        )
+    )
+    report = verify_model(model, runs=2, edges=True)
+    assert report.runs >= 2 and not report.mismatches, report.errors
+    assert report.checked_dims > 0

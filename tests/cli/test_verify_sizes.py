@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 
+import onnx.parser
 import onnx_ir as ir
 import pytest
 
@@ -268,6 +269,17 @@ def test_an_equality_that_always_holds_gives_no_guess():
     assert [g.text for g in _solve(h4, w4, "t", {}, True)] == ["h = w"]
 
 
+def test_an_equality_with_a_common_factor_defines_the_symbol_not_the_multiple():
+    # A decoder whose dim_params are "past_seq_len*2", "seq_len*2", "total_seq_len*2":
+    # the proven 2*total == 2*(past+seq) gave no guess, and the guess read from the
+    # dims, total = 2*(past+seq), ran (the mask is sliced) with false mismatches.
+    a, b = expr.parse_dim("2*(past_seq_len+seq_len)"), expr.parse_dim("2*total_seq_len")
+    guesses = _solve(a, b, "proven by inference", {}, True)
+    assert [g.text for g in guesses][:1] == ["total_seq_len = past_seq_len+seq_len"]
+    c, d = expr.parse_dim("2*(a//3)+4"), expr.parse_dim("2*b")
+    assert [g.text for g in _solve(c, d, "t", {}, True)][:1] == ["b = a//3+2"]
+
+
 def test_a_bound_keeps_draws_in_range_and_the_edges():
     bound = _solve(*WINDOW_FACT, "proven by inference", {}, True)[0]
     plan = _plan("past_seq_len", "seq_len").with_guess(bound)
@@ -509,3 +521,63 @@ def test_onnxruntime_errors_lose_their_boilerplate():
         "than 1. 5 by 13"
     )
     assert short_error("plain") == "plain"
+
+
+@pytest.mark.parametrize("text", ["-1", "?"])
+def test_an_input_dim_that_names_no_dim_is_drawn_like_an_unnamed_one(text, capsys):
+    # A dim_param "-1" (some converters write it for "any size") was read as the size -1:
+    # "no assignment of the input symbols gives valid input dims", nothing ran.
+    model = model_from_text(
+        """
+        g (float[N, 4] x, float[M, 4] y) => (float[N, 4] a, float[M, 4] b) {
+            a = Relu(x)
+            b = Neg(y)
+        }"""
+    )
+    for value in model.graph.inputs:
+        value.shape = ir.Shape([text, 4])
+    infer_symbolic_shapes(model)
+    report = verify_model(model, runs=2, edges=True)
+    assert report.runs >= 2 and not report.mismatches
+    assert compare_models(model, model, runs=2).runs >= 2
+
+
+def test_facts_and_runs_of_a_graph_whose_nodes_are_not_sorted():
+    # convert_float_to_float16(keep_io_types=True) appends the input casts after their
+    # users; Model.clone refused such a graph and --verify failed with an internal error.
+    proto = onnx.parser.parse_model(
+        """
+        <ir_version: 10, opset_import: ["" : 18]>
+        g (float[N, 4] x, float[M, 4] y) => (float[N, 4] z) {
+            z = Add(a, b)
+            a = Neg(x)
+            b = Relu(y)
+        }"""
+    )
+    model = ir.serde.deserialize_model(proto)
+    assert [n.op_type for n in model.graph] == ["Add", "Neg", "Relu"]
+    assert model_facts(model)  # N == M, from the Add
+    report = verify_model(model, runs=2)
+    assert report.runs >= 2 and not report.mismatches
+
+
+def test_facts_on_opaque_dim_params_speak_of_the_texts_the_sizes_are_drawn_for():
+    # A decoder whose dim_params are not expressions ("past len"): inference proves
+    # total = past + seq under readable names (total_len), the sizes are drawn for the
+    # texts, so the fact never applied and --verify reported false mismatches.
+    model = model_from_text(
+        """
+        g (float[B, "seq len", 4] k, float[B, "past len", 4] past,
+           float[B, "total len"] mask) => (float[B, "total len", 4] present, float[?, ?] s) {
+            present = Concat<axis=1>(past, k)
+            ax = Constant<value=int64[1] {2}>()
+            r = ReduceSum<keepdims=0>(present, ax)
+            s = Add(r, mask)
+        }"""
+    )
+    facts = model_facts(model)
+    assert facts
+    names = {n for a, b in facts for d in (a, b) if isinstance(d, expr.DimExpr) for n in d.symbols()}
+    assert names <= {"B", "seq len", "past len", "total len"}, names
+    report = verify_model(infer_symbolic_shapes(model), runs=3)
+    assert report.runs >= 3 and not report.mismatches, report.mismatches
