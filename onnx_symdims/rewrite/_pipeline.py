@@ -17,13 +17,14 @@ from __future__ import annotations
 
 __all__ = ["OptimizePass", "OptimizeResult", "optimize"]
 
+import contextlib
 import dataclasses
 import functools
 import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import onnx_ir as ir
@@ -153,6 +154,7 @@ class OptimizePass(ir.passes.InPlacePass):
         relabelled = _spell_default_domain(model)
         fixed = fixed_sizes(self.symbol_ranges)
         relabelled |= fix_dims(model, fixed)
+        relabelled |= _sort(model, result)
         # A fixed size is an int in the model now. The other ranges are not assumed by
         # our rounds (a rewrite that drops a Reshape asserting a size, allowed by them,
         # can leave the rest less proven: 5 more nodes on some KV decoders); they reach
@@ -337,6 +339,22 @@ def _tighter(
             min((b for b in (upper, old_upper) if b is not None), default=None),
         )
     return out
+
+
+def _sort(model: ir.Model, result: OptimizeResult) -> bool:
+    """Sorts the graphs' nodes topologically (stable: a sorted graph keeps its order).
+
+    A model whose nodes are out of order runs in onnxruntime, but onnx-ir refuses to
+    clone it (the fusion guard's snapshot failed: float16 conversions append their
+    ``Cast`` nodes at the end). Returns whether the order changed.
+    """
+    before = [id(node) for node in ir.traversal.RecursiveGraphIterator(model.graph)]
+    try:
+        model.graph.sort()
+    except ValueError as error:  # a cycle: the model cannot run; inference reports it
+        result.diagnostics.append(f"nodes not sorted: {error}")
+        return False
+    return [id(node) for node in ir.traversal.RecursiveGraphIterator(model.graph)] != before
 
 
 def _spell_default_domain(model: ir.Model) -> bool:
@@ -561,6 +579,9 @@ def _merge_counts(result: OptimizeResult, fired: Mapping, declined: Mapping, rul
 
 def _tail(model: ir.Model) -> None:
     """The tail of onnxscript's optimizer: dead nodes, functions, opsets out; constants lifted."""
+    graph = model.graph
+    # Graph inputs that are also graph outputs, by output position.
+    passed_through = {i: v for i, v in enumerate(graph.outputs) if v.is_graph_input()}
     for tail in (
         common_passes.RemoveUnusedNodesPass(),
         common_passes.RemoveUnusedFunctionsPass(),
@@ -572,9 +593,55 @@ def _tail(model: ir.Model) -> None:
         common_passes.OutputFixPass(),
         common_passes.NameFixPass(),
     ):
-        tail(model)
+        with _quiet(tail):
+            tail(model)
+    _keep_passed_through_inputs(graph, passed_through)
     if model.ir_version is not None and model.ir_version < 4:
         _constants_as_nodes(model.graph)
+
+
+@contextlib.contextmanager
+def _quiet(tail: ir.passes.PassBase) -> Iterator[None]:
+    """Silences the warnings of onnx-ir's pass ``tail`` (notes for its own users, not ours).
+
+    ``DeduplicateInitializersPass`` warns through the root logger's last-resort handler
+    that it skipped an initializer which is a graph output: printed under ``-q`` too.
+    """
+    module = logging.getLogger(type(tail).__module__)
+    level = module.level
+    module.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        module.setLevel(level)
+
+
+def _keep_passed_through_inputs(graph: ir.Graph, passed_through: dict[int, ir.Value]) -> None:
+    """Puts a graph input that is also a graph output back in the output list, by its name.
+
+    onnx-ir's ``OutputFixPass`` gives such an output an ``Identity`` and renames the input
+    (``X`` -> ``X_orig``): the model's declared input name changed (a caller feeding ``X``
+    is refused). The input keeps its name and stays the output, as in the original.
+    """
+    for index, value in passed_through.items():
+        if index >= len(graph.outputs):
+            continue
+        output = graph.outputs[index]
+        node = output.producer()
+        if (
+            output is value
+            or node is None
+            or node.op_type != "Identity"
+            or node.graph is not graph
+            or not node.inputs
+            or node.inputs[0] is not value
+        ):
+            continue
+        name = output.name
+        graph.outputs[index] = value
+        if not output.uses():
+            graph.remove(node, safe=True)
+        value.name = name
 
 
 def _pool_indices_at_risk(model: ir.Model) -> list[tuple[ir.Node, str, ir.TypeProtocol | None]]:

@@ -5,6 +5,7 @@ Also the rules inside a user's own onnxscript pipeline (``shape_rules``).
 
 from __future__ import annotations
 
+import logging
 import pathlib
 
 import numpy as np
@@ -791,3 +792,54 @@ def test_the_ai_onnx_spelling_of_the_default_domain():
     assert [len(e) for e in expected] == [3, 7]
     for a, e in zip(session(optimized).run(None, feeds), expected):
         np.testing.assert_array_equal(a, e)
+
+
+# Found by helper-22 (transformed input kinds): float16 conversions leave nodes out of
+# order; a graph input can be a graph output too.
+UNSORTED = """
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[N, 4] X) => (float[N, 4] Y) {
+        Y = Relu(a)
+        a = Neg(X)
+    }
+"""
+PASSED_THROUGH = """
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[N, 4] X) => (float[N, 4] Y, float[N, 4] X) {
+        Y = Relu(X)
+    }
+"""
+
+
+@pytest.mark.parametrize("fusions", [None, "ort"])
+def test_nodes_out_of_order_are_sorted_first(fusions):
+    """The fusion guard's snapshot (onnx-ir's clone) refused an unsorted graph."""
+    original = onnx.parser.parse_model(UNSORTED)
+    m = ir.serde.deserialize_model(original)
+    result = OptimizePass(fusions=fusions)(m)
+    assert [n.op_type for n in m.graph] == ["Neg", "Relu"]
+    assert result.modified
+    assert_equivalent(original, m, [{"N": n} for n in (0, 1, 3)])
+
+
+@pytest.mark.parametrize("fusions", [None, "ort"])
+def test_an_input_that_is_also_an_output_keeps_its_name(fusions):
+    """onnx-ir's OutputFixPass renamed the input X_orig (and fed X was refused)."""
+    original = onnx.parser.parse_model(PASSED_THROUGH)
+    m = ir.serde.deserialize_model(original)
+    OptimizePass(fusions=fusions)(m)
+    assert [v.name for v in m.graph.inputs] == ["X"]
+    assert [v.name for v in m.graph.outputs] == ["Y", "X"]
+    assert m.graph.outputs[1] is m.graph.inputs[0]
+    assert_equivalent(original, m, [{"N": n} for n in (0, 2)])
+
+
+def test_onnx_irs_notes_to_its_own_users_are_not_printed(caplog):
+    """DeduplicateInitializersPass warned of an initializer that is a graph output."""
+    m = model(
+        "g (float[3, 2] X) => (int64[2] a, int64[2] b, float[3, 2] y) "
+        "{ a = Shape(X) b = Shape(X) y = Relu(X) }"
+    )
+    with caplog.at_level(logging.DEBUG, logger="onnx_ir"):
+        onnx_symdims.optimize(m)
+    assert not [r for r in caplog.records if r.name.startswith("onnx_ir") and r.levelno >= logging.WARNING]
