@@ -72,7 +72,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.shapes._context import is_anonymous_dim_text
+from onnx_symdims.shapes import is_anonymous_dim_text
 
 logger = logging.getLogger(__name__)
 
