@@ -155,10 +155,10 @@ class OptimizePass(ir.passes.InPlacePass):
         fixed = fixed_sizes(self.symbol_ranges)
         relabelled |= fix_dims(model, fixed)
         relabelled |= _sort(model, result)
-        # A fixed size is an int in the model now. The other ranges are not assumed by
-        # our rounds (a rewrite that drops a Reshape asserting a size, allowed by them,
-        # can leave the rest less proven: 5 more nodes on some KV decoders); they reach
-        # the fusion guard and the dims written.
+        # A fixed size is an int in the model now. The other ranges reach the fusion
+        # guard and the dims written, not our rounds: a -1 they allow can replace a
+        # Reshape whose success was the only proof of a size (a KV decoder's mask:
+        # past + seq <= total), and the dims written then read broadcast(...).
         ranges = {k: v for k, v in self.symbol_ranges.items() if k not in fixed}
         declared = {v.name: v.shape for v in model.graph.outputs}
         if self.inline:
