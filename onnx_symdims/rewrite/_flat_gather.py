@@ -60,7 +60,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.rewrite._facts import FactsPass, int_attribute, take_over
-from onnx_symdims.rewrite._gather import _constant
+from onnx_symdims.rewrite._gather import _constant, place_on_size_one_axes
 from onnx_symdims.rewrite._values import dead_cone
 
 logger = logging.getLogger(__name__)
@@ -146,9 +146,8 @@ class GatherOfFlatIndexGridPass(FactsPass):
 
         Term ``t`` (sorted by index axis) belongs to the next data axis ``j`` whose dim it
         spans with ``j``'s row-major stride. A data axis of size 1 may have no term: its
-        offset is 0 (``Range(0, 1) * stride`` folded away when a batch is fixed at 1). It
-        takes the first size-1 index axis between its neighbours', as ``Range(0, 1)``
-        placed there would.
+        offset is 0 (``Range(0, 1) * stride`` folded away when a batch is fixed at 1); it
+        gets a size-1 index axis (:func:`~._gather.place_on_size_one_axes`).
         """
         facts = self.facts
         placed: list[int | None] = []
@@ -172,19 +171,10 @@ class GatherOfFlatIndexGridPass(FactsPass):
             placed.append(None)
         if t != len(terms):
             return "the index does not have one term per axis of the data"
-        previous = -1
-        for j, axis in enumerate(placed):
-            if axis is None:
-                following = next((a for a in placed[j + 1 :] if a is not None), len(si))
-                axis = next(
-                    (a for a in range(previous + 1, following) if facts.same_dim(si[a], 1)),
-                    None,
-                )
-                if axis is None:
-                    return "an axis of size 1 without a term has no index axis of its own"
-                placed[j] = axis
-            previous = axis
-        return placed
+        axes = place_on_size_one_axes(facts, placed, si)
+        if axes is None:
+            return "an axis of size 1 without a term has no index axis of its own"
+        return axes
 
     def _terms(self, value: ir.Value, rank: int, budget: int) -> list[tuple] | None:
         """``[(axis, n, stride), ...]`` for ``value`` = a sum of ``Range(0, n) * stride`` placed on ``axis``."""

@@ -125,7 +125,10 @@ class GatherNDOfIndexGridPass(FactsPass):
         if graph.opset_imports.get("", 0) < 13:
             self.declined["opset before 13 (Unsqueeze axes as an attribute)"] += 1
             return None
-        if any(arange is None and not facts.same_dim(sd[j], 1) for j, (_, arange, _) in enumerate(grid)):
+        if any(
+            arange is None and not facts.same_dim(sd[j], 1)
+            for j, (_, arange, _) in enumerate(grid)
+        ):
             self.declined["a constant index component on a data axis not proven of size 1"] += 1
             return None
         sliced = [
@@ -223,27 +226,13 @@ class GatherNDOfIndexGridPass(FactsPass):
         return self._place_zero_components(grid, si[:-1])
 
     def _place_zero_components(self, grid: list[tuple], grid_shape) -> list[tuple] | None:
-        """Gives each constant-0 component (``Range(0, 1)`` folded) a size-1 grid axis.
+        """Gives each constant-0 component (``Range(0, 1)`` folded) a size-1 grid axis."""
+        axes = place_on_size_one_axes(self.facts, [c[0] for c in grid], grid_shape)
+        if axes is None:
+            self.declined["a constant index component has no size-1 axis of its own"] += 1
+            return None
+        return [(axis, arange, offset) for axis, (_, arange, offset) in zip(axes, grid)]
 
-        Any size-1 axis between its neighbours' axes will do: the component indexes 0
-        along it as ``Range(0, 1)`` spread there would. The first free one is taken.
-        """
-        previous = -1
-        for j, (axis, arange, offset) in enumerate(grid):
-            if axis is not None:
-                previous = axis
-                continue
-            following = next((c[0] for c in grid[j + 1 :] if c[0] is not None), len(grid_shape))
-            axis = next(
-                (a for a in range(previous + 1, following) if self.facts.same_dim(grid_shape[a], 1)),
-                None,
-            )
-            if axis is None:
-                self.declined["a constant index component has no size-1 axis of its own"] += 1
-                return None
-            grid[j] = (axis, arange, offset)
-            previous = axis
-        return grid
 
     def _component(self, part: ir.Value | None, grid_shape) -> tuple | None:
         """``(a, Range node, offset)`` for ``part`` spreading ``Range(0, n) [+ offset]`` on axis ``a``.
@@ -390,6 +379,28 @@ class GatherNDOfIndexGridPass(FactsPass):
         take_over(out, result, "sliced")
         graph.remove(node, safe=True)  # now unused; a gather sharing its grid is next
         self.fired["gather_nd_of_index_grid"] += 1
+
+
+def place_on_size_one_axes(facts, axes: list[int | None], dims) -> list[int] | None:
+    """``axes`` (increasing where given) with each ``None`` made a size-1 axis of ``dims``.
+
+    An index component that is constant 0 (``Range(0, 1)`` folded, a batch fixed at 1)
+    reads along any axis of size 1 as ``Range(0, 1)`` placed there would; the first
+    proven size-1 axis between its neighbours' is taken. ``None`` when there is none.
+    """
+    placed: list[int] = []
+    for j, axis in enumerate(axes):
+        if axis is None:
+            previous = placed[-1] if placed else -1
+            following = next((a for a in axes[j + 1 :] if a is not None), len(dims))
+            axis = next(
+                (a for a in range(previous + 1, following) if facts.same_dim(dims[a], 1)),
+                None,
+            )
+            if axis is None:
+                return None
+        placed.append(axis)
+    return placed
 
 
 def _is_zero(facts, value: ir.Value, shape) -> bool:
