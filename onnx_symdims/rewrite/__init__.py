@@ -25,6 +25,7 @@ __all__ = [
     "OptimizeResult",
     "ProvenValuesPass",
     "ReduceDropsKeptAxesPass",
+    "ReshapesAroundElementwisePass",
     "ReuseEqualValuesPass",
     "ShapeFacts",
     "ShapeRulesPass",
@@ -37,6 +38,7 @@ __all__ = [
     "shape_rules",
 ]
 
+from onnx_symdims.rewrite._around_elementwise import ReshapesAroundElementwisePass
 from onnx_symdims.rewrite._broadcast import BroadcastScalarOperandsPass
 from onnx_symdims.rewrite._expand import DropExpandBeforeBroadcastPass
 from onnx_symdims.rewrite._facts import ShapeFacts, analyze

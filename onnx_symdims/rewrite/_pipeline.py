@@ -31,6 +31,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
 from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
+from onnx_symdims.rewrite._around_elementwise import ReshapesAroundElementwisePass
 from onnx_symdims.rewrite._broadcast import BroadcastScalarOperandsPass
 from onnx_symdims.rewrite._expand import DropExpandBeforeBroadcastPass
 from onnx_symdims.rewrite._facts import (
@@ -253,6 +254,9 @@ class OptimizePass(ir.passes.InPlacePass):
         moved = TransposeThroughBinaryPass(facts)
         moved(model)
         _merge_counts(result, moved.fired, moved.declined, "TransposeThroughBinary")
+        relaid = ReshapesAroundElementwisePass(facts)
+        relaid(model)
+        _merge_counts(result, relaid.fired, relaid.declined, "ReshapesAroundElementwise")
         grids = GatherNDOfIndexGridPass(facts)
         grids(model)
         _merge_counts(result, grids.fired, grids.declined, "GatherNDOfIndexGrid")
