@@ -17,6 +17,7 @@ from __future__ import annotations
 __all__ = [
     "AnchorConstraintPropagationPass",
     "Diagnostic",
+    "InputShapeError",
     "ModelLoadError",
     "ModelSaveError",
     "OptimizePass",
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
         AnchorConstraintPropagationPass,
         SymbolicShapeInferencePass,
     )
-    from onnx_symdims.rewrite import OptimizePass
+    from onnx_symdims.rewrite import InputShapeError, OptimizePass
     from onnx_symdims.shapes import Diagnostic, ShapeInferenceError, ShapesContext
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ _LAZY = {
     "infer_symbolic_shapes": "onnx_symdims._api",
     "optimize": "onnx_symdims._api",
     "OptimizePass": "onnx_symdims.rewrite",
+    "InputShapeError": "onnx_symdims.rewrite",
 }
 
 

@@ -9,7 +9,9 @@ present; the keys shared with ``infer``'s report have the same form)::
     model         {"path": str, "graph": str, "nodes": int, "opsets": {domain: int}}
                   (as loaded)
     options       {"fusions", "max_rounds", "max_constant_elements", "inexact_floats",
-                   "symbol_ranges": {name: [lo | null, hi | null]}, "verify",
+                   "symbol_ranges": {name: [lo | null, hi | null]} (with the sizes
+                   --input-shape fixed), "input_shapes": {input: [int | str | null]},
+                   "verify",
                    "verify_runs", "verify_sizes", "verify_bind", "save_as_external_data"}
     inputs        [{"name": str, "dtype": str | null, "shape": [int | str | null] | null}]
     outputs       same, after optimizing (dims in the model's own names)
@@ -52,6 +54,7 @@ from onnx_symdims.cli import (
     check_model_output_name,
     check_output_paths,
     model_symbols,
+    parse_input_shapes,
     parse_ranges,
     require_onnxruntime,
     verify_options,
@@ -71,6 +74,7 @@ def run_optimize(args: argparse.Namespace) -> int:
     if args.in_place and not args.model:
         raise CliError("-i/--in-place needs a MODEL (the bundled example stays as it is)", 2)
     args.symbol_ranges = parse_ranges(args.symbol_range)
+    args.input_shapes = parse_input_shapes(args.input_shape)
     output = args.model if args.in_place else args.output
     check_model_output_name(output)
     check_output_paths(None if args.in_place else output, args.json)
@@ -95,6 +99,7 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
                 f"(they use: {', '.join(sorted(inputs)) or 'none'})",
                 file=sys.stderr,
             )
+    _apply_input_shapes(args, model)
     verify = wants_verify(args)
     checked = verify_options(args, model) if verify else None  # before any write
     if checked is not None:
@@ -149,6 +154,30 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
     return status
 
 
+def _apply_input_shapes(args: argparse.Namespace, model: ir.Model) -> None:
+    """Writes ``--input-shape`` into ``model`` before anything else reads it.
+
+    Unnamed dims get their given size or name in ``model`` itself (so ``--verify`` draws
+    the original's inputs with them too); a size given for a declared name becomes the
+    one-size range of that name.
+    """
+    from onnx_symdims.rewrite import InputShapeError, apply_input_shapes
+
+    try:
+        fixed = apply_input_shapes(model, args.input_shapes)
+    except InputShapeError as e:
+        raise CliError(f"--input-shape: {e}", 2) from e
+    for name, size in fixed.items():
+        lower, upper = args.symbol_ranges.get(name, (None, None))
+        if (lower is not None and size < lower) or (upper is not None and size > upper):
+            raise CliError(
+                f"--input-shape gives {name} = {size}, outside --symbol-range "
+                f"{name}={'' if lower is None else lower}:{'' if upper is None else upper}",
+                2,
+            )
+        args.symbol_ranges[name] = (size, size)
+
+
 def _report(
     loaded: dict[str, Any], args: argparse.Namespace, result, model: ir.Model
 ) -> dict[str, Any]:
@@ -163,6 +192,7 @@ def _report(
             "max_constant_elements": args.max_constant_elements,
             "inexact_floats": args.inexact_floats,
             "symbol_ranges": {k: list(v) for k, v in args.symbol_ranges.items()},
+            "input_shapes": args.input_shapes,
             "verify": wants_verify(args),
             "verify_runs": args.verify_runs,
             "verify_sizes": list(args.verify_sizes),

@@ -357,6 +357,21 @@ def parse_ranges(texts: Sequence[str]) -> dict[str, tuple[int | None, int | None
     return out
 
 
+def parse_input_shapes(texts: Sequence[str]) -> dict[str, list[int | str | None]]:
+    """``--input-shape NAME=D,D,...`` values: each ``D`` a size, a symbol name or ``?``."""
+    out: dict[str, list[int | str | None]] = {}
+    for text in texts:
+        name, sep, dims = text.rpartition("=")  # the dims hold no "=", a name may
+        if not sep or not name:
+            raise CliError(
+                f"--input-shape expects NAME=D,D,... (each D a size, a name or ?), got {text!r}",
+                2,
+            )
+        parts = [d.strip() for d in dims.split(",")] if dims.strip() else []
+        out[name] = [int(d) if d.isdigit() else (None if d in ("", "?") else d) for d in parts]
+    return out
+
+
 def model_symbols(model: ir.Model, inputs_only: bool = False) -> set[str]:
     """Symbols of the declared dims (graph inputs, or inputs, outputs and value_info)."""
     from onnx_symdims import expr
@@ -549,6 +564,16 @@ def _parser() -> argparse.ArgumentParser:
         "dims and the fusion guard rely on it; LO=HI fixes the size (batch=1:1 writes 1 "
         "into the inputs' dims, shapes computed from it fold, and onnxruntime then "
         "refuses other sizes)",
+    )
+    optimize.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME=D,D,...",
+        help="the shape input NAME will have, each D a size, a dim name or ? (keep), e.g. "
+        "pixel_values=1,3,?,? (repeatable; onnxsim's --overwrite-input-shape): a size for "
+        "a declared name fixes it as --symbol-range NAME=D:D does, a size or a name for "
+        "an unnamed dim is written there; a declared size or name is never changed",
     )
     optimize.add_argument(
         "--max-rounds", type=_positive_int, default=6, metavar="N",

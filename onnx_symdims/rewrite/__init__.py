@@ -19,6 +19,7 @@ __all__ = [
     "GatherNDOfIndexGridPass",
     "GatherOfFlatIndexGridPass",
     "GroupedTransposePass",
+    "InputShapeError",
     "LiftScalarArithmeticPass",
     "MergeDisjointSlicesPass",
     "OptimizePass",
@@ -33,6 +34,7 @@ __all__ = [
     "TransposeThroughBinaryPass",
     "VectorizeShapeLanesPass",
     "analyze",
+    "apply_input_shapes",
     "count_nodes",
     "optimize",
     "shape_rules",
@@ -44,6 +46,7 @@ from onnx_symdims.rewrite._expand import DropExpandBeforeBroadcastPass
 from onnx_symdims.rewrite._facts import ShapeFacts, analyze
 from onnx_symdims.rewrite._flat_gather import GatherOfFlatIndexGridPass
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
+from onnx_symdims.rewrite._input_shapes import InputShapeError, apply_input_shapes
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (
     CollapseReshapeChainsPass,

@@ -24,7 +24,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import onnx_ir as ir
@@ -45,6 +45,7 @@ from onnx_symdims.rewrite._flat_gather import GatherOfFlatIndexGridPass
 from onnx_symdims.rewrite._fold_split import fold_constant_splits
 from onnx_symdims.rewrite._folding import should_fold
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
+from onnx_symdims.rewrite._input_shapes import InputShapeError, apply_input_shapes
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (
     CollapseReshapeChainsPass,
@@ -122,6 +123,12 @@ class OptimizePass(ir.passes.InPlacePass):
             graph inputs' and outputs' declared dims get the value (:mod:`~onnx_symdims.
             rewrite._fixed_dims`), every shape computed from it folds, and onnxruntime
             refuses other sizes.
+        input_shapes: ``{input name: [dim, ...]}``, each dim an int, a symbol name or
+            ``None`` (keep): the shapes the inputs will have (onnxsim's
+            ``overwrite_input_shapes``). An int for a declared symbol fixes the symbol
+            (as a one-size range); an int or a name for an anonymous dim is written on
+            that dim (:mod:`~onnx_symdims.rewrite._input_shapes`). A name, rank or dim
+            the model contradicts raises :class:`InputShapeError` before any change.
     """
 
     def __init__(
@@ -134,6 +141,7 @@ class OptimizePass(ir.passes.InPlacePass):
         max_constant_elements: int = 1024,
         exact_floats: bool = True,
         symbol_ranges: Mapping[str, tuple[int | None, int | None]] | None = None,
+        input_shapes: Mapping[str, Sequence[int | str | None]] | None = None,
     ) -> None:
         super().__init__()
         if fusions not in FUSIONS:
@@ -145,15 +153,25 @@ class OptimizePass(ir.passes.InPlacePass):
         self.max_constant_elements = max_constant_elements
         self.exact_floats = exact_floats
         self.symbol_ranges = dict(symbol_ranges or {})
+        self.input_shapes = dict(input_shapes or {})
         # The last round's facts, which the next round's analysis builds on.
         self._facts: ShapeFacts | None = None
 
     def call(self, model: ir.Model) -> OptimizeResult:
         start = time.perf_counter()
+        fixed = fixed_sizes(self.symbol_ranges)
+        shapes_before = [v.shape for v in model.graph.inputs]
+        for name, size in apply_input_shapes(model, self.input_shapes).items():
+            lower, upper = self.symbol_ranges.get(name, (None, None))
+            if (lower is not None and size < lower) or (upper is not None and size > upper):
+                raise InputShapeError(
+                    f"input shapes give {name} = {size}, outside its range {lower}:{upper}"
+                )
+            fixed[name] = size
         result = OptimizeResult(model, modified=False, before=count_nodes(model.graph))
         # Changes that count as a modification though no node changes.
-        relabelled = _spell_default_domain(model)
-        fixed = fixed_sizes(self.symbol_ranges)
+        relabelled = any(v.shape is not old for v, old in zip(model.graph.inputs, shapes_before))
+        relabelled |= _spell_default_domain(model)
         relabelled |= fix_dims(model, fixed)
         relabelled |= _sort(model, result)
         # A fixed size is an int in the model now. The other ranges reach the fusion
@@ -779,7 +797,8 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
             our shapes present and guarded (a fusion that changes a proven output shape
             is undone).
         **options: Options of :class:`OptimizePass` (``max_rounds``, ``anchors``,
-            ``inline``, ``max_constant_elements``, ``exact_floats``, ``symbol_ranges``).
+            ``inline``, ``max_constant_elements``, ``exact_floats``, ``symbol_ranges``,
+            ``input_shapes``).
 
     Returns:
         The optimized model, of the kind described above.

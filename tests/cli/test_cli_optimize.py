@@ -121,6 +121,7 @@ def test_optimize_report_has_every_documented_key(tmp_path):
         "max_constant_elements": 1024,
         "inexact_floats": False,
         "symbol_ranges": {},
+        "input_shapes": {},
         "verify": False,
         "verify_runs": 3,
         "verify_sizes": [],
@@ -389,6 +390,60 @@ def test_optimize_fixes_a_symbol_range_of_one_size(tmp_path, capsys):
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     with pytest.raises(Exception, match=r"(?i)dimension|shape"):
         session.run(None, {"x": np.zeros((2, 4), np.float32)})
+
+
+ANONYMOUS = """
+g (float[?, 4] x, float[?, 4] w) => (float[?, 4] y) {
+    s = Shape<start = 0, end = 1>(x)
+    n = Cast<to = 1>(s)
+    a = Mul(x, n)
+    y = Add(a, w)
+}
+"""
+
+
+def test_optimize_writes_given_input_shapes_and_verifies_with_them(tmp_path, capsys):
+    src = write_text_model(tmp_path / "m.onnx", ANONYMOUS)
+    out, report = tmp_path / "o.onnx", tmp_path / "r.json"
+    argv = ["optimize", src, "-o", str(out), "--json", str(report)]
+    argv += ["--input-shape", "x=3,4", "--input-shape", "w=n,?", "--verify"]
+    assert cli.main(argv) == 0
+    assert "0 differences" in capsys.readouterr().out
+    data = json.loads(report.read_text())
+    assert data["options"]["input_shapes"] == {"x": [3, 4], "w": ["n", None]}
+    assert data["inputs"] == [
+        {"name": "x", "dtype": "FLOAT", "shape": [3, 4]},
+        {"name": "w", "dtype": "FLOAT", "shape": ["n", 4]},
+    ]
+    assert "Shape" not in data["nodes"]["after_by_op"]
+
+
+def test_optimize_input_shape_of_a_declared_name_fixes_it(tmp_path, capsys):
+    src = write_text_model(tmp_path / "m.onnx", BATCHED)
+    report = tmp_path / "r.json"
+    argv = ["optimize", src, "--json", str(report), "--input-shape", "x=1,4", "--verify"]
+    assert cli.main(argv) == 0
+    data = json.loads(report.read_text())
+    assert data["options"]["symbol_ranges"] == {"batch": [1, 1]}
+    assert data["inputs"] == [{"name": "x", "dtype": "FLOAT", "shape": [1, 4]}]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--input-shape", "x=1,5"],  # declared 4
+        ["--input-shape", "nope=1,4"],
+        ["--input-shape", "x=1"],
+        ["--input-shape", "x=1,4", "--symbol-range", "batch=2:"],
+        ["--input-shape", "1,4"],
+    ],
+)
+def test_optimize_refuses_an_input_shape_the_model_contradicts(tmp_path, capsys, extra):
+    src = write_text_model(tmp_path / "m.onnx", BATCHED)
+    out = tmp_path / "o.onnx"
+    assert cli.main(["optimize", src, "-o", str(out), *extra]) == 2
+    assert_one_line_error(capsys.readouterr().err)
+    assert not out.exists()
 
 
 def test_optimize_warns_of_a_range_no_input_uses(tmp_path, capsys):
