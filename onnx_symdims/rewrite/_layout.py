@@ -12,8 +12,15 @@ reshape of the chain's first input ``r``. For the last value ``y`` of a chain:
   where ``m``'s and ``r``'s dims may differ), it becomes ``Reshape(r, t)`` in place
   (Swin's window reverse: ``view(-1, Wh, Ww, C)`` then ``view(B, H*W, C)``).
 
+A ``Transpose`` that moves only axes of size 1 (proven), keeping the other axes in order,
+keeps the row-major order too and joins chains (a multi-query attention's single KV head:
+``view(b, s, 1, d).transpose(1, 2)``).
+
 Proof relied on: the proven shapes of ``r`` and ``y``
 (:class:`~onnx_symdims.rewrite.ShapeFacts`) and the order-keeping semantics of the ops.
+An element's row-major index is a sum of its indices times the products of the later
+dims; an index on a size-1 axis is 0 and the axis multiplies those products by 1, so
+moving such an axis changes no element's index.
 """
 
 from __future__ import annotations
@@ -71,17 +78,36 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
         graph = model.graph
         outputs = frozenset(graph.outputs)
         for node in list(graph):
-            if node.graph is None or not _is_reshape_like(node):
+            if node.graph is None or not self._relabels(node):
                 continue
             y = node.outputs[0]
             root, length = node.inputs[0], 1
-            while length < _MAX_CHAIN and _is_reshape_like(root.producer() if root else None):
+            while length < _MAX_CHAIN and self._relabels(root.producer() if root else None):
                 root = root.producer().inputs[0]  # type: ignore[union-attr]
                 length += 1
             if root is None or length < 2:
                 continue
             self._collapse(graph, node, root, y, y in outputs)
         return ir.passes.PassResult(model, modified=bool(self.fired))
+
+    def _relabels(self, node: ir.Node | None) -> bool:
+        """Reshape-like, or a ``Transpose`` moving only axes proven of size 1."""
+        if _is_reshape_like(node):
+            return True
+        if node is None or node.op_type != "Transpose" or node.domain != "" or not node.inputs:
+            return False
+        shape = self.facts.shape(node.inputs[0])
+        if shape is None:
+            return False
+        perm = ints_attribute(node, "perm")
+        if perm is None:
+            if "perm" in node.attributes:
+                return False  # malformed
+            perm = tuple(reversed(range(len(shape))))  # the spec's default
+        if sorted(perm) != list(range(len(shape))):
+            return False
+        moved = [axis for axis in perm if not (isinstance(shape[axis], int) and shape[axis] == 1)]
+        return moved == sorted(moved)
 
     def _collapse(
         self, graph: ir.Graph, node: ir.Node, root: ir.Value, y: ir.Value, is_output: bool
@@ -110,6 +136,8 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
                 node.replace_input_with(0, root)  # y keeps its value: no new node
                 self.fired["chain_to_last_target"] += 1
                 return
+            if self._to_size_one_axes(graph, node, root, y, source, result):
+                return
             self.declined[reason] += 1
             return
         const = ir.node(
@@ -123,6 +151,52 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
         new.shape = y.shape
         y.replace_all_uses_with(new)
         self.fired["chain_to_reshape"] += 1
+
+    def _to_size_one_axes(
+        self,
+        graph: ir.Graph,
+        node: ir.Node,
+        root: ir.Value,
+        y: ir.Value,
+        source: tuple,
+        result: tuple,
+    ) -> bool:
+        """Replaces the chain by one ``Unsqueeze`` or ``Squeeze`` of ``root``, if it can.
+
+        That is when the chain only inserts or only removes axes of size 1 (``[b, s, d]``
+        to ``[b, 1, s, d]``). No ``-1`` is needed (a target with one next to a dim that may be 0 cannot be
+        read): the dims other than literal 1s are proven equal pair by pair, in order.
+        """
+        kept_source = [j for j, d in enumerate(source) if not (isinstance(d, int) and d == 1)]
+        kept_result = [j for j, d in enumerate(result) if not (isinstance(d, int) and d == 1)]
+        if len(kept_source) != len(kept_result) or not all(
+            self.facts.same_dim(source[a], result[b]) for a, b in zip(kept_source, kept_result)
+        ):
+            return False
+        kept = set(kept_source)
+        removed = [j for j in range(len(source)) if j not in kept]
+        inserted = [j for j in range(len(result)) if j not in set(kept_result)]
+        if len(source) < len(result) and len(removed) == 0:
+            op, axes = "Unsqueeze", inserted
+        elif len(source) > len(result) and len(inserted) == 0:
+            op, axes = "Squeeze", removed
+        else:
+            return False
+        opset = graph.opset_imports.get("", 0)
+        if opset >= 13:
+            value = ir.tensor(np.array(axes, np.int64))
+            const = ir.node("Constant", [], attributes={"value": value})
+            new_nodes = [const, ir.node(op, [root, const.outputs[0]])]
+        else:
+            new_nodes = [ir.node(op, [root], attributes={"axes": axes})]
+        graph.insert_before(node, new_nodes)
+        new = new_nodes[-1].outputs[0]
+        new.name = f"{y.name}_collapsed" if y.name else None
+        new.dtype = self.facts.dtype(y)
+        new.shape = y.shape
+        y.replace_all_uses_with(new)
+        self.fired["chain_to_size_one_axes"] += 1
+        return True
 
     def _reads_target_alike(self, node: ir.Node, root: ir.Value) -> bool:
         """True when ``node``'s target gives the same shape read against ``root``.

@@ -96,6 +96,36 @@ FIRES = {
         [[-1, 64]],
         [{"N": 0}, {"N": 1}, {"N": 3}],
     ),
+    # Multi-query attention's one KV head: view(b, s, 1, d).transpose(1, 2) moves only
+    # the size-1 axis (a reshape); [0, 1, -1, 16] cannot be read with N = 0: Unsqueeze.
+    "view_then_transpose_of_a_size_one_axis": (
+        """
+        g (float[N, S, 16] x) => (float[N, 1, S, 16] y) {
+            t = Constant<value = int64[4] {0, 0, 1, 16}>()
+            r = Reshape(x, t)
+            p = Transpose<perm = [0, 2, 1, 3]>(r)
+            y = Relu(p)
+        }
+        """,
+        "chain_to_size_one_axes",
+        ["Unsqueeze", "Relu"],
+        None,
+        [{"N": 0, "S": 2}, {"N": 1, "S": 1}, {"N": 3, "S": 0}, {"N": 2, "S": 5}],
+    ),
+    "transpose_of_a_size_one_axis_then_squeeze": (
+        """
+        g (float[N, 1, S] x) => (float[N, S] y) {
+            p = Transpose<perm = [1, 0, 2]>(x)
+            a = Constant<value = int64[1] {0}>()
+            q = Squeeze(p, a)
+            y = Relu(q)
+        }
+        """,
+        "chain_to_size_one_axes",
+        ["Squeeze", "Relu"],
+        None,
+        [{"N": 0, "S": 2}, {"N": 1, "S": 1}, {"N": 3, "S": 4}],
+    ),
 }
 
 
@@ -174,6 +204,22 @@ DECLINES = {
         "a graph output whose Reshape cannot read the chain's input",
     ),
 }
+
+
+def test_a_transpose_reordering_axes_of_other_sizes_is_no_chain():
+    # [N, 1, S] -> [S, 1, N]: N and S swap (S = 1 would make it a reshape: not proven)
+    body = """
+        g (float[N, 1, S] x) => (float[N, S] y) {
+            p = Transpose<perm = [2, 1, 0]>(x)
+            a = Constant<value = int64[1] {1}>()
+            q = Squeeze(p, a)
+            z = Transpose<perm = [1, 0]>(q)
+            y = Relu(z)
+        }
+    """
+    _, after, chains = apply_pass(CollapseReshapeChainsPass, body)
+    assert chains.fired == {}
+    assert ops(after) == ops(model(body))
 
 
 @pytest.mark.parametrize("case", sorted(DECLINES))
