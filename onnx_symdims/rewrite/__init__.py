@@ -15,6 +15,7 @@ __all__ = [
     "BroadcastScalarOperandsPass",
     "CollapseReshapeChainsPass",
     "DropExpandBeforeBroadcastPass",
+    "DropLeadingOnesBeforeBroadcastPass",
     "FlattenConcatsPass",
     "GatherNDOfIndexGridPass",
     "GatherOfFlatIndexGridPass",
@@ -53,6 +54,7 @@ from onnx_symdims.rewrite._layout import (
     FlattenConcatsPass,
     GroupedTransposePass,
 )
+from onnx_symdims.rewrite._leading_ones import DropLeadingOnesBeforeBroadcastPass
 from onnx_symdims.rewrite._lift import LiftScalarArithmeticPass
 from onnx_symdims.rewrite._pipeline import OptimizePass, OptimizeResult, count_nodes, optimize
 from onnx_symdims.rewrite._reduce import ReduceDropsKeptAxesPass

@@ -52,6 +52,7 @@ from onnx_symdims.rewrite._layout import (
     FlattenConcatsPass,
     GroupedTransposePass,
 )
+from onnx_symdims.rewrite._leading_ones import DropLeadingOnesBeforeBroadcastPass
 from onnx_symdims.rewrite._lift import LiftScalarArithmeticPass
 from onnx_symdims.rewrite._ort_folding import (
     FoldFloatsInOnnxruntimePass,
@@ -275,6 +276,9 @@ class OptimizePass(ir.passes.InPlacePass):
         relaid = ReshapesAroundElementwisePass(facts)
         relaid(model)
         _merge_counts(result, relaid.fired, relaid.declined, "ReshapesAroundElementwise")
+        leading = DropLeadingOnesBeforeBroadcastPass(facts)
+        leading(model)
+        _merge_counts(result, leading.fired, leading.declined, "DropLeadingOnesBeforeBroadcast")
         grids = GatherNDOfIndexGridPass(facts)
         grids(model)
         _merge_counts(result, grids.fired, grids.declined, "GatherNDOfIndexGrid")
