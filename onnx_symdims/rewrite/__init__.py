@@ -19,6 +19,7 @@ __all__ = [
     "FlattenConcatsPass",
     "GatherNDOfIndexGridPass",
     "GatherOfFlatIndexGridPass",
+    "GatherOfIotaPass",
     "GroupedTransposePass",
     "InputShapeError",
     "LiftScalarArithmeticPass",
@@ -48,6 +49,7 @@ from onnx_symdims.rewrite._facts import ShapeFacts, analyze
 from onnx_symdims.rewrite._flat_gather import GatherOfFlatIndexGridPass
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
 from onnx_symdims.rewrite._input_shapes import InputShapeError, apply_input_shapes
+from onnx_symdims.rewrite._iota_gather import GatherOfIotaPass
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (
     CollapseReshapeChainsPass,

@@ -46,6 +46,7 @@ from onnx_symdims.rewrite._fold_split import fold_constant_splits
 from onnx_symdims.rewrite._folding import should_fold
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
 from onnx_symdims.rewrite._input_shapes import InputShapeError, apply_input_shapes
+from onnx_symdims.rewrite._iota_gather import GatherOfIotaPass
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
 from onnx_symdims.rewrite._layout import (
     CollapseReshapeChainsPass,
@@ -285,6 +286,9 @@ class OptimizePass(ir.passes.InPlacePass):
         flat_grids = GatherOfFlatIndexGridPass(facts)
         flat_grids(model)
         _merge_counts(result, flat_grids.fired, flat_grids.declined, "GatherOfFlatIndexGrid")
+        iotas = GatherOfIotaPass(facts)
+        iotas(model)
+        _merge_counts(result, iotas.fired, iotas.declined, "GatherOfIota")
         reduces = ReduceDropsKeptAxesPass(facts)
         reduces(model)
         _merge_counts(result, reduces.fired, reduces.declined, "ReduceDropsKeptAxes")
