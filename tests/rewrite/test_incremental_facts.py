@@ -110,12 +110,13 @@ def test_incremental_facts_may_know_more_than_a_full_analysis(name, monkeypatch)
     reads as a case split in the rewritten model, while the original proved ``seq_len``
     (they hold on every run of the original, which is what a rewrite must preserve;
     tests/integration/test_optimize_models.py runs the result in onnxruntime). So
-    ReuseEqualValues finds more equal values with them, never fewer. In T5, once
-    GatherOfFlatIndexGrid made the padding mask an ``Unsqueeze`` of it, the original's
-    ``seq_len >= 1`` (its ``-1`` reshapes) lets the ``Unsqueeze`` and the ``Reshape``
-    after it collapse into one ``Reshape`` with a ``-1``."""
+    ReuseEqualValues finds more equal values with them, never fewer. (In T5 the original's
+    ``seq_len >= 1`` once let the padding mask's ``Unsqueeze`` and ``Reshape`` collapse
+    with a ``-1``; DropLeadingOnesBeforeBroadcast now drops that view in both ways.)"""
     incremental, full = _optimized_both_ways(name, monkeypatch)
-    assert len(list(incremental.graph)) < len(list(full.graph))
+    assert len(list(incremental.graph)) <= len(list(full.graph))
+    if name == "gpt2_kv_legacy":
+        assert len(list(incremental.graph)) < len(list(full.graph))
 
 
 def _optimized_both_ways(name: str, monkeypatch) -> tuple[ir.Model, ir.Model]:
