@@ -14,7 +14,9 @@ the same scalar op on the same values (bit for bit; onnxruntime picks its kernel
 flat sizes and which operands hold one element, the same in both layouts). So
 ``f(R1(x)) = R1'(f(x))`` for the relabelling ``R1'`` of ``R1``, and a reshape-like op whose
 output shape is proven equal to ``x``'s turns ``R1'(f(x))`` back into ``f(x)``, the same
-elements in the same order.
+elements in the same order; one whose shape is ``x``'s with size-1 axes inserted (or
+removed) is an ``Unsqueeze`` (``Squeeze``) of ``f(x)``, the other dims proven equal in
+order.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import logging
 import onnx_ir as ir
 
 from onnx_symdims.rewrite._facts import FactsPass, take_over
+from onnx_symdims.rewrite._layout import size_one_axes, size_one_axes_nodes
 
 logger = logging.getLogger(__name__)
 
@@ -116,8 +119,18 @@ class ReshapesAroundElementwisePass(FactsPass):
             if self.facts.shape(n.outputs[0]) != y_shape:
                 self.declined["an element-wise result's shape is not proven the reshaped one"] += 1
                 return
+        plans: dict[ir.Node, tuple[str, list[int]] | None] = {}
         for end in ends:
-            if self.facts.shape(end.outputs[0]) != x_shape:
+            end_shape = self.facts.shape(end.outputs[0])
+            if end_shape is None:
+                self.declined["a reshape back is not proven to give the input's shape"] += 1
+                return
+            if self.facts.same_shape(end_shape, x_shape):
+                plans[end] = None  # the end goes
+                continue
+            # x's shape with size-1 axes inserted or removed: one Unsqueeze or Squeeze
+            plans[end] = size_one_axes(self.facts, x_shape, end_shape)
+            if plans[end] is None or end.inputs[0] is y:
                 self.declined["a reshape back is not proven to give the input's shape"] += 1
                 return
         if sum(end.outputs[0].is_graph_output() for end in ends) > 1:
@@ -128,7 +141,7 @@ class ReshapesAroundElementwisePass(FactsPass):
         if ordered is None:
             self.declined["the element-wise ops form a cycle"] += 1
             return
-        self._rewrite(graph, node, ordered, ends)
+        self._rewrite(graph, node, ordered, plans)
 
     def _region(
         self, graph: ir.Graph, y: ir.Value
@@ -185,9 +198,10 @@ class ReshapesAroundElementwisePass(FactsPass):
         graph: ir.Graph,
         reshape: ir.Node,
         nodes: list[ir.Node],
-        ends: list[ir.Node],
+        plans: dict[ir.Node, tuple[str, list[int]] | None],
     ) -> None:
         x, y = reshape.inputs[0], reshape.outputs[0]
+        ends = list(plans)
         # ``nodes`` producers first, each recreated right before its original: its
         # operands (``x``, one-element values, earlier recreated ones) are computed by then.
         renamed: dict[ir.Value, ir.Value] = {y: x}
@@ -210,6 +224,12 @@ class ReshapesAroundElementwisePass(FactsPass):
                 end.outputs[0].replace_all_uses_with(x)
                 continue
             value = renamed[end.inputs[0]]
+            plan = plans[end]
+            if plan is not None:  # an Unsqueeze/Squeeze of the recreated value instead
+                added = size_one_axes_nodes(graph, value, plan)
+                graph.insert_before(end, added)
+                value = added[-1].outputs[0]
+                value.dtype = self.facts.dtype(end.outputs[0])
             value.shape = end.outputs[0].shape
             take_over(end.outputs[0], value, "relaid")
         graph.remove([*ends, *reversed(nodes), reshape], safe=True)

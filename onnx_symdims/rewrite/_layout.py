@@ -163,32 +163,13 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
     ) -> bool:
         """Replaces the chain by one ``Unsqueeze`` or ``Squeeze`` of ``root``, if it can.
 
-        That is when the chain only inserts or only removes axes of size 1 (``[b, s, d]``
-        to ``[b, 1, s, d]``). No ``-1`` is needed (a target with one next to a dim that may be 0 cannot be
-        read): the dims other than literal 1s are proven equal pair by pair, in order.
+        No ``-1`` is needed (a target with one next to a dim that may be 0 cannot be
+        read): see :func:`size_one_axes`.
         """
-        kept_source = [j for j, d in enumerate(source) if not (isinstance(d, int) and d == 1)]
-        kept_result = [j for j, d in enumerate(result) if not (isinstance(d, int) and d == 1)]
-        if len(kept_source) != len(kept_result) or not all(
-            self.facts.same_dim(source[a], result[b]) for a, b in zip(kept_source, kept_result)
-        ):
+        plan = size_one_axes(self.facts, source, result)
+        if plan is None:
             return False
-        kept = set(kept_source)
-        removed = [j for j in range(len(source)) if j not in kept]
-        inserted = [j for j in range(len(result)) if j not in set(kept_result)]
-        if len(source) < len(result) and len(removed) == 0:
-            op, axes = "Unsqueeze", inserted
-        elif len(source) > len(result) and len(inserted) == 0:
-            op, axes = "Squeeze", removed
-        else:
-            return False
-        opset = graph.opset_imports.get("", 0)
-        if opset >= 13:
-            value = ir.tensor(np.array(axes, np.int64))
-            const = ir.node("Constant", [], attributes={"value": value})
-            new_nodes = [const, ir.node(op, [root, const.outputs[0]])]
-        else:
-            new_nodes = [ir.node(op, [root], attributes={"axes": axes})]
+        new_nodes = size_one_axes_nodes(graph, root, plan)
         graph.insert_before(node, new_nodes)
         new = new_nodes[-1].outputs[0]
         new.name = f"{y.name}_collapsed" if y.name else None
@@ -223,6 +204,45 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
             if j >= len(source) or not facts.same_dim(mid[j], source[j]):
                 return False
         return True
+
+
+def size_one_axes(
+    facts: ShapeFacts, source: tuple, result: tuple
+) -> tuple[str, list[int]] | None:
+    """``("Unsqueeze", axes)`` or ``("Squeeze", axes)`` that reshapes ``source`` to ``result``.
+
+    Only when ``result`` only inserts, or only removes, axes of size 1 (``[b, s, d]`` to
+    ``[b, 1, s, d]``): the dims other than literal 1s are proven equal pair by pair, in
+    order, so the op keeps every element at its row-major position. ``None`` otherwise.
+    """
+    kept_source = [j for j, d in enumerate(source) if not (isinstance(d, int) and d == 1)]
+    kept_result = [j for j, d in enumerate(result) if not (isinstance(d, int) and d == 1)]
+    if len(kept_source) != len(kept_result) or not all(
+        facts.same_dim(source[a], result[b]) for a, b in zip(kept_source, kept_result)
+    ):
+        return None
+    removed = [j for j in range(len(source)) if j not in set(kept_source)]
+    inserted = [j for j in range(len(result)) if j not in set(kept_result)]
+    if len(source) < len(result) and not removed:
+        return "Unsqueeze", inserted
+    if len(source) > len(result) and not inserted:
+        return "Squeeze", removed
+    return None
+
+
+def size_one_axes_nodes(
+    graph: ir.Graph, x: ir.Value, plan: tuple[str, list[int]]
+) -> list[ir.Node]:
+    """The nodes (not inserted) applying :func:`size_one_axes`'s ``plan`` to ``x``.
+
+    The last one computes the result (axes as an input from opset 13, an attribute before).
+    """
+    op, axes = plan
+    if graph.opset_imports.get("", 0) >= 13:
+        value = ir.tensor(np.array(axes, np.int64))
+        const = ir.node("Constant", [], attributes={"value": value})
+        return [const, ir.node(op, [x, const.outputs[0]])]
+    return [ir.node(op, [x], attributes={"axes": axes})]
 
 
 @dataclasses.dataclass

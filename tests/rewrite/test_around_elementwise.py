@@ -11,7 +11,7 @@ import pytest
 from onnx_symdims.rewrite import ReshapesAroundElementwisePass
 from tests.rewrite._rewrite_testing import apply_pass, assert_equivalent, ops
 
-SIZES = [{"N": 0}, {"N": 1}, {"N": 3}]
+SIZES = [{"N": 0, "S": 0}, {"N": 1, "S": 1}, {"N": 3, "S": 3}]
 
 FIRES = {
     # GPT-2's Conv1D: Gemm output viewed 3-D, tanh-GELU, viewed back to 2-D
@@ -64,6 +64,22 @@ FIRES = {
         }
         """,
         ["Clip"],
+    ),
+    # DeBERTa-v2: relative positions viewed [1, 1, S, S], clipped, squeezed to [1, S, S]:
+    # the Clip runs on [S, S] and one Unsqueeze gives the [1, S, S]
+    "a_reshape_back_that_keeps_a_size_one_axis": (
+        """
+        g (int64[S, S] x) => (int64[1, S, S] y) {
+            axes = Constant<value = int64[2] {0, 1}>()
+            u = Unsqueeze(x, axes)
+            lo = Constant<value = int64 {-2}>()
+            hi = Constant<value = int64 {2}>()
+            c = Clip(u, lo, hi)
+            one = Constant<value = int64[1] {1}>()
+            y = Squeeze(c, one)
+        }
+        """,
+        ["Clip", "Unsqueeze"],
     ),
     "a_direct_reshape_back_next_to_the_element_wise_use": (
         """
