@@ -174,7 +174,7 @@ def _compare_arrays(
     if rtol == 0 and atol == 0 and narrow[0] > 1e-30 and np.allclose(a64, b64, *narrow):
         detail += (
             f"; within {_NARROW_FLOAT_ULPS} {steps_of} rounding steps: onnxruntime's CPU "
-            f"provider computes {a.dtype} ops in float and where it rounds depends on the "
+            f"provider computes {steps_of} ops in float and where it rounds depends on the "
             "graph (removing an Identity can move it), see docs/optimize.md"
         )
     return OutputDifference(name, "values", detail, binding, float(diff[where]))
