@@ -222,9 +222,9 @@ TOKEN_SPLIT = model_text(
     y = Relu(back)
     """,
     constants="int64[3] flat_target = {0, 4, -1}"
-    + ", int64[2] starts = {0, 0}, int64[2] ends = {9223372036854775807, 9223372036854775807}"
-    + ", int64[2] axes = {2, 3}, int64[2] steps = {4, 4}"
-    + ", int64[1] zero = {0}, int64[1] one = {1}, int64[1] two = {2}",
+    ", int64[2] starts = {0, 0}, int64[2] ends = {9223372036854775807, 9223372036854775807}"
+    ", int64[2] axes = {2, 3}, int64[2] steps = {4, 4}"
+    ", int64[1] zero = {0}, int64[1] one = {1}, int64[1] two = {2}",
 )
 
 
