@@ -107,9 +107,40 @@ def _tolerance_for(dtype: np.dtype, rtol: float, atol: float) -> tuple[float, fl
     return max(rtol, floor), max(atol, floor)
 
 
+def _narrowest_float(graph: ir.Graph) -> np.dtype | None:
+    """The narrowest float type among the values of ``graph`` (its subgraphs included).
+
+    A ``float16`` model converted with ``keep_io_types`` has ``float`` outputs computed in
+    ``float16``: a fused kernel that rounds otherwise moves them by ``float16`` steps.
+    """
+    types = [v.dtype for v in graph.initializers.values()]
+    for node in ir.traversal.RecursiveGraphIterator(graph):
+        types += [v.dtype for v in node.outputs]
+        if node.op_type == "Cast" and node.domain == "":  # types may not be inferred yet
+            types.append(ir.DataType(node.attributes.get_int("to", 0)))
+    narrowest = None
+    for dtype in types:
+        try:
+            dtype = np.dtype(dtype.numpy()) if dtype is not None else None
+        except (TypeError, ValueError, AttributeError):  # no numpy type (e.g. float8)
+            continue
+        if dtype is None or dtype.itemsize >= 4 or not (dtype.kind == "f" or dtype.name == "bfloat16"):
+            continue
+        if narrowest is None or dtype.itemsize < narrowest.itemsize:
+            narrowest = dtype
+    return narrowest
+
+
 def _compare_arrays(
-    name: str, a: np.ndarray, b: np.ndarray, binding: Mapping[str, int], rtol: float, atol: float
+    name: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    binding: Mapping[str, int],
+    rtol: float,
+    atol: float,
+    computed_in: np.dtype | None = None,
 ) -> OutputDifference | None:
+    """Compares one output; ``computed_in`` is a narrower float type the graph computes in."""
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype != b.dtype:
         return OutputDifference(name, "dtype", f"{a.dtype} became {b.dtype}", binding)
@@ -128,7 +159,9 @@ def _compare_arrays(
     if not np.array_equal(nan_a, nan_b):
         return OutputDifference(name, "values", "NaN positions differ", binding)
     a64, b64 = np.where(nan_a, 0, a).astype(np.float64), np.where(nan_b, 0, b).astype(np.float64)
-    rtol, atol = _tolerance_for(a.dtype, rtol, atol)
+    # a float output computed in float16 rounds like one (its tolerance widened alike)
+    steps_of = computed_in if computed_in is not None and a.dtype.itemsize >= 4 else a.dtype
+    rtol, atol = _tolerance_for(steps_of, rtol, atol)
     if np.allclose(a64, b64, rtol=rtol, atol=atol):
         return None
     diff = np.abs(a64 - b64)
@@ -137,11 +170,11 @@ def _compare_arrays(
         f"max |difference| {float(diff[where]):.3g} at {[int(i) for i in where]}: "
         f"{float(a64[where]):.6g} became {float(b64[where]):.6g} (rtol={rtol}, atol={atol})"
     )
-    narrow = _tolerance_for(a.dtype, 1e-30, 1e-30)
+    narrow = _tolerance_for(steps_of, 1e-30, 1e-30)
     if rtol == 0 and atol == 0 and narrow[0] > 1e-30 and np.allclose(a64, b64, *narrow):
         detail += (
-            f"; within {_NARROW_FLOAT_ULPS} {a.dtype} rounding steps: onnxruntime's CPU "
-            f"provider computes {a.dtype} ops in float and where it rounds depends on the "
+            f"; within {_NARROW_FLOAT_ULPS} {steps_of} rounding steps: onnxruntime's CPU "
+            f"provider computes {steps_of} ops in float and where it rounds depends on the "
             "graph (removing an Identity can move it), see docs/optimize.md"
         )
     return OutputDifference(name, "values", detail, binding, float(diff[where]))
@@ -185,7 +218,8 @@ def compare_models(
         edges: Also compare at the edge sizes.
         rtol: Relative tolerance for floating-point outputs (``0`` with ``atol=0``: bit
             for bit); a nonzero one is at least four rounding steps of a type narrower
-            than ``float``.
+            than ``float``: the output's, or the narrowest float type the original
+            computes in (a ``float16`` model with ``float`` inputs and outputs).
         atol: Absolute tolerance for floating-point outputs (widened the same way).
 
     Returns:
@@ -212,6 +246,7 @@ def compare_models(
     plan = SizePlan.of(graph, equalities, symbol_ranges)
     rng = random.Random(seed)
     data_rng = np.random.default_rng(seed)
+    computed_in = _narrowest_float(graph)
 
     def attempt(binding: dict[str, int], record: bool = True) -> str:
         """Compares one run; returns ``""`` when the original ran, else why not."""
@@ -240,7 +275,9 @@ def compare_models(
         by_name = dict(zip(names, expected))
         for name, value in zip(wanted, actual):
             report.compared_outputs += 1
-            difference = _compare_arrays(name, by_name[name], value, binding, rtol, atol)
+            difference = _compare_arrays(
+                name, by_name[name], value, binding, rtol, atol, computed_in
+            )
             if difference is not None:
                 report.differences.append(difference)
         return ""

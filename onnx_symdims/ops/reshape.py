@@ -70,6 +70,22 @@ def _is_multiple_of(copied: Dim, t: expr.DimExpr) -> bool:
     return _defined_everywhere(q) and expr.mul(q, t) is copied
 
 
+def _at_most_zero_with(d: Dim, t: expr.DimExpr) -> bool:
+    """True when ``t == 0`` forces ``d <= 0``; for ``d`` a dim (``>= 0``) that means 0.
+
+    ``d`` is ``t``, a multiple of ``t`` (:func:`_is_multiple_of`), or a ``min`` with such
+    an argument: a token slice ``min(L, h*w)`` after a class token is split off (CvT
+    exported by TorchScript) vanishes with ``h``, however large ``L``.
+    """
+    if d is t or _is_multiple_of(d, t):
+        return True
+    return (
+        isinstance(d, expr.DimExpr)
+        and d.function == "min"
+        and any(_at_most_zero_with(a, t) for a in d.args)
+    )
+
+
 def _defined_everywhere(d: Dim) -> bool:
     """True when ``d`` holds no division that may be undefined somewhere.
 
@@ -165,7 +181,7 @@ def _copied_when_zero(
     if data is None or i >= len(data):
         return None
     c = data[i]
-    if _vanishes_when_zero(c, t):
+    if _vanishes_when_zero(c, t) or _at_most_zero_with(c, t):
         return t  # t == 0 copies a dim that is then 0 too
     piecewise = expr.add(t, expr.mul(c, expr.sub(1, expr.dmin(t, 1, scope=scope))))
     return expr.drop_zero_guards(piecewise, scope)

@@ -43,6 +43,8 @@ from onnx_symdims.rewrite._values import dead_cone
 logger = logging.getLogger(__name__)
 
 _RESHAPES = frozenset({"Reshape", "Unsqueeze"})
+#: Nodes followed up or down from a grid (as ``rewrite._values.dead_cone``).
+_MAX_CONE = 256
 
 
 class GatherNDOfIndexGridPass(FactsPass):
@@ -67,8 +69,6 @@ class GatherNDOfIndexGridPass(FactsPass):
         idx = node.inputs[1]
         group = [node]
         plans = [plan]
-        removed = 1
-        cone: set[ir.Node] = set()
         uses = idx.uses()
         if not idx.is_graph_output() and all(
             u.idx == 1
@@ -82,8 +82,31 @@ class GatherNDOfIndexGridPass(FactsPass):
             if all(p is not None for p in other_plans):
                 group += others
                 plans += other_plans
-                cone = dead_cone(idx.producer(), idx)
-                removed = len(group) + sum(1 for n in cone if n.op_type != "Constant")
+        if not self._pays(group, plans):
+            # Grids of their own may share components: with the batch fixed at 1, the
+            # masks of a sliding-window and a full layer stack one batch component each
+            # beside their own kv positions, and that component dies with both gathers.
+            wider = self._sharing(graph, group)
+            if wider is None or not self._pays(group + wider[0], plans + wider[1]):
+                self.declined["removes no more nodes than it adds"] += 1
+                return
+            group += wider[0]
+            plans += wider[1]
+        for gather, p in zip(group, plans):
+            self._replace(graph, gather, *p)
+
+    def _pays(self, group: list[ir.Node], plans: list[tuple]) -> bool:
+        """True when rewriting every gather of ``group`` removes more nodes than it adds."""
+        members = set(group)
+        grids = list(dict.fromkeys(g.inputs[1] for g in group))
+        # A grid read by anything but these gathers stays, and so do its producers.
+        dying = [
+            v
+            for v in grids
+            if not v.is_graph_output() and all(u.node in members for u in v.uses())
+        ]
+        cone = _dead_cone(dying)
+        removed = len(group) + sum(1 for n in cone if n.op_type != "Constant")
         # A Reshape to the grid's shape keeps the nodes computing that shape alive.
         kept: set[ir.Node] = set()
         for *_, target in plans:
@@ -91,11 +114,27 @@ class GatherNDOfIndexGridPass(FactsPass):
                 kept |= dead_cone(target.producer(), target) & cone
         added = sum(_cost(self.facts, *p) for p in plans)
         added += sum(1 for n in kept if n.op_type != "Constant")
-        if removed <= added:
-            self.declined["removes no more nodes than it adds"] += 1
-            return
-        for gather, p in zip(group, plans):
-            self._replace(graph, gather, *p)
+        return removed > added
+
+    def _sharing(
+        self, graph: ir.Graph, group: list[ir.Node]
+    ) -> tuple[list[ir.Node], list[tuple]] | None:
+        """The other rewritable gathers whose grids share a node with ``group``'s, or ``None``."""
+        mine = set().union(*(_producers(g.inputs[1]) for g in group))
+        others = [
+            n
+            for n in graph
+            if n.op_type == "GatherND"
+            and n.domain == ""
+            and n not in group
+            and len(n.inputs) == 2
+            and n.inputs[1] is not None
+            and _producers(n.inputs[1]) & mine
+        ]
+        plans = [self._plan(graph, n) for n in others]
+        if not others or any(p is None for p in plans):
+            return None
+        return others, plans  # type: ignore[return-value]
 
     def _plan(self, graph: ir.Graph, node: ir.Node) -> tuple | None:
         """``(data, sliced axes, inserted axes, grid)`` for a rewritable gather, or ``None``."""
@@ -379,6 +418,44 @@ class GatherNDOfIndexGridPass(FactsPass):
         take_over(out, result, "sliced")
         graph.remove(node, safe=True)  # now unused; a gather sharing its grid is next
         self.fired["gather_nd_of_index_grid"] += 1
+
+
+def _producers(value: ir.Value) -> set[ir.Node]:
+    """The non-constant nodes ``value`` is computed from (at most ``_MAX_CONE`` of them)."""
+    seen: set[ir.Node] = set()
+    stack = [value.producer()]
+    while stack and len(seen) < _MAX_CONE:
+        node = stack.pop()
+        if node is None or node in seen or node.op_type == "Constant":
+            continue
+        seen.add(node)
+        stack.extend(v.producer() for v in node.inputs if v is not None)
+    return seen
+
+
+def _dead_cone(values: list[ir.Value]) -> set[ir.Node]:
+    """The nodes that die when every one of ``values`` loses every use.
+
+    ``dead_cone`` of several values at once: a node read only by their cones dies too.
+    """
+    remaining: dict[ir.Value, int] = dict.fromkeys(values, 0)
+    dead: set[ir.Node] = set()
+    stack = [v.producer() for v in values if v.producer() is not None]
+    while stack and len(dead) < _MAX_CONE:
+        current = stack.pop()
+        if current in dead or any(
+            remaining.get(out, len(out.uses())) > 0 or out.is_graph_output()
+            for out in current.outputs
+        ):
+            continue
+        dead.add(current)
+        for inp in current.inputs:
+            if inp is None or inp.producer() is None:
+                continue
+            remaining[inp] = remaining.get(inp, len(inp.uses())) - 1
+            if remaining[inp] == 0:
+                stack.append(inp.producer())
+    return dead
 
 
 def place_on_size_one_axes(facts, axes: list[int | None], dims) -> list[int] | None:

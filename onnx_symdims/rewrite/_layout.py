@@ -375,8 +375,13 @@ class GroupedTransposePass(ir.passes.InPlacePass):
     groups' axes in permuted order (whisper's ``k.transpose(-1, -2)`` through
     ``[B*H, T, D]``).
 
+    When ``x``'s groups split otherwise than ``y``'s (a GQA key ``[b, 2, 2, T, 8]``
+    merged to ``[2*2*b, T, 8]``, transposed, split to ``[b, 4, 8, T]``), the transposed
+    ``x`` has ``y``'s elements in ``y``'s order: a ``Reshape`` (``allowzero=1``) to the
+    last target, proven equal to ``y``'s dims, shapes it (``"regrouped"``).
+
     Attributes:
-        fired: ``{"grouped_transpose": n}``.
+        fired: ``{"grouped_transpose": n, "regrouped": n}``.
         declined: Why candidate chains were kept, counted by reason.
     """
 
@@ -402,21 +407,53 @@ class GroupedTransposePass(ir.passes.InPlacePass):
             if len(t.uses()) != 1 or t.is_graph_output():
                 self.declined["an intermediate value has other uses or is a graph output"] += 1
                 continue
-            perm = self._perm(first.inputs[0], m, node.outputs[0], transpose)  # type: ignore[union-attr]
+            x, y = first.inputs[0], node.outputs[0]  # type: ignore[union-attr]
+            regroup = self._regroup_target(graph, node)
+            perm = self._perm(x, m, y, transpose, regrouped=regroup is not None)
             if perm is None:
                 continue
-            x, y = first.inputs[0], node.outputs[0]  # type: ignore[union-attr]
             new = ir.node("Transpose", [x], attributes={"perm": perm})
             graph.insert_before(node, new)
             out = new.outputs[0]
             out.dtype = self.facts.dtype(y)
+            sx = self.facts.shape(x)
+            if not self.facts.same_shape([sx[a] for a in perm], self.facts.shape(y)):  # type: ignore[index]
+                # x's groups split otherwise than y's (a GQA key [b, 2, 2, T, 8] merged
+                # to [4b, T, 8], transposed, split to [b, 4, 8, T]): the transposed x has
+                # the elements in y's order, and y's own dims, as literals, shape them.
+                shaped = ir.node("Reshape", [out, regroup], attributes={"allowzero": 1})
+                graph.insert_before(node, shaped)
+                shaped.outputs[0].dtype = out.dtype
+                out = shaped.outputs[0]
             out.shape = y.shape
             take_over(y, out, "transposed")
-            self.fired["grouped_transpose"] += 1
+            self.fired["grouped_transpose" if out.producer() is new else "regrouped"] += 1
         return ir.passes.PassResult(model, modified=bool(self.fired))
 
-    def _perm(self, x, m, y, transpose: ir.Node) -> list[int] | None:
-        """The permutation of ``x``'s axes the chain computes, or ``None`` (reason recorded)."""
+    def _regroup_target(self, graph: ir.Graph, last: ir.Node) -> ir.Value | None:
+        """The last ``Reshape``'s target when its elements are proven ``y``'s dims, or ``None``.
+
+        Read literally (``allowzero=1``, opset 14) it then gives ``y``'s shape to any
+        tensor of as many elements: a ``0`` copied an input dim that was 0 as well.
+        """
+        if last.op_type != "Reshape" or len(last.inputs) != 2 or last.inputs[1] is None:
+            return None
+        if graph.opset_imports.get("", 0) < 14:
+            return None
+        facts = self.facts
+        target = last.inputs[1]
+        elements = facts.elements(target)
+        sy = facts.shape(last.outputs[0])
+        if elements is None or sy is None or not facts.same_shape(elements, sy):
+            return None
+        return target
+
+    def _perm(self, x, m, y, transpose: ir.Node, regrouped: bool = False) -> list[int] | None:
+        """The permutation of ``x``'s axes the chain computes, or ``None`` (reason recorded).
+
+        With ``regrouped`` (the last target is proven ``y``'s dims) the permuted ``x`` may
+        split its groups otherwise than ``y``: its dims need only group into ``y``'s.
+        """
         facts = self.facts
         sx, sm, sy = facts.shape(x), facts.shape(m), facts.shape(y)
         if sx is None or sm is None or sy is None or not sm:
@@ -440,7 +477,11 @@ class GroupedTransposePass(ir.passes.InPlacePass):
             self.declined["the first reshape does not group consecutive axes"] += 1
             return None
         perm = [a for k in p for a in groups[k]]
-        if not facts.same_shape([sx[a] for a in perm], sy):
+        permuted = [sx[a] for a in perm]
+        if not facts.same_shape(permuted, sy) and not (
+            regrouped
+            and (self._groups(sy, permuted) or self._groups(permuted, sy)) is not None
+        ):
             self.declined["the last reshape does not split the groups back"] += 1
             return None
         return perm

@@ -185,6 +185,31 @@ def test_compare_models_tolerance_on_float16_is_a_few_of_its_rounding_steps():
     assert not compare_models(original, far).ok
 
 
+def test_a_float_output_computed_in_float16_gets_float16_steps():
+    """A float16 model converted with ``keep_io_types`` has float inputs and outputs; a
+    fused kernel (``--fusions ort``: SkipLayerNormalization, Attention) rounds its float16
+    values otherwise, moving a float output by float16 steps (DeiT: 0.00195 at 2.1)."""
+    original = model_from_text(
+        "g (float[N] x) => (float[N] y) "
+        "{ h = Cast<to=10>(x) \n r = Relu(h) \n y = Cast<to=1>(r) }"
+    )
+    one_step = model_from_text(
+        "g (float[N] x) => (float[N] y) <float16 one = {15360}, float16 step = {4096}> "
+        "{ h = Cast<to=10>(x) \n r = Relu(h) \n a = Add(r, one) \n b = Add(a, step) \n"
+        " c = Sub(b, one) \n y = Cast<to=1>(c) }"
+    )
+    assert compare_models(original, one_step).ok
+    exact = compare_models(original, one_step, atol=0.0, rtol=0.0)
+    assert not exact.ok
+    assert "within 4 float16 rounding steps" in str(exact.differences[0])
+    # a float model keeps float's tolerance: the same move is a difference there
+    far = model_from_text(
+        "g (float[N] x) => (float[N] y) <float c = {0.001}> { r = Relu(x) \n y = Add(r, c) }"
+    )
+    plain = model_from_text("g (float[N] x) => (float[N] y) { y = Relu(x) }")
+    assert not compare_models(plain, far).ok
+
+
 def test_a_weight_folded_into_an_initializer_compares_exactly():
     """onnxruntime prepacks a MatMul weight that is an initializer (another kernel, other
     last bits than a computed one); verify turns prepacking off to compare the graphs."""

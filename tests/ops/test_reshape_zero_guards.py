@@ -201,3 +201,58 @@ def test_allowzero_rests_no_fact_on_a_zero_beside_a_minus_one():
         text, [{"B": 2, "S": 1}, {"B": 1, "S": 3}, {"B": 2, "S": 0}, {"B": 0, "S": 4}]
     )
     assert inferred.shape("y")[3] != "2*S-1"
+
+
+# CvT exported by TorchScript: the class token is split off a [N, C, 1 + h*w] sequence
+# (a Slice: min(L, h*w) tokens) and the rest reshaped back to Shape(conv). The 0 a zero
+# h puts in the target copies min(L, h*w), which h == 0 makes 0 too: the dim is h. It
+# was the piecewise h + min(L, h*w) - min(1, h)*min(L, h*w), and past the next Reshape a
+# fresh symbol (104 dims of cvt_legacy12 unresolved).
+TOKEN_SPLIT = model_text(
+    20,
+    "float[N, 4, H, W] img, float[N, L] x",
+    """
+    conv = Slice(img, starts, ends, axes, steps)
+    flat = Reshape(conv, flat_target)
+    sl = Shape(x)
+    l = Slice(sl, one, two)
+    tokens = Slice(flat, zero, l, two)
+    s = Shape(conv)
+    back = Reshape(tokens, s)
+    y = Relu(back)
+    """,
+    constants="int64[3] flat_target = {0, 4, -1}"
+    ", int64[2] starts = {0, 0}, int64[2] ends = {9223372036854775807, 9223372036854775807}"
+    ", int64[2] axes = {2, 3}, int64[2] steps = {4, 4}"
+    ", int64[1] zero = {0}, int64[1] one = {1}, int64[1] two = {2}",
+)
+
+
+def test_a_token_slice_that_vanishes_with_the_target_keeps_the_plain_dim():
+    inferred = check_against_ort(
+        TOKEN_SPLIT,
+        [
+            {"N": 2, "H": 9, "W": 13, "L": 20},
+            {"N": 2, "H": 0, "W": 5, "L": 3},  # h == 0: the 0 copies min(3, 0) == 0
+            {"N": 1, "H": 1, "W": 1, "L": 1},
+            {"N": 2, "H": 3, "W": 2, "L": 7},
+        ],
+    )
+    assert inferred.shape("tokens") == ["N", 4, "min(L,((H+3)//4)*((W+3)//4))"]
+    assert inferred.shape("back") == ["N", 4, "(H+3)//4", "(W+3)//4"]
+
+
+@pytest.mark.parametrize(
+    ("text", "holds"),
+    [
+        ("h", True),
+        ("3*h*w", True),
+        ("min(L, h*w)", True),
+        ("min(L, min(K, 2*h))", True),
+        ("min(L, w)", False),
+        ("max(L, h*w)", False),
+        ("h + w", False),
+    ],
+)
+def test_at_most_zero_with(text, holds):
+    assert reshape._at_most_zero_with(expr.parse_expr(text), expr.parse_expr("h")) is holds

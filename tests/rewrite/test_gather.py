@@ -420,3 +420,53 @@ def test_a_constant_component_declines_unless_it_is_zero_on_a_size_one_axis(body
     assert not rewrite.fired
     assert rewrite.declined[reason] == 1, rewrite.declined
     assert "GatherND" in ops(m)
+
+
+# The batch fixed at 1 in a decoder with a sliding-window and a full layer (Cohere2 at
+# opset 23): one constant-0 batch component ``ub`` stacked beside the full layer's kv
+# positions and beside the window's shifted ones, two grids. Rewritten alone, neither
+# gather pays (its kv Range also feeds the positions ``r``); rewritten together, the
+# shared component dies too.
+TWO_LAYERS = """
+    g (bool[1, T] mask, float[1, S] ids, float[1, 2, P, 4] past)
+        => (bool[?, ?, ?, ?] y, bool[?, ?, ?, ?] z, int64[?] r) {
+        zero = Constant<value = int64 {0}>()
+        one = Constant<value = int64 {1}>()
+        two = Constant<value = int64 {2}>()
+        ss = Shape<start = 1, end = 2>(ids)
+        s = Squeeze(ss)
+        sp = Shape<start = 2, end = 3>(past)
+        p = Squeeze(sp)
+        total = Add(p, s)
+        r = Range(zero, total, one)
+        shape_t = Constant<value = int64[5] {1, 1, 1, -1, 1}>()
+        ut = Reshape(r, shape_t)
+        over = Sub(p, two)
+        shift = Max(over, zero)
+        shifted = Add(r, shift)
+        uw = Reshape(shifted, shape_t)
+        gb = Constant<value = int64[1, 1, 1, 1] {0}>()
+        ones = Constant<value = int64[3] {1, 1, 1}>()
+        tv = Unsqueeze(total, zero)
+        grid = Concat<axis = 0>(ones, tv)
+        eb = Expand(gb, grid)
+        last = Constant<value = int64[1] {-1}>()
+        ub = Unsqueeze(eb, last)
+        idx = Concat<axis = -1>(ub, ut)
+        y = GatherND(mask, idx)
+        idw = Concat<axis = -1>(ub, uw)
+        z = GatherND(mask, idw)
+    }
+"""
+
+
+def test_grids_sharing_a_component_go_together():
+    before, m, rewrite = apply_pass(GatherNDOfIndexGridPass, TWO_LAYERS)
+    assert rewrite.fired == {"gather_nd_of_index_grid": 2}, rewrite.declined
+    assert "GatherND" not in ops(m) and "Expand" not in ops(m)
+    sizes = [
+        {"S": s, "P": p, "T": p + s + max(p - 2, 0) + more}
+        for s, p, more in ((3, 0, 0), (1, 4, 0), (2, 5, 1), (0, 3, 2), (2, 1, 0))
+    ]
+    rows = {"mask": lambda z: np.random.default_rng(z["T"]).random((1, z["T"])) < 0.5}
+    assert_equivalent(before, m, sizes, given=rows)
