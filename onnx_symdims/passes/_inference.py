@@ -433,8 +433,9 @@ class InferenceEngine:
         self._memo: dict[tuple, tuple] = {}
         self._memo_hits: dict[str, int] = {}
         self._anchor_memo: dict[tuple, tuple[Dim, ...]] = {}
+        # op_type (default domain) or (domain, op_type) -> (hook, opset)
         self._dispatch_cache: dict[
-            tuple[str, str], tuple[ops.Hook | None, int | None]
+            str | tuple[str, str], tuple[ops.Hook | None, int | None]
         ] = {}
         self._memo_misses: dict[str, int] = {}
         self._memo_on = self.memoize  # and the model is large enough (see run)
@@ -560,13 +561,16 @@ class InferenceEngine:
     # ------------------------------------------------------------------------------------
     def _dispatch(self, domain: str, op_type: str) -> tuple[ops.Hook | None, int | None]:
         """The hook and opset for ``(domain, op_type)`` in this model (cached per model)."""
-        found = self._dispatch_cache.get((domain, op_type))
+        # The default domain is keyed by the op type alone (no tuple to build and hash);
+        # a string key never equals a tuple key.
+        cache_key = (domain, op_type) if domain else op_type
+        found = self._dispatch_cache.get(cache_key)
         if found is None:
             opset = self._opsets.get(domain)
             if opset is None:
                 opset = self._opsets.get(ops.normalize_domain(domain))
             found = (ops.lookup(domain, op_type, opset), opset)
-            self._dispatch_cache[(domain, op_type)] = found
+            self._dispatch_cache[cache_key] = found
         return found
 
     def _infer_node(self, node_ctx: NodeContext, node: ir.Node) -> None:
@@ -574,7 +578,8 @@ class InferenceEngine:
         op_type = node.op_type
         ctx = self.ctx
         function = self._functions.get(node.op_identifier()) if self._functions else None
-        found = self._dispatch_cache.get((domain, op_type))  # _dispatch's hit, inline
+        # _dispatch's hit, inline
+        found = self._dispatch_cache.get((domain, op_type) if domain else op_type)
         if found is None:
             found = self._dispatch(domain, op_type)
         if function is None:
@@ -638,10 +643,50 @@ class InferenceEngine:
                 self._fallback_after_bug(node_ctx)
         if key is not None and stamp == _stamp(ctx):
             self._memo[key] = tuple(ctx.facts_of(value) for value in outputs)
-        self._settle(node, outputs)
-        commit = self._commit
+        self._finish(node, outputs)
+
+    def _finish(self, node: ir.Node, outputs: Sequence[ir.Value]) -> None:
+        """:meth:`_settle` the outputs, then :meth:`_commit` each; the usual node inline.
+
+        Usual: no fact recorded yet in this scope (nothing to refine), at depth 0, only
+        tensor types, and outputs with nothing declared. The same steps in the same
+        order, without a call per step.
+        """
+        ctx = self.ctx
+        scope = ctx.scope
+        if (
+            scope.version
+            or ctx.conditional_depth
+            or ctx._other_types
+            or scope.__class__ is not FactScope
+        ):
+            self._settle(node, outputs)
+            for value in outputs:
+                self._commit(node, value)
+            return
+        shapes = ctx._shapes
+        for value in outputs:  # _settle without refining: note the compound dims
+            shape = shapes.get(value)
+            if shape is not None and not _all_plain(shape):
+                self._note_compound_dims(shape)
+        written = self._writer._shapes
+        dtypes = ctx._dtypes
         for value in outputs:
-            commit(node, value)
+            if value.shape is not None or value.type is not None:
+                self._commit(node, value)
+                continue
+            # _commit's common case: nothing declared, a plain tensor type.
+            inferred = shapes.get(value)
+            if inferred is not None:
+                shape = written.get(inferred)
+                value.shape = self._writer.shape(inferred) if shape is None else shape
+                self.modified = True
+            else:
+                shapes[value] = None  # set_shape(value, None)
+            dtype = dtypes.get(value)
+            if dtype is not None:
+                value.type = ir.TensorType(dtype)
+                self.modified = True
 
     def _constant_fast_path(self, node: ir.Node) -> bool:
         """Infers the usual ``Constant`` (an int64 ``value`` tensor) without the framework.

@@ -85,6 +85,9 @@ def new_ir_shape(dims: Sequence[int | ir.SymbolicDim]) -> ir.Shape:
 #: Interned expression -> its ``ir.SymbolicDim`` (immutable, so one object serves every
 #: model), shared by the writers.
 _IR_DIMS: dict[expr.DimExpr, ir.SymbolicDim] = {}
+#: Dims -> their frozen ``ir.Shape``, likewise shared: a frozen shape cannot be edited in
+#: place, and models (and runs over one model) repeat the same shapes.
+_IR_SHAPES: dict[tuple[expr.Dim, ...], ir.Shape] = {}
 
 
 class IRDimWriter:
@@ -99,8 +102,10 @@ class IRDimWriter:
         # each run of a small model would otherwise print and wrap its dims again.
         if len(_IR_DIMS) > 100_000:
             _IR_DIMS.clear()
+        if len(_IR_SHAPES) > 100_000:
+            _IR_SHAPES.clear()
         self._cache: dict[expr.DimExpr, ir.SymbolicDim] = _IR_DIMS
-        self._shapes: dict[tuple[expr.Dim, ...], ir.Shape] = {}
+        self._shapes: dict[tuple[expr.Dim, ...], ir.Shape] = _IR_SHAPES
 
     def dim(self, d: expr.Dim) -> int | ir.SymbolicDim:
         """The IR form of one dim: the int itself, or the canonical ``dim_param`` text."""
@@ -120,7 +125,8 @@ class IRDimWriter:
 
         Sharing is safe because a frozen shape cannot be edited in place (onnx-ir's own
         ``merge_shapes`` copies it first); most models repeat a few shapes thousands of
-        times, so this saves most of the writing cost.
+        times, so this saves most of the writing cost. Shared by every writer, as the
+        dims' texts are.
         """
         key = dims if dims.__class__ is tuple else tuple(dims)
         shape = self._shapes.get(key)  # type: ignore[arg-type]
