@@ -444,6 +444,8 @@ class NodeContext:
             if len(shape) > len(result):
                 result, shape = shape, result
             offset = len(result) - len(shape)
+            if result[offset:] == shape:
+                continue  # the shorter shape is the other's tail (a bias): nothing changes
             merged = list(result)
             for k, b in enumerate(shape):
                 a = merged[offset + k]
