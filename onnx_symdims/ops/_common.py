@@ -84,7 +84,7 @@ def is_static(dims: Sequence[Dim] | None) -> bool:
         return False
     # A loop rather than all(<generator>): several times faster, and hooks ask this of
     # most shapes they see.
-    for d in dims:
+    for d in dims:  # noqa: SIM110
         if d.__class__ is not int and not isinstance(d, int):
             return False
     return True

@@ -56,6 +56,7 @@ from onnx_symdims.shapes import (
     merge_declared_shape,
     merge_with_anchor,
     new_ir_shape,
+    new_tensor_type,
     node_subgraphs,
     read_int64_proto,
     same_ir_dims,
@@ -551,11 +552,16 @@ class InferenceEngine:
         for node, message in problems:  # strict mode raises at the first
             self.ctx.add_diagnostic(node, "error", f"invalid graph: {message}")
         node_ctx = NodeContext(self.ctx, self)
+        infer = self._infer_node
+        if progress is None:  # the usual call: nothing to count
+            for node in nodes:
+                infer(node_ctx, node)
+            return
         total = len(nodes)
         step = max(total // 100, 1)
         for done, node in enumerate(nodes, 1):
-            self._infer_node(node_ctx, node)
-            if progress is not None and (done % step == 0 or done == total):
+            infer(node_ctx, node)
+            if done % step == 0 or done == total:
                 progress(done, total)
 
     # ------------------------------------------------------------------------------------
@@ -685,7 +691,7 @@ class InferenceEngine:
                 shapes[value] = None  # set_shape(value, None)
             dtype = dtypes.get(value)
             if dtype is not None:
-                value.type = ir.TensorType(dtype)
+                value.type = new_tensor_type(dtype)
                 self.modified = True
 
     def _constant_fast_path(self, node: ir.Node) -> bool:
@@ -720,7 +726,7 @@ class InferenceEngine:
             # _commit's common case, inline: nothing declared, a plain tensor type.
             value.shape = self._writer.shape(dims)
             if not ctx._other_types:
-                value.type = ir.TensorType(_INT64)
+                value.type = new_tensor_type(_INT64)
             else:
                 self._commit_type(node, value, had_shape=False)
             self.modified = True
@@ -910,7 +916,7 @@ class InferenceEngine:
                 # _commit_type's common case: an untyped tensor gets the inferred dtype.
                 dtype = ctx._dtypes.get(value)  # peek_dtype
                 if dtype is not None:
-                    value.type = ir.TensorType(dtype)
+                    value.type = new_tensor_type(dtype)
                     self.modified = True
                 return
             self._commit_type(node, value, had_shape=False)
@@ -1067,7 +1073,7 @@ class InferenceEngine:
             if self.policy == "skip" and had_shape:
                 return  # the value already had a shape: skip leaves it as it is
             # A new TensorType per value: ``Value.dtype = ...`` mutates the type in place.
-            value.type = ir.TensorType(dtype)
+            value.type = new_tensor_type(dtype)
             self.modified = True
         elif declared != dtype:
             ctx.add_diagnostic(  # an error: raises in strict mode
@@ -1076,7 +1082,7 @@ class InferenceEngine:
                 f"output {value.name!r}: declared type {declared.name} but inferred {dtype.name}",
             )
             if self.policy == "override" and not value.is_graph_output():
-                value.type = ir.TensorType(dtype)
+                value.type = new_tensor_type(dtype)
                 self.modified = True
             else:
                 ctx.set_dtype(value, declared)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["IRDimWriter", "new_ir_shape", "same_ir_dims"]
+__all__ = ["IRDimWriter", "new_ir_shape", "new_tensor_type", "same_ir_dims"]
 
 import logging
 from collections.abc import Callable, Sequence
@@ -65,6 +65,36 @@ def _shape_maker(frozen: bool) -> Callable[[list[int | ir.SymbolicDim]], ir.Shap
 _MAKE_FROZEN_SHAPE = _shape_maker(frozen=True)
 _MAKE_SHAPE = _shape_maker(frozen=False)
 _SYMBOLIC_DIM = ir.SymbolicDim
+
+
+def _tensor_type_maker() -> Callable[[ir.DataType], ir.TensorType]:
+    """A constructor of ``ir.TensorType(dtype)``, built directly when that is the same.
+
+    The inference pass types nearly every value; the class's ``Protocol`` base makes
+    its constructor about twice the cost of setting the two slots. As for shapes, the
+    fast constructor is used only when it builds exactly what ``ir.TensorType`` builds.
+    """
+    new = object.__new__
+    cls = ir.TensorType
+
+    def make(dtype: ir.DataType) -> ir.TensorType:
+        tensor_type = new(cls)
+        tensor_type._dtype = dtype  # type: ignore[attr-defined]
+        tensor_type.denotation = None
+        return tensor_type
+
+    try:
+        made, expected = make(ir.DataType.FLOAT), cls(ir.DataType.FLOAT)
+        if _state(made) == _state(expected) and made == expected and made.dtype is expected.dtype:
+            return make
+    except Exception:  # any surprise: the constructor
+        logger.debug("fast ir.TensorType construction unavailable", exc_info=True)
+    return cls
+
+
+#: ``new_tensor_type(dtype)``: a new ``ir.TensorType(dtype)`` (each value gets its own:
+#: ``Value.dtype = ...`` changes the type object in place).
+new_tensor_type = _tensor_type_maker()
 
 
 def new_ir_shape(dims: Sequence[int | ir.SymbolicDim]) -> ir.Shape:
