@@ -56,6 +56,7 @@ from onnx_symdims.shapes import (
     merge_declared_shape,
     merge_with_anchor,
     new_ir_shape,
+    new_tensor_type,
     node_subgraphs,
     read_int64_proto,
     same_ir_dims,
@@ -433,8 +434,9 @@ class InferenceEngine:
         self._memo: dict[tuple, tuple] = {}
         self._memo_hits: dict[str, int] = {}
         self._anchor_memo: dict[tuple, tuple[Dim, ...]] = {}
+        # op_type (default domain) or (domain, op_type) -> (hook, opset)
         self._dispatch_cache: dict[
-            tuple[str, str], tuple[ops.Hook | None, int | None]
+            str | tuple[str, str], tuple[ops.Hook | None, int | None]
         ] = {}
         self._memo_misses: dict[str, int] = {}
         self._memo_on = self.memoize  # and the model is large enough (see run)
@@ -550,23 +552,31 @@ class InferenceEngine:
         for node, message in problems:  # strict mode raises at the first
             self.ctx.add_diagnostic(node, "error", f"invalid graph: {message}")
         node_ctx = NodeContext(self.ctx, self)
+        infer = self._infer_node
+        if progress is None:  # the usual call: nothing to count
+            for node in nodes:
+                infer(node_ctx, node)
+            return
         total = len(nodes)
         step = max(total // 100, 1)
         for done, node in enumerate(nodes, 1):
-            self._infer_node(node_ctx, node)
-            if progress is not None and (done % step == 0 or done == total):
+            infer(node_ctx, node)
+            if done % step == 0 or done == total:
                 progress(done, total)
 
     # ------------------------------------------------------------------------------------
     def _dispatch(self, domain: str, op_type: str) -> tuple[ops.Hook | None, int | None]:
         """The hook and opset for ``(domain, op_type)`` in this model (cached per model)."""
-        found = self._dispatch_cache.get((domain, op_type))
+        # The default domain is keyed by the op type alone (no tuple to build and hash);
+        # a string key never equals a tuple key.
+        cache_key = (domain, op_type) if domain else op_type
+        found = self._dispatch_cache.get(cache_key)
         if found is None:
             opset = self._opsets.get(domain)
             if opset is None:
                 opset = self._opsets.get(ops.normalize_domain(domain))
             found = (ops.lookup(domain, op_type, opset), opset)
-            self._dispatch_cache[(domain, op_type)] = found
+            self._dispatch_cache[cache_key] = found
         return found
 
     def _infer_node(self, node_ctx: NodeContext, node: ir.Node) -> None:
@@ -574,7 +584,8 @@ class InferenceEngine:
         op_type = node.op_type
         ctx = self.ctx
         function = self._functions.get(node.op_identifier()) if self._functions else None
-        found = self._dispatch_cache.get((domain, op_type))  # _dispatch's hit, inline
+        # _dispatch's hit, inline
+        found = self._dispatch_cache.get((domain, op_type) if domain else op_type)
         if found is None:
             found = self._dispatch(domain, op_type)
         if function is None:
@@ -638,10 +649,50 @@ class InferenceEngine:
                 self._fallback_after_bug(node_ctx)
         if key is not None and stamp == _stamp(ctx):
             self._memo[key] = tuple(ctx.facts_of(value) for value in outputs)
-        self._settle(node, outputs)
-        commit = self._commit
+        self._finish(node, outputs)
+
+    def _finish(self, node: ir.Node, outputs: Sequence[ir.Value]) -> None:
+        """:meth:`_settle` the outputs, then :meth:`_commit` each; the usual node inline.
+
+        Usual: no fact recorded yet in this scope (nothing to refine), at depth 0, only
+        tensor types, and outputs with nothing declared. The same steps in the same
+        order, without a call per step.
+        """
+        ctx = self.ctx
+        scope = ctx.scope
+        if (
+            scope.version
+            or ctx.conditional_depth
+            or ctx._other_types
+            or scope.__class__ is not FactScope
+        ):
+            self._settle(node, outputs)
+            for value in outputs:
+                self._commit(node, value)
+            return
+        shapes = ctx._shapes
+        for value in outputs:  # _settle without refining: note the compound dims
+            shape = shapes.get(value)
+            if shape is not None and not _all_plain(shape):
+                self._note_compound_dims(shape)
+        written = self._writer._shapes
+        dtypes = ctx._dtypes
         for value in outputs:
-            commit(node, value)
+            if value.shape is not None or value.type is not None:
+                self._commit(node, value)
+                continue
+            # _commit's common case: nothing declared, a plain tensor type.
+            inferred = shapes.get(value)
+            if inferred is not None:
+                shape = written.get(inferred)
+                value.shape = self._writer.shape(inferred) if shape is None else shape
+                self.modified = True
+            else:
+                shapes[value] = None  # set_shape(value, None)
+            dtype = dtypes.get(value)
+            if dtype is not None:
+                value.type = new_tensor_type(dtype)
+                self.modified = True
 
     def _constant_fast_path(self, node: ir.Node) -> bool:
         """Infers the usual ``Constant`` (an int64 ``value`` tensor) without the framework.
@@ -675,7 +726,7 @@ class InferenceEngine:
             # _commit's common case, inline: nothing declared, a plain tensor type.
             value.shape = self._writer.shape(dims)
             if not ctx._other_types:
-                value.type = ir.TensorType(_INT64)
+                value.type = new_tensor_type(_INT64)
             else:
                 self._commit_type(node, value, had_shape=False)
             self.modified = True
@@ -865,7 +916,7 @@ class InferenceEngine:
                 # _commit_type's common case: an untyped tensor gets the inferred dtype.
                 dtype = ctx._dtypes.get(value)  # peek_dtype
                 if dtype is not None:
-                    value.type = ir.TensorType(dtype)
+                    value.type = new_tensor_type(dtype)
                     self.modified = True
                 return
             self._commit_type(node, value, had_shape=False)
@@ -1022,7 +1073,7 @@ class InferenceEngine:
             if self.policy == "skip" and had_shape:
                 return  # the value already had a shape: skip leaves it as it is
             # A new TensorType per value: ``Value.dtype = ...`` mutates the type in place.
-            value.type = ir.TensorType(dtype)
+            value.type = new_tensor_type(dtype)
             self.modified = True
         elif declared != dtype:
             ctx.add_diagnostic(  # an error: raises in strict mode
@@ -1031,7 +1082,7 @@ class InferenceEngine:
                 f"output {value.name!r}: declared type {declared.name} but inferred {dtype.name}",
             )
             if self.policy == "override" and not value.is_graph_output():
-                value.type = ir.TensorType(dtype)
+                value.type = new_tensor_type(dtype)
                 self.modified = True
             else:
                 ctx.set_dtype(value, declared)

@@ -10,7 +10,7 @@ its ``_private`` modules. What each needs:
   :func:`broadcast_elements`, :func:`element_div`, ...);
 * the passes (``passes``): :class:`ShapesContext`, :class:`FactScope`, the declared-shape
   merges (:func:`declared_dims`, :func:`merge_with_anchor`, :func:`merge_declared_shape`),
-  :class:`IRDimWriter` / :func:`same_ir_dims` and the read counters
+  :class:`IRDimWriter` / :func:`same_ir_dims` / :func:`new_tensor_type` and the read counters
   (:func:`untracked_reads`).
 """
 
@@ -45,6 +45,7 @@ __all__ = [
     "merge_declared_shape",
     "merge_with_anchor",
     "new_ir_shape",
+    "new_tensor_type",
     "node_subgraphs",
     "note_untracked_read",
     "read_int64_proto",
@@ -63,7 +64,12 @@ from onnx_symdims.shapes._context import (
     is_anonymous_dim_text,
     sanitize_symbol_name,
 )
-from onnx_symdims.shapes._convert import IRDimWriter, new_ir_shape, same_ir_dims
+from onnx_symdims.shapes._convert import (
+    IRDimWriter,
+    new_ir_shape,
+    new_tensor_type,
+    same_ir_dims,
+)
 from onnx_symdims.shapes._diagnostics import (
     Diagnostic,
     NodeInferenceFailure,

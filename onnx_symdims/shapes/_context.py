@@ -640,7 +640,11 @@ class ShapesContext:
         shape = self._shapes.get(value, MISSING)  # type: ignore[arg-type]
         if shape is not MISSING:  # the hot path: a value already in the table
             return shape  # type: ignore[return-value]
-        return self._read_into(self._shapes, value, self.read_declared_shape)
+        if value is None or isinstance(value, str):  # (None: an absent input)
+            return self._read_into(self._shapes, value, self.read_declared_shape)
+        # _read_into's miss for a value, inline: every initializer is read here once.
+        shape = self._shapes[value] = self.read_declared_shape(value)  # type: ignore[index]
+        return shape
 
     def _read_into(
         self,
@@ -751,7 +755,12 @@ class ShapesContext:
         elements = self._values.get(value, MISSING)  # type: ignore[arg-type]
         if elements is not MISSING:  # the hot path: a value already in the table
             return elements  # type: ignore[return-value]
-        return self._read_into(self._values, value, self._read_constant_elements)
+        if value is None or isinstance(value, str):  # (None: an absent input)
+            return self._read_into(self._values, value, self._read_constant_elements)
+        # _read_into's miss for a value, inline (constants, and outputs nobody gave
+        # elements: read once, then in the table).
+        elements = self._values[value] = self._read_constant_elements(value)  # type: ignore[index]
+        return elements
 
     def set_value(self, value: ir.Value, elements: Sequence[Dim] | None) -> None:
         """Stores the symbolic elements of ``value`` (``None``: not known)."""

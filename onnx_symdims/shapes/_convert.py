@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["IRDimWriter", "new_ir_shape", "same_ir_dims"]
+__all__ = ["IRDimWriter", "new_ir_shape", "new_tensor_type", "same_ir_dims"]
 
 import logging
 from collections.abc import Callable, Sequence
@@ -67,6 +67,36 @@ _MAKE_SHAPE = _shape_maker(frozen=False)
 _SYMBOLIC_DIM = ir.SymbolicDim
 
 
+def _tensor_type_maker() -> Callable[[ir.DataType], ir.TensorType]:
+    """A constructor of ``ir.TensorType(dtype)``, built directly when that is the same.
+
+    The inference pass types nearly every value; the class's ``Protocol`` base makes
+    its constructor about twice the cost of setting the two slots. As for shapes, the
+    fast constructor is used only when it builds exactly what ``ir.TensorType`` builds.
+    """
+    new = object.__new__
+    cls = ir.TensorType
+
+    def make(dtype: ir.DataType) -> ir.TensorType:
+        tensor_type = new(cls)
+        tensor_type._dtype = dtype  # type: ignore[attr-defined]
+        tensor_type.denotation = None
+        return tensor_type
+
+    try:
+        made, expected = make(ir.DataType.FLOAT), cls(ir.DataType.FLOAT)
+        if _state(made) == _state(expected) and made == expected and made.dtype is expected.dtype:
+            return make
+    except Exception:  # any surprise: the constructor
+        logger.debug("fast ir.TensorType construction unavailable", exc_info=True)
+    return cls
+
+
+#: ``new_tensor_type(dtype)``: a new ``ir.TensorType(dtype)`` (each value gets its own:
+#: ``Value.dtype = ...`` changes the type object in place).
+new_tensor_type = _tensor_type_maker()
+
+
 def new_ir_shape(dims: Sequence[int | ir.SymbolicDim]) -> ir.Shape:
     """``ir.Shape(dims)`` (a new, unfrozen shape), built directly when ``dims`` are ready.
 
@@ -85,6 +115,9 @@ def new_ir_shape(dims: Sequence[int | ir.SymbolicDim]) -> ir.Shape:
 #: Interned expression -> its ``ir.SymbolicDim`` (immutable, so one object serves every
 #: model), shared by the writers.
 _IR_DIMS: dict[expr.DimExpr, ir.SymbolicDim] = {}
+#: Dims -> their frozen ``ir.Shape``, likewise shared: a frozen shape cannot be edited in
+#: place, and models (and runs over one model) repeat the same shapes.
+_IR_SHAPES: dict[tuple[expr.Dim, ...], ir.Shape] = {}
 
 
 class IRDimWriter:
@@ -99,8 +132,10 @@ class IRDimWriter:
         # each run of a small model would otherwise print and wrap its dims again.
         if len(_IR_DIMS) > 100_000:
             _IR_DIMS.clear()
+        if len(_IR_SHAPES) > 100_000:
+            _IR_SHAPES.clear()
         self._cache: dict[expr.DimExpr, ir.SymbolicDim] = _IR_DIMS
-        self._shapes: dict[tuple[expr.Dim, ...], ir.Shape] = {}
+        self._shapes: dict[tuple[expr.Dim, ...], ir.Shape] = _IR_SHAPES
 
     def dim(self, d: expr.Dim) -> int | ir.SymbolicDim:
         """The IR form of one dim: the int itself, or the canonical ``dim_param`` text."""
@@ -120,7 +155,8 @@ class IRDimWriter:
 
         Sharing is safe because a frozen shape cannot be edited in place (onnx-ir's own
         ``merge_shapes`` copies it first); most models repeat a few shapes thousands of
-        times, so this saves most of the writing cost.
+        times, so this saves most of the writing cost. Shared by every writer, as the
+        dims' texts are.
         """
         key = dims if dims.__class__ is tuple else tuple(dims)
         shape = self._shapes.get(key)  # type: ignore[arg-type]

@@ -363,16 +363,18 @@ class NodeContext:
         Only for small integer tensors: more than ``MAX_VALUE_ELEMENTS`` elements are
         dropped. Elements may be unknown ``DimExpr`` for partially known values.
         """
-        if i >= len(self._outputs):
+        outputs = self._outputs
+        if i >= len(outputs):
             return
-        if elements is not None and len(elements) > MAX_VALUE_ELEMENTS:
-            elements = None
-        value = self._outputs[i]
-        if elements is not None:
-            bounds = _NARROW_INT_RANGES.get(self.ctx.peek_dtype(value))  # type: ignore[arg-type]
-            if bounds is not None:
-                elements = _within(elements, bounds)
-        self.ctx.set_value(value, elements)
+        value = outputs[i]
+        ctx = self.ctx
+        if elements is None or len(elements) > MAX_VALUE_ELEMENTS:
+            ctx._values[value] = None  # set_value, inline (most hooks call this)
+            return
+        bounds = _NARROW_INT_RANGES.get(ctx._dtypes.get(value))  # type: ignore[arg-type]
+        if bounds is not None:
+            elements = _within(elements, bounds)
+        ctx._values[value] = elements if elements.__class__ is tuple else tuple(elements)
 
     def set_output_type(self, i: int, type_: ir.TypeProtocol) -> None:
         """Sets a non-tensor type (sequence, optional, map) for output ``i``."""
@@ -444,6 +446,8 @@ class NodeContext:
             if len(shape) > len(result):
                 result, shape = shape, result
             offset = len(result) - len(shape)
+            if result[offset:] == shape:
+                continue  # the shorter shape is the other's tail (a bias): nothing changes
             merged = list(result)
             for k, b in enumerate(shape):
                 a = merged[offset + k]
