@@ -17,9 +17,11 @@ import sys
 import warnings
 
 import numpy as np
+import onnx
 import onnx_ir as ir
 import pytest
 
+from onnx_symdims import expr
 from onnx_symdims.rewrite import optimize
 from tests.fuzz import graph_gen, oracle
 from tests.integration.backend_cases import checker_problem
@@ -49,21 +51,26 @@ SEEDS = [
 KNOWN: dict[int, str] = {}
 
 
-def differences(seed: int, **options) -> list[str]:
+def differences(seed: int, ranges: bool = False, **options) -> list[str]:
     """What differs between the original and the optimized model of case ``seed``.
 
-    ``options`` go to ``optimize`` (``fusions``, ``exact_floats``, ...).
+    ``options`` go to ``optimize`` (``fusions``, ``exact_floats``, ...). With ``ranges``
+    the case is ``graph_gen.generate(seed, ranges=True)``, optimized with its
+    ``symbol_ranges`` (some symbols fixed) and run on the bindings within them; the dims
+    the optimized model declares are checked against onnxruntime's shapes too.
     """
-    case = graph_gen.generate(seed)
+    case = graph_gen.generate(seed, ranges=ranges)
     if case.unsafe:
         return []
+    if ranges:
+        options = {**options, "symbol_ranges": case.options["symbol_ranges"]}
     try:
         before = oracle._session(case.model)
     except Exception:  # onnxruntime rejects the original: nothing to compare
         return []
     runs = []  # (binding, feeds, outputs) where the original runs
     for b, feeds in enumerate(case.feeds):
-        if case.valid and not case.valid[b]:
+        if not (case.applicable(b) if ranges else not case.valid or case.valid[b]):
             continue
         try:
             runs.append((b, feeds, before.run(None, feeds)))
@@ -102,7 +109,86 @@ def differences(seed: int, **options) -> list[str]:
                 else np.array_equal(a, e, equal_nan=e.dtype.kind in "fc")
             ):
                 found.append(f"binding {b} output {i}: values differ")
+    if ranges:
+        for b, feeds, _ in runs:
+            found += [f"binding {b}: {w}" for w in wrong_dims(after_model, feeds, case.bindings[b])]
     return found
+
+
+def wrong_dims(model: onnx.ModelProto, feeds: dict, binding: dict[str, int]) -> list[str]:
+    """The dims ``model`` declares (main graph inputs, outputs, value_info) that a run contradicts.
+
+    Symbols of ``binding`` (the input symbols) have its sizes; any other symbol (minted)
+    takes the size of the first dim that is that bare symbol and must keep it. A dim
+    whose symbols are not all bound is skipped.
+    """
+    graph = model.graph
+    declared = {
+        v.name: list(v.type.tensor_type.shape.dim)
+        for v in [*graph.input, *graph.output, *graph.value_info]
+        if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")
+    }
+    produced = {o for n in graph.node for o in n.output}
+    names = [name for name in declared if name in produced]
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    # Each value leaves through an Identity, so that its value_info stays: onnxruntime's
+    # load-time inference may compute another shape than its kernels (a MaxPool with
+    # ceil_mode) and refuse a constant folded next to it where no value_info says more.
+    del exposed.graph.output[:]
+    types = {v.name: v.type.tensor_type.elem_type for v in [*graph.output, *graph.value_info]}
+    for name in names:
+        exposed.graph.node.append(onnx.helper.make_node("Identity", [name], [f"{name}__out"]))
+        exposed.graph.output.append(
+            onnx.helper.make_tensor_value_info(f"{name}__out", types[name], None)
+        )
+    outs = [f"{name}__out" for name in names]
+    try:
+        arrays = dict(zip(names, oracle._session(exposed).run(outs, feeds))) if names else {}
+    except Exception as error:
+        return [f"exposing the declared values fails: {str(error)[:400]}"]
+    arrays.update({name: feeds[name] for name in declared if name in feeds})
+    found: list[str] = []
+    bound = {k: v for k, v in binding.items() if not k.startswith("?")}
+    parsed: dict[str, list] = {}
+    for name, dims in declared.items():
+        if name not in arrays:
+            continue
+        shape = arrays[name].shape
+        if len(dims) != len(shape):
+            found.append(f"{name}: declared rank {len(dims)}, onnxruntime {list(shape)}")
+            continue
+        parsed[name] = [_read_dim(d) for d in dims]
+        for d, size in zip(parsed[name], shape):  # pass 1: bind the bare minted symbols
+            minted = isinstance(d, expr.DimExpr) and d.is_symbol and d.name not in binding
+            if minted and bound.setdefault(d.name, size) != size:
+                found.append(f"{name}: {d.name} is {size} here, {bound[d.name]} elsewhere")
+    for name, dims in parsed.items():  # pass 2: every dim
+        shape = arrays[name].shape
+        for axis, (d, size) in enumerate(zip(dims, shape)):
+            if d is None or (isinstance(d, expr.DimExpr) and not d.symbols() <= bound.keys()):
+                continue
+            try:
+                value = expr.evaluate(d, bound)
+            except (ArithmeticError, ValueError) as error:
+                value = f"{type(error).__name__}"
+            if value != size:
+                text = d if isinstance(d, int) else expr.to_onnx(d)
+                found.append(f"{name}[{axis}]: declared {text} = {value}, onnxruntime {size}")
+    return found
+
+
+def _read_dim(dim: onnx.TensorShapeProto.Dimension) -> expr.Dim | None:
+    """A declared dim as our algebra reads it (``None``: anonymous or not readable)."""
+    if dim.HasField("dim_value"):
+        return dim.dim_value
+    if dim.dim_param in ("", graph_gen.ANONYMOUS):
+        return None
+    try:
+        d = expr.parse_dim(dim.dim_param)
+    except (expr.ExprError, ArithmeticError):
+        return None
+    return None if isinstance(d, expr.DimExpr) and d.is_unknown else d
 
 
 def _rounds_otherwise(options: dict) -> bool:
@@ -160,7 +246,12 @@ if __name__ == "__main__":
         options["fusions"] = sys.argv[sys.argv.index("--fusions") + 1]
     if "--inexact-floats" in sys.argv:
         options["exact_floats"] = False
+    ranged = "--ranges" in sys.argv
     logging.disable(logging.WARNING)
     for s in range(lo, hi):
-        if diff := differences(s, **options):
-            print(s, KNOWN.get(s, "NEW"), diff)
+        try:
+            diff = differences(s, ranges=ranged, **options)
+        except Exception as error:  # optimize raised: a finding too
+            diff = [f"raised {type(error).__name__}: {str(error)[:200]}"]
+        if diff:
+            print(s, KNOWN.get(s, "NEW"), diff, flush=True)
