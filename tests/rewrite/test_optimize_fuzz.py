@@ -111,8 +111,41 @@ def differences(seed: int, ranges: bool = False, **options) -> list[str]:
                 found.append(f"binding {b} output {i}: values differ")
     if ranges:
         for b, feeds, _ in runs:
-            found += [f"binding {b}: {w}" for w in wrong_dims(after_model, feeds, case.bindings[b])]
+            wrong = wrong_dims(after_model, feeds, case.bindings[b])
+            if wrong and not _slice_departs(case, b):
+                found += [f"binding {b}: {w}" for w in wrong]
     return found
+
+
+def _slice_departs(case: graph_gen.FuzzCase, b: int) -> bool:
+    """Whether a ``Slice`` of binding ``b`` gives another shape in onnxruntime than by the spec.
+
+    A backward ``Slice`` ending at ``INT64_MAX`` is empty by the spec (and our dims) while
+    onnxruntime keeps elements (seeds 21 and 157): its dims downstream then differ from
+    ours, and its memory planner, which trusts declared dims, fails to reuse buffers
+    (ranges seeds 3854 and 5993 before the generator grew).
+    """
+    slices = [n for n in case.model.graph.node if n.op_type == "Slice"]
+    if not slices:
+        return False
+    model = oracle.exposed(case)
+    names = [o.name for o in model.graph.output]
+    try:
+        known = dict(zip(names, oracle._session(model).run(names, case.feeds[b])))
+    except Exception:
+        return False
+    known.update(case.feeds[b])
+    known.update({t.name: onnx.numpy_helper.to_array(t) for t in case.model.graph.initializer})
+    for node in slices:
+        try:
+            (spec,) = graph_gen.reference(node, case.opset).run(
+                None, {i: known[i] for i in node.input if i}
+            )
+        except Exception:
+            continue
+        if np.shape(spec) != known[node.output[0]].shape:
+            return True
+    return False
 
 
 def wrong_dims(model: onnx.ModelProto, feeds: dict, binding: dict[str, int]) -> list[str]:
@@ -236,6 +269,40 @@ def test_optimize_with_options_keeps_random_graphs_outputs(seed, options):
     finally:
         logging.disable(logging.NOTSET)
     assert not found, f"seed {seed} {options}: {found}"
+
+
+#: The ranges mode (``graph_gen.generate(seed, ranges=True)``: symbols fixed or ranged,
+#: static-batch masks, If/Loop proving bounds; the optimized model's dims checked too).
+RANGES_SEEDS = [*range(20)]
+
+
+@pytest.mark.parametrize("seed", RANGES_SEEDS)
+def test_optimize_with_symbol_ranges_keeps_random_graphs_outputs_and_dims(seed):
+    logging.disable(logging.WARNING)
+    try:
+        found = differences(seed, ranges=True)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert not found, f"seed {seed} (ranges): {found}"
+
+
+def test_wrong_dims_sees_a_declared_dim_that_a_run_contradicts():
+    model = onnx.parser.parse_model("""
+        <ir_version: 10, opset_import: ["" : 18]>
+        g (float[N, 3] x) => (float[N, 3] y, int64[m] z) <float[N, 3] h> {
+            h = Relu(x)
+            y = Neg(h)
+            z = Shape<start = 1>(x)
+        }
+    """)
+    feeds = {"x": np.zeros((2, 3), np.float32)}
+    assert wrong_dims(model, feeds, {"N": 2}) == []  # m (not an input symbol) binds to 1
+    model.graph.value_info[0].type.tensor_type.shape.dim[1].dim_value = 4
+    model.graph.output[1].type.tensor_type.shape.dim[0].dim_param = "N"
+    assert sorted(wrong_dims(model, feeds, {"N": 2})) == [
+        "h[1]: declared 4 = 4, onnxruntime 3",
+        "z[0]: declared N = 2, onnxruntime 1",
+    ]
 
 
 if __name__ == "__main__":
