@@ -40,11 +40,18 @@ class RangeBuilders:
         """
         rng = self.rng
         data = self.pick_float(2, 2)
-        grid = [self.dim_vec(data, 0), self.const([1]), self.const([1]), self.dim_vec(data, 1)]
-        if rng.random() < 0.3:
+        # now and then row 0 only, of a batch that may be larger (a rule must decline)
+        first_row = rng.random() < 0.15
+        batch = self.const([1]) if first_row else self.dim_vec(data, 0)
+        grid = [batch, self.const([1]), self.const([1]), self.dim_vec(data, 1)]
+        roll = rng.random()
+        if roll < 0.3:
             source, axis = self._some_axis()
             kv_limit = self.dim_scalar(source, axis)
             grid[3] = self.unsqueeze0(kv_limit)
+        elif roll < 0.4:  # a limit that may be negative: an empty Range, a Slice from the back
+            kv_limit = self.emit1("Sub", [self.dim_scalar(data, 1), self.const(rng.randint(1, 2))])
+            grid[3] = self.emit1("Max", [self.unsqueeze0(kv_limit), self.const([0])])
         else:
             kv_limit = self.dim_scalar(data, 1)
         shape = self.emit1("Concat", grid, axis=0)
@@ -52,8 +59,8 @@ class RangeBuilders:
         limits = [self.dim_scalar(data, 0), kv_limit]
         parts = []
         for j in range(2):
-            single = all(d == 1 for d in (self.dims_of(data, 0) if j == 0 else [1]))
-            if j == 0 and single and rng.random() < 0.5:
+            single = all(d == 1 for d in self.dims_of(data, 0))
+            if j == 0 and (first_row or (single and rng.random() < 0.5)):
                 component = self.const(np.zeros((1, 1, 1, 1), np.int64))
                 if rng.random() < 0.3:  # the lift folded too: a [1, 1, 1, 1, 1] zero
                     parts.append(self.const(np.zeros((1, 1, 1, 1, 1), np.int64)))
@@ -77,8 +84,8 @@ class RangeBuilders:
         data = self.pick_float(2, 2)
         length = self.dim_scalar(data, 1)
         cols = self.emit1("Reshape", [self._arange(length), self.const([1, 1, 1, -1])])
-        if self._ones_everywhere(data, 0) and rng.random() < 0.6:
-            offsets = cols  # Range(0, 1) * T folded to 0 and the Add dropped
+        if (self._ones_everywhere(data, 0) and rng.random() < 0.6) or rng.random() < 0.1:
+            offsets = cols  # Range(0, 1) * T folded to 0 and the Add dropped (or row 0 only)
         else:
             rows = self.emit1(
                 "Reshape", [self._arange(self.dim_scalar(data, 0)), self.const([-1, 1, 1, 1])]
