@@ -42,7 +42,11 @@ class RangeBuilders:
         data = self.pick_float(2, 2)
         # now and then row 0 only, of a batch that may be larger (a rule must decline)
         first_row = rng.random() < 0.15
+        single = all(d == 1 for d in self.dims_of(data, 0))
+        zero_first = first_row or (single and rng.random() < 0.5)
         batch = self.const([1]) if first_row else self.dim_vec(data, 0)
+        if zero_first and rng.random() < 0.4:  # a mask of one row spread over another batch
+            batch = self.dim_vec(*self._some_axis())
         grid = [batch, self.const([1]), self.const([1]), self.dim_vec(data, 1)]
         roll = rng.random()
         if roll < 0.3:
@@ -59,8 +63,7 @@ class RangeBuilders:
         limits = [self.dim_scalar(data, 0), kv_limit]
         parts = []
         for j in range(2):
-            single = all(d == 1 for d in self.dims_of(data, 0))
-            if j == 0 and (first_row or (single and rng.random() < 0.5)):
+            if j == 0 and zero_first:
                 component = self.const(np.zeros((1, 1, 1, 1), np.int64))
                 if rng.random() < 0.3:  # the lift folded too: a [1, 1, 1, 1, 1] zero
                     parts.append(self.const(np.zeros((1, 1, 1, 1, 1), np.int64)))
