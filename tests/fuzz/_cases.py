@@ -204,6 +204,20 @@ class Simulation:
     unsafe: bool
 
 
+def outer_names(node: onnx.NodeProto) -> set[str]:
+    """Names the subgraphs of ``node`` (``If`` branches, a ``Loop`` body) read from outside."""
+    names: set[str] = set()
+    for attribute in node.attribute:
+        for graph in [attribute.g] if attribute.HasField("g") else attribute.graphs:
+            inner = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+            for inner_node in graph.node:
+                names |= {i for i in inner_node.input if i and i not in inner}
+                names |= outer_names(inner_node) - inner
+                inner |= set(inner_node.output)
+            names |= {o.name for o in graph.output} - inner
+    return names
+
+
 def simulate(case: FuzzCase, b: int) -> Simulation:
     """Runs every node of ``case`` with the reference evaluator on binding ``b``."""
     constants = {t.name: numpy_helper.to_array(t) for t in case.model.graph.initializer}
@@ -215,11 +229,13 @@ def simulate(case: FuzzCase, b: int) -> Simulation:
             return Simulation(False, True)
         if any(a is None for i, a in zip(node.input, arrays) if i):
             continue  # downstream of a node the reference rejected
+        feed = {i: a for i, a in zip(node.input, arrays) if i}
+        feed.update({i: known[i] for i in outer_names(node) if i in known})
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 evaluator = reference(node, case.opset)
-                outputs = evaluator.run(None, {i: a for i, a in zip(node.input, arrays) if i})
+                outputs = evaluator.run(None, feed)
         except Exception:
             valid = False
             continue

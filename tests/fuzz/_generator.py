@@ -193,9 +193,17 @@ class GeneratorCore:
         return value
 
     def emit(
-        self, op: str, inputs: Sequence[_Value | None], count: int = 1, **attrs: object
+        self,
+        op: str,
+        inputs: Sequence[_Value | None],
+        count: int = 1,
+        outer: Sequence[_Value] = (),
+        **attrs: object,
     ) -> list[_Value]:
         """Appends one node and runs it on every binding where its inputs are known.
+
+        ``outer`` are the values a subgraph attribute (an ``If`` branch, a ``Loop`` body)
+        reads from the enclosing graph: fed to the reference evaluator, not node inputs.
 
         Raises:
             _Reject: when it fails in every live binding, or an output is too large.
@@ -210,12 +218,13 @@ class GeneratorCore:
         )
         evaluator = reference(node, self.opset)
         results: list[list[np.ndarray] | None] = []
+        read = [*inputs, *outer]
         for b in range(NUM_BINDINGS):
-            arrays = [v.arrays[b] if v is not None else None for v in inputs]
-            if any(a is None for v, a in zip(inputs, arrays) if v is not None):
+            arrays = [v.arrays[b] if v is not None else None for v in read]
+            if any(a is None for v, a in zip(read, arrays) if v is not None):
                 results.append(None)
                 continue
-            feed = {v.name: a for v, a in zip(inputs, arrays) if v is not None}
+            feed = {v.name: a for v, a in zip(read, arrays) if v is not None}
             try:
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
                     warnings.simplefilter("ignore")
@@ -234,7 +243,7 @@ class GeneratorCore:
         for k, name in enumerate(names):
             arrays = [r[k] if r is not None else None for r in results]
             dtype = _np_to_onnx(known[k].dtype)
-            exact = all(v.exact for v in inputs if v is not None)
+            exact = all(v.exact for v in read if v is not None)
             outputs.append(_Value(name, dtype, arrays, exact))
         self.nodes.append(node)
         self.values.extend(outputs)
@@ -403,6 +412,7 @@ class GeneratorCore:
         produced = [o for n in self.nodes if n.op_type != "Constant" for o in n.output]
         consumed = {i for n in self.nodes for i in n.input}
         finals = [o for o in produced if o not in consumed][-2:] or produced[-1:]
+        finals += [o for o in getattr(self, "kept_outputs", ()) if o in produced and o not in finals]
         declare = self.rng.random() < 0.3
         declared: set[str] = set()
         outputs = []

@@ -28,6 +28,7 @@ from __future__ import annotations
 from tests.fuzz._build_computed import ComputedBuilders
 from tests.fuzz._build_float import FloatBuilders
 from tests.fuzz._build_idioms import IdiomBuilders
+from tests.fuzz._build_ranges import RangeBuilders
 from tests.fuzz._build_shapes import ShapeBuilders
 from tests.fuzz._cases import (
     ANONYMOUS,
@@ -47,6 +48,7 @@ from tests.fuzz._cases import (
     hidden_symbol,
     input_shape,
     make_feed,
+    outer_names,
     reference,
     simulate,
 )
@@ -71,6 +73,7 @@ __all__ = [
     "hidden_symbol",
     "input_shape",
     "make_feed",
+    "outer_names",
     "reference",
     "simulate",
 ]
@@ -168,8 +171,63 @@ class _MaskIdiomsGenerator(_Generator):
     BUILDERS = {**_Generator.BUILDERS, **REWRITE_IDIOMS, **MASK_IDIOMS}
 
 
-def generate(seed: int) -> FuzzCase:
-    """A random graph with its bindings and input data, determined by ``seed``."""
+#: Builders of the ranges mode (see :class:`_RangesGenerator`), with their weights.
+RANGE_IDIOMS: dict[str, int] = {
+    "p_static_mask_gather": 3,
+    "p_static_flat_gather": 2,
+    "p_reshape_ones": 2,
+    "p_if_bound": 3,
+    "p_loop_bound": 2,
+}
+
+
+class _RangesGenerator(_Generator, RangeBuilders):
+    """Graphs for ``optimize(symbol_ranges=...)``: some symbols fixed (often at 1) or ranged.
+
+    The ranges are drawn first (:attr:`symbol_ranges`, also in the case's options) and
+    every binding keeps to them, so the graph is built (and valid) for those sizes only,
+    as a model exported with a static batch is.
+    """
+
+    BUILDERS = {**_Generator.BUILDERS, **REWRITE_IDIOMS, **MASK_IDIOMS, **RANGE_IDIOMS}
+
+    def _draw_bindings(self) -> list[dict[str, int]]:
+        bindings = super()._draw_bindings()
+        rng = self.rng
+        self.symbol_ranges: dict[str, tuple[int | None, int | None]] = {}
+        free = rng.random() < 0.25  # none: the subgraph bounds want symbolic sizes
+        for symbol in SYMBOLS if not free else ():
+            roll = rng.random()
+            if roll < 0.45:  # a fixed size: mostly a batch of 1
+                size = rng.choice((1, 1, 1, 1, 0, 2))
+                self.symbol_ranges[symbol] = (size, size)
+            elif roll < 0.7:
+                lower = rng.choice((None, 0, 1, 1, 2))
+                upper = rng.choice((None, None, 2, 3, 7))
+                if lower is not None and upper is not None and upper < lower:
+                    upper = lower
+                self.symbol_ranges[symbol] = (lower, upper)
+        for binding in bindings:
+            for symbol, (lower, upper) in self.symbol_ranges.items():
+                low, high = lower or 0, 7 if upper is None else upper
+                if not low <= binding[symbol] <= high:
+                    binding[symbol] = rng.randint(low, high)
+        return bindings
+
+    def _options(self) -> dict[str, object]:
+        options: dict[str, object] = {"symbol_ranges": dict(self.symbol_ranges)}
+        if self.value_info_anchors:
+            options["value_info_anchors"] = True
+        return options
+
+
+def generate(seed: int, ranges: bool = False) -> FuzzCase:
+    """A random graph with its bindings and input data, determined by ``seed``.
+
+    With ``ranges``, another graph for the seed, drawn by :class:`_RangesGenerator`.
+    """
+    if ranges:
+        return _RangesGenerator(seed).generate()
     if seed >= MASK_IDIOMS_FROM:
         return _MaskIdiomsGenerator(seed).generate()
     if seed >= REWRITE_IDIOMS_FROM:

@@ -52,6 +52,7 @@ from tests.fuzz.graph_gen import (
     hidden_symbol,
     input_shape,
     make_feed,
+    outer_names,
     reference,
     simulate,
 )
@@ -405,7 +406,9 @@ def _spec_rejects(case: FuzzCase, b: int, actual: Mapping[str, np.ndarray]) -> s
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                reference(node, case.opset).run(None, {i: known[i] for i in node.input if i})
+                feed = {i: known[i] for i in node.input if i}
+                feed.update({i: known[i] for i in outer_names(node) if i in known})
+                reference(node, case.opset).run(None, feed)
         except Exception as error:
             return f"{node.op_type} {node.name}: {str(error).splitlines()[0][:120]}"
     return None
