@@ -38,7 +38,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.rewrite._facts import FactsPass, int_attribute, take_over
-from onnx_symdims.rewrite._values import dead_cone
+from onnx_symdims.rewrite._values import dead_cone, dead_cone_of
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class GatherNDOfIndexGridPass(FactsPass):
             for v in grids
             if not v.is_graph_output() and all(u.node in members for u in v.uses())
         ]
-        cone = _dead_cone(dying)
+        cone = dead_cone_of(dying)
         removed = len(group) + sum(1 for n in cone if n.op_type != "Constant")
         # A Reshape to the grid's shape keeps the nodes computing that shape alive.
         kept: set[ir.Node] = set()
@@ -431,31 +431,6 @@ def _producers(value: ir.Value) -> set[ir.Node]:
         seen.add(node)
         stack.extend(v.producer() for v in node.inputs if v is not None)
     return seen
-
-
-def _dead_cone(values: list[ir.Value]) -> set[ir.Node]:
-    """The nodes that die when every one of ``values`` loses every use.
-
-    ``dead_cone`` of several values at once: a node read only by their cones dies too.
-    """
-    remaining: dict[ir.Value, int] = dict.fromkeys(values, 0)
-    dead: set[ir.Node] = set()
-    stack = [v.producer() for v in values if v.producer() is not None]
-    while stack and len(dead) < _MAX_CONE:
-        current = stack.pop()
-        if current in dead or any(
-            remaining.get(out, len(out.uses())) > 0 or out.is_graph_output()
-            for out in current.outputs
-        ):
-            continue
-        dead.add(current)
-        for inp in current.inputs:
-            if inp is None or inp.producer() is None:
-                continue
-            remaining[inp] = remaining.get(inp, len(inp.uses())) - 1
-            if remaining[inp] == 0:
-                stack.append(inp.producer())
-    return dead
 
 
 def place_on_size_one_axes(facts, axes: list[int | None], dims) -> list[int] | None:

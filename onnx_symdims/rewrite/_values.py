@@ -292,14 +292,24 @@ def _pieces(elements, sources: dict) -> list | None:
 
 def dead_cone(node: ir.Node, value: ir.Value) -> set[ir.Node]:
     """The nodes (``node`` and its producers) that die when ``value`` loses every use."""
-    remaining: dict[ir.Value, int] = {value: 0}
+    return _dead_cone({value: 0}, [node])
+
+
+def dead_cone_of(values: list[ir.Value]) -> set[ir.Node]:
+    """The nodes that die when every one of ``values`` loses every use.
+
+    :func:`dead_cone` of several values at once: a node read only by their cones dies too.
+    """
+    producers = [v.producer() for v in values]
+    return _dead_cone(dict.fromkeys(values, 0), [p for p in producers if p is not None])
+
+
+def _dead_cone(remaining: dict[ir.Value, int], stack: list[ir.Node]) -> set[ir.Node]:
+    """Walks up from ``stack``; ``remaining`` counts the uses left of values (0: none)."""
     dead: set[ir.Node] = set()
-    stack = [node]
     while stack and len(dead) < _MAX_CONE:
         current = stack.pop()
-        if current in dead:
-            continue
-        if any(
+        if current in dead or any(
             remaining.get(out, len(out.uses())) > 0 or out.is_graph_output()
             for out in current.outputs
         ):
