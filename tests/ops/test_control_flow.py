@@ -678,3 +678,57 @@ def test_function_output_that_is_its_input_keeps_the_value():
     result = infer(text)
     assert result.elements("w") == ["N", 3]
     assert result.shape("v") == ["N", 3]
+
+
+ZERO_TRIP_SCAN = """
+<ir_version: 10, opset_import: ["" : 18]>
+g (float[L] sig, float[F] w, float[T] t) => (float[?, ?, ?, ?, ?] scan) {
+    shp = Constant<value = int64[3] {1, -1, 1}>()
+    s3 = Reshape(sig, shp)
+    f = Shape(w)
+    fs = Squeeze(f)
+    ts = Shape(t)
+    trip = Squeeze(ts)
+    cond = Constant<value = bool {1}>()
+    scan = Loop(trip, cond) <body = body (int64 i, bool cin) => (bool cout, float[?, ?, ?, ?] z) {
+        step = Constant<value = int64 {1}>()
+        z = STFT(s3, step, w, fs)
+        cout = Identity(cin)
+    }>
+}
+"""
+
+
+@pytest.mark.parametrize("trips", [0, 2])
+def test_inference_leaves_a_loop_body_scan_output_type_as_declared(trips):
+    # With zero iterations onnxruntime builds a scan output from the body output's type
+    # (its own inference of it merged with the declared one: a static int dim stays, any
+    # other dim is 0). A shape inference writes there changes that output where it
+    # proves an int onnx's inference does not (an STFT's [1, frames, bins, 2] turned
+    # (0, 0, 0, 0, 0) into (0, 1, 0, 0, 2), found by the ranges fuzzer); the declared
+    # type stays, so the model runs as before. The spec leaves zero-trip scan outputs
+    # undefined (the reference evaluator refuses them).
+    import onnx_ir as ir
+    import onnxruntime as ort
+
+    original = ir.serde.serialize_model(ir.from_onnx_text(ZERO_TRIP_SCAN))
+    inferred = infer(ZERO_TRIP_SCAN)
+    loop = next(n for n in inferred.model.graph if n.op_type == "Loop")
+    body = loop.attributes["body"].as_graph()
+    assert [d.value for d in body.outputs[1].shape.dims] == [None] * 4  # as declared
+    feeds = {
+        "sig": np.ones(6, np.float32),
+        "w": np.ones(2, np.float32),
+        "t": np.ones(trips, np.float32),
+    }
+    shapes = []
+    for proto in (original, ir.serde.serialize_model(inferred.model)):
+        session = ort.InferenceSession(
+            proto.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        shapes.append(session.run(None, feeds)[0].shape)
+    assert shapes[0] == shapes[1]
+    if trips:
+        written = inferred.context.shape_of(inferred.model.graph.outputs[0])
+        sizes = {"L": 6, "F": 2, "T": trips}
+        assert tuple(expr.evaluate(d, sizes) for d in written) == (2, 1, 5, 2, 2)
