@@ -634,9 +634,6 @@ def infer_loop(ctx: NodeContext, node: ir.Node) -> None:
         ctx.fail(f"body has {len(body.outputs)} outputs for {carried} carried values")
     initial = [ctx.input_shape(2 + k) for k in range(carried)]
     dtypes = [INT64, BOOL, *(ctx.input_dtype(2 + k) for k in range(carried))]
-    # With zero iterations onnxruntime shapes a scan output from its body output's
-    # declared type (_scan_output_shape): the shapes written must not change that type.
-    ctx.ctx.keep_declared.update(body.outputs[1 + carried :])
     state, outputs = _infer_carried(ctx, body, [(), ()], initial, [], dtypes, 1)
     counted: list[Dim] = []
 

@@ -677,9 +677,8 @@ class InferenceEngine:
                 self._note_compound_dims(shape)
         written = self._writer._shapes
         dtypes = ctx._dtypes
-        keep = ctx.keep_declared
         for value in outputs:
-            if value.shape is not None or value.type is not None or (keep and value in keep):
+            if value.shape is not None or value.type is not None:
                 self._commit(node, value)
                 continue
             # _commit's common case: nothing declared, a plain tensor type.
@@ -905,12 +904,6 @@ class InferenceEngine:
         """Merges the inferred facts of ``value`` with the declared ones and writes them."""
         ctx = self.ctx
         inferred = ctx._shapes.get(value)  # peek_shape, inline (once per output)
-        if ctx.keep_declared and value in ctx.keep_declared:
-            # a Loop body's scan output: its declared shape stays as it is (only an
-            # untyped value gets its element type)
-            if value.type is None:
-                self._commit_type(node, value, had_shape=False)
-            return
         if value.shape is None:  # the common case: nothing declared, nothing to merge
             if inferred is not None:
                 # The writer's hit, inline (stored shapes are tuples).

@@ -156,10 +156,6 @@ class ShapesContext:
         #: declarations (Loop inference uses this to keep a body inference instead of
         #: repeating it without them).
         self.declarations_used = 0
-        #: Values whose declared shape is never rewritten: a ``Loop`` body's scan outputs,
-        #: whose declared type onnxruntime builds the output from when the loop runs zero
-        #: times (an int written there would become that output's dim).
-        self.keep_declared: set[ir.Value] = set()
         self._reserved: set[str] = set(_RESERVED_WORDS)
         self._generated: set[str] = set()
         # dim text -> its dim (read_dim_text); opaque texts map to readable symbols.
