@@ -86,8 +86,13 @@ def apply_input_shapes(
             new is None or new is old for new, old in zip(dims, value.shape.dims)
         ):
             continue
-        old_dims = value.shape.dims if value.shape is not None else [None] * len(dims)
-        value.shape = ir.Shape([new if new is not None else old for new, old in zip(dims, old_dims)])
+        shape = value.shape
+        old_dims = shape.dims if shape is not None else [None] * len(dims)
+        denotations = [shape.get_denotation(i) if shape is not None else None for i in range(len(dims))]
+        value.shape = ir.Shape(
+            [new if new is not None else old for new, old in zip(dims, old_dims)],
+            denotations=denotations,
+        )
     return fixed
 
 

@@ -110,3 +110,12 @@ def test_the_public_function_takes_input_shapes():
     assert [d.dim_value for d in out.graph.input[0].type.tensor_type.shape.dim] == [2, 4]
     assert [d.dim_value for d in out.graph.output[0].type.tensor_type.shape.dim] == [2, 4]
     assert issubclass(onnx_symdims.InputShapeError, ValueError)
+
+
+def test_given_shapes_keep_the_dims_denotations():
+    m = model("g (float[?, 4] x) => (float[?, 4] y) { y = Relu(x) }")
+    shape = m.graph.inputs[0].shape
+    m.graph.inputs[0].shape = type(shape)(shape.dims, denotations=["DATA_BATCH", None])
+    OptimizePass(input_shapes={"x": [2, 4]})(m)
+    assert _dims(m.graph.inputs[0]) == [2, 4]
+    assert m.graph.inputs[0].shape.get_denotation(0) == "DATA_BATCH"
