@@ -27,7 +27,7 @@ import logging
 
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import FactsPass, take_over
+from onnx_symdims.rewrite._facts import FactsPass, is_literal_one, take_over
 from onnx_symdims.rewrite._layout import size_one_axes, size_one_axes_nodes
 
 logger = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ class ReshapesAroundElementwisePass(FactsPass):
         if x_shape is None or y_shape is None:
             self.declined["the shapes around the reshape are not proven"] += 1
             return
-        if all(isinstance(d, int) and d == 1 for d in x_shape):
+        if all(is_literal_one(d) for d in x_shape):
             # one element (a scalar in shape arithmetic): LiftScalarArithmetic's domain
             self.declined["one element"] += 1
             return
@@ -190,7 +190,7 @@ class ReshapesAroundElementwisePass(FactsPass):
         return (
             shape is not None
             and len(shape) <= rank
-            and all(isinstance(d, int) and d == 1 for d in shape)
+            and all(is_literal_one(d) for d in shape)
         )
 
     def _rewrite(

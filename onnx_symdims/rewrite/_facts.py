@@ -324,6 +324,11 @@ def _graph_nodes(graph: ir.Graph) -> list[ir.Node]:
 MALFORMED = None
 
 
+def is_literal_one(d: Dim) -> bool:
+    """True for the int dim 1 (a symbolic dim may be 1 in some runs only)."""
+    return isinstance(d, int) and d == 1
+
+
 def int_attribute(node: ir.Node, name: str, default: int | None = None) -> int | None:
     """The int attribute ``name`` of ``node``, ``default`` when absent.
 

@@ -39,6 +39,7 @@ from onnx_symdims.rewrite._facts import (
     ShapeFacts,
     int_attribute,
     ints_attribute,
+    is_literal_one,
     shape_slice,
     take_over,
 )
@@ -215,14 +216,14 @@ def size_one_axes(
     ``[b, 1, s, d]``): the dims other than literal 1s are proven equal pair by pair, in
     order, so the op keeps every element at its row-major position. ``None`` otherwise.
     """
-    kept_source = [j for j, d in enumerate(source) if not (isinstance(d, int) and d == 1)]
-    kept_result = [j for j, d in enumerate(result) if not (isinstance(d, int) and d == 1)]
+    kept_source = [j for j, d in enumerate(source) if not is_literal_one(d)]
+    kept_result = [j for j, d in enumerate(result) if not is_literal_one(d)]
     if len(kept_source) != len(kept_result) or not all(
         facts.same_dim(source[a], result[b]) for a, b in zip(kept_source, kept_result)
     ):
         return None
-    removed = [j for j in range(len(source)) if j not in set(kept_source)]
-    inserted = [j for j in range(len(result)) if j not in set(kept_result)]
+    removed = [j for j, d in enumerate(source) if is_literal_one(d)]
+    inserted = [j for j, d in enumerate(result) if is_literal_one(d)]
     if len(source) < len(result) and not removed:
         return "Unsqueeze", inserted
     if len(source) > len(result) and not inserted:

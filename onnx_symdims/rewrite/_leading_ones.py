@@ -23,7 +23,7 @@ import logging
 
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import FactsPass
+from onnx_symdims.rewrite._facts import FactsPass, is_literal_one
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class DropLeadingOnesBeforeBroadcastPass(FactsPass):
             self.declined["the shapes around the reshape are not proven"] += 1
             return
         k = len(y_shape) - len(x_shape)
-        if k <= 0 or not all(isinstance(d, int) and d == 1 for d in y_shape[:k]):
+        if k <= 0 or not all(is_literal_one(d) for d in y_shape[:k]):
             self.declined["not only size-1 axes prepended"] += 1
             return
         if not self.facts.same_shape(y_shape[k:], x_shape):
