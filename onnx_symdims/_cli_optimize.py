@@ -206,6 +206,7 @@ def _report(
             "after": sum(result.after.values()),
             "before_by_op": dict(sorted(result.before.items())),
             "after_by_op": dict(sorted(result.after.items())),
+            "kept_float_math_on_weights": result.kept_float_nodes,
         },
         "rounds": result.rounds,
         "fired": dict(result.fired.most_common()),
@@ -241,6 +242,13 @@ def _print_summary(report: dict[str, Any], result) -> None:
             words.append(f"... ({len(dropped) - len(shown)} more)")
         words += [f"{k} {changes[k]:+d}" for k in grown]
         lines.append("by op: " + ", ".join(words))
+    kept = nodes["kept_float_math_on_weights"]
+    if kept:
+        # What peers that fold float math (onnxslim, onnxsim) remove and we keep.
+        lines.append(
+            f"kept bit for bit: {kept} node{'s' * (kept != 1)} of float math on weights "
+            "alone (--inexact-floats folds them where onnxruntime can)"
+        )
     fired = report["fired"]
     lines.append(
         "rules fired: " + (", ".join(f"{k} {v}" for k, v in fired.items()) or "none")

@@ -45,7 +45,7 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["inexact_on_floats", "should_fold"]
+__all__ = ["inexact_on_floats", "kept_float_weight_nodes", "should_fold"]
 
 import numpy as np
 import onnx_ir as ir
@@ -202,3 +202,56 @@ def should_fold(node: ir.Node) -> bool | None:
     if node.op_type in ("Cast", "CastLike") and not _cast_is_defined(node):
         return False
     return None
+
+
+#: Ops whose result is not a function of their inputs: never "computed from weights".
+_RANDOM = frozenset(
+    {
+        "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+        "Bernoulli", "Multinomial",
+    }
+)
+
+
+def kept_float_weight_nodes(graph: ir.Graph) -> int:
+    """How many nodes compute from weights alone and stay only because of exact floats.
+
+    A node counts when every input is a weight (an initializer that is not a graph input,
+    a ``Constant``'s output, or a value computed so) and the node, or a node it reads
+    from, is one :func:`inexact_on_floats` reports: float math the folder keeps so that
+    the model computes the original's bits on every CPU (``exact_floats=True``).
+    ``exact_floats=False`` folds them where onnxruntime can (DeBERTa-v2's
+    ``LayerNormalization`` of its relative embeddings and the ``MatMul`` projections of
+    the result). Nodes in graph order; a node read before its producer never counts.
+
+    Example::
+
+        >>> import onnx_ir as ir
+        >>> model = ir.from_onnx_text('''
+        ...     <ir_version: 10, opset_import: ["" : 20]>
+        ...     g (float[2, 2] x) => (float[2, 2] y) <float[2, 2] w = {1., 2., 3., 4.}> {
+        ...         e = Exp(w)
+        ...         t = Transpose(e)
+        ...         y = MatMul(x, t)
+        ...     }
+        ... ''')
+        >>> kept_float_weight_nodes(model.graph)  # Exp and the Transpose of its result
+        2
+    """
+    weights: set[ir.Value] = {
+        v for v in graph.initializers.values() if not v.is_graph_input()
+    }
+    kept: set[ir.Value] = set()  # weights computed through inexact float math
+    count = 0
+    for node in graph:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            weights.update(node.outputs)
+            continue
+        inputs = [v for v in node.inputs if v is not None]
+        if not inputs or node.op_type in _RANDOM or any(v not in weights for v in inputs):
+            continue
+        weights.update(node.outputs)
+        if any(v in kept for v in inputs) or inexact_on_floats(node):
+            kept.update(node.outputs)
+            count += 1
+    return count

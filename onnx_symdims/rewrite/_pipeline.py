@@ -43,7 +43,7 @@ from onnx_symdims.rewrite._facts import (
 from onnx_symdims.rewrite._fixed_dims import fix_dims, fixed_sizes
 from onnx_symdims.rewrite._flat_gather import GatherOfFlatIndexGridPass
 from onnx_symdims.rewrite._fold_split import fold_constant_splits
-from onnx_symdims.rewrite._folding import should_fold
+from onnx_symdims.rewrite._folding import kept_float_weight_nodes, should_fold
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
 from onnx_symdims.rewrite._input_shapes import InputShapeError, apply_input_shapes
 from onnx_symdims.rewrite._iota_gather import GatherOfIotaPass
@@ -92,6 +92,9 @@ class OptimizeResult(ir.passes.PassResult):
         rounds: Rounds of the fixed-point loop run.
         seconds: Wall time of the pass.
         diagnostics: Diagnostics of the final shape inference.
+        kept_float_nodes: Main-graph nodes left computing float math on weights alone
+            because of ``exact_floats`` (:func:`~onnx_symdims.rewrite._folding.
+            kept_float_weight_nodes`; 0 with ``exact_floats=False``).
     """
 
     before: Counter = dataclasses.field(default_factory=Counter)
@@ -101,6 +104,7 @@ class OptimizeResult(ir.passes.PassResult):
     rounds: int = 0
     seconds: float = 0.0
     diagnostics: list = dataclasses.field(default_factory=list)
+    kept_float_nodes: int = 0
 
 
 class OptimizePass(ir.passes.InPlacePass):
@@ -223,6 +227,8 @@ class OptimizePass(ir.passes.InPlacePass):
         if self.anchors:
             AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(model)
         result.after = count_nodes(model.graph)
+        if self.exact_floats:
+            result.kept_float_nodes = kept_float_weight_nodes(model.graph)
         result.modified = result.after != result.before or bool(result.fired) or relabelled
         result.seconds = time.perf_counter() - start
         return result

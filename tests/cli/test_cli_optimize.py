@@ -456,3 +456,23 @@ def test_optimize_refuses_a_malformed_symbol_range(tmp_path, capsys):
     src = write_text_model(tmp_path / "m.onnx", BATCHED)
     assert cli.main(["optimize", src, "--symbol-range", "batch=2:1"]) == 2
     assert_one_line_error(capsys.readouterr().err)
+
+
+def test_optimize_says_how_much_float_math_on_weights_it_kept(tmp_path, capsys):
+    """What onnxslim and onnxsim fold and the exact policy keeps is counted, with the way out."""
+    src = write_text_model(
+        tmp_path / "m.onnx",
+        """g (float[N, 2] x) => (float[N, 2] y) <float[2, 2] w = {1., 2., 3., 4.}> {
+            e = Exp(w)
+            t = Transpose(e)
+            y = MatMul(x, t)
+        }""",
+    )
+    report = tmp_path / "r.json"
+    assert cli.main(["optimize", src, "--json", str(report)]) == 0
+    assert "kept bit for bit: 2 nodes of float math on weights alone" in capsys.readouterr().out
+    assert json.loads(report.read_text())["nodes"]["kept_float_math_on_weights"] == 2
+    assert cli.main(["optimize", src, "--json", str(report), "--inexact-floats"]) == 0
+    assert "kept bit for bit" not in capsys.readouterr().out
+    nodes = json.loads(report.read_text())["nodes"]
+    assert (nodes["kept_float_math_on_weights"], nodes["after"]) == (0, 1)

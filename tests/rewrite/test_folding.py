@@ -12,7 +12,7 @@ import onnx_ir as ir
 import pytest
 
 import onnx_symdims
-from onnx_symdims.rewrite._folding import should_fold
+from onnx_symdims.rewrite._folding import kept_float_weight_nodes, should_fold
 from tests.rewrite._rewrite_testing import model, ops, proto, session
 
 # x * exp(c) of a constant c: numpy's exp and onnxruntime's vectorized one round
@@ -165,3 +165,61 @@ def test_batch_normalization_is_fused_into_the_conv_only_without_exact_floats():
     x = _rng.standard_normal((2, 2, 5, 5)).astype(np.float32)
     np.testing.assert_array_equal(_run(exact, x), _run(model(CONV_BN), x))
     assert ops(onnx_symdims.optimize(model(CONV_BN), exact_floats=False)) == ["Conv"]
+
+
+# LayerNormalization of a weight, then a projection by another weight: DeBERTa-v2's
+# relative position embeddings. Peers fold both (onnxruntime's kernels on the machine
+# that optimizes); the exact policy keeps them, and says how many.
+WEIGHT_MATH = """
+    g (float[N, 2] x) => (float[N, 2] y)
+      <float[2] s = {1., 1.}, float[2] b = {0., 0.}, float[2, 2] w = {1., 2., 3., 4.},
+       float[2, 2] v = {0.5, 0.25, 0.125, 2.0}> {
+        n = LayerNormalization(w, s, b)
+        p = MatMul(n, v)
+        t = Transpose(p)
+        q = Add(s, b)
+        z = MatMul(x, t)
+        y = Add(z, q)
+    }
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "why"),
+    [
+        (WEIGHT_MATH, 3, "LayerNormalization, the MatMul and the Transpose of their result"),
+        (EXP_OF_CONSTANT, 1, "the Exp of a Constant"),
+        (
+            WEIGHT_MATH.replace("(float[N, 2] x)", "(float[N, 2] x, float[2, 2] w)"),
+            0,
+            "an initializer that is a graph input is no weight: feeds replace it",
+        ),
+        (
+            WEIGHT_MATH.replace("LayerNormalization(w, s, b)", "Mul(w, s)").replace(
+                "MatMul(n, v)", "Sub(n, v)"
+            ),
+            0,
+            "exact math only (the folder folds it)",
+        ),
+        (
+            WEIGHT_MATH.replace("p = MatMul(n, v)", "p = MatMul(n, x)"),
+            1,
+            "the MatMul reads a graph input; only the LayerNormalization counts",
+        ),
+    ],
+)
+def test_kept_float_weight_nodes(text, expected, why):
+    m = onnx_symdims.infer_symbolic_shapes(model(text))  # the types it reads, as in optimize
+    assert kept_float_weight_nodes(m.graph) == expected, why
+
+
+def test_optimize_reports_the_float_math_it_keeps_and_inexact_floats_folds_it():
+    x = _rng.standard_normal((3, 2)).astype(np.float32)
+    expected = _run(model(WEIGHT_MATH), x)
+    kept = onnx_symdims.rewrite.OptimizePass()(model(WEIGHT_MATH))
+    assert kept.kept_float_nodes == 3
+    np.testing.assert_array_equal(_run(kept.model, x), expected)
+    folded = onnx_symdims.rewrite.OptimizePass(exact_floats=False)(model(WEIGHT_MATH))
+    assert folded.kept_float_nodes == 0
+    assert ops(folded.model) == ["MatMul", "Add"]
+    np.testing.assert_allclose(_run(folded.model, x), expected, rtol=1e-5)
