@@ -314,6 +314,17 @@ class SizePlan:
         fixed = dict(fixed or {})
         low, high = size_range
         fallback: dict[str, int] | None = None
+        # Sizes the ranges pin (``past_seq_len=0:0``: prefill only) are what the user
+        # asked for, not a degenerate draw; nor is a dim or derived size made of them.
+        pinned = {n for n, (lo, hi) in self.ranges.items() if lo is not None and lo == hi}
+        free_dims = [
+            not _uses(d) <= pinned
+            for dims in self.inputs
+            if dims
+            for d in dims
+            if d is not None
+        ]
+        free_derived = [n for n, d in self.derived.items() if not _uses(d) <= pinned]
         for _ in range(tries):
             binding = {
                 name: fixed[name]
@@ -341,8 +352,8 @@ class SizePlan:
             ):
                 continue
             if fixed or (
-                all(s >= 1 for s in sizes)
-                and all(binding[n] >= 2 for n in self.derived if n not in fixed)
+                all(s >= 1 for s, free in zip(sizes, free_dims) if free)
+                and all(binding[n] >= 2 for n in free_derived if n not in fixed)
             ):
                 return binding
             if fallback is None:

@@ -225,6 +225,29 @@ def test_a_proven_equality_is_the_first_guess_on_a_real_export():
     assert all(b["total_seq_len"] == b["past_seq_len"] + b["seq_len"] for b in report.bindings)
 
 
+def test_a_past_pinned_at_zero_by_a_range_still_finds_the_relation():
+    # --symbol-range past_seq_len=0:0 (prefill only): every draw has an empty cache, which
+    # is what was asked for, not a degenerate draw that cannot validate a guess.
+    pinned = {"past_seq_len": (0, 0)}
+    report = compare_models(
+        _inferred(DECODER), model_from_text(DECODER), runs=3, symbol_ranges=pinned
+    )
+    assert report.ok, report.errors
+    assert report.runs >= 3
+    assert report.relations == [
+        "total_seq_len = past_seq_len+seq_len (a min term compares them)"
+    ]
+    for b in report.bindings:
+        assert b["past_seq_len"] == 0 and b["total_seq_len"] == b["seq_len"]
+    # Unpinned symbols still avoid degenerate sizes.
+    plan = SizePlan.of(_inferred(DECODER).graph, ranges=pinned).with_relation(
+        "total_seq_len", expr.parse_dim("past_seq_len+seq_len"), "test"
+    )
+    drawn = plan.draw(random.Random(0), (2, 8), degenerate=False)
+    assert drawn["past_seq_len"] == 0
+    assert min(drawn["batch"], drawn["seq_len"], drawn["total_seq_len"]) >= 2
+
+
 # ----------------------------------------------------------------------------------------
 # A sliding window: a range of past_seq_len, not one fixed size
 # ----------------------------------------------------------------------------------------
