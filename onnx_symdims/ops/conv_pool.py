@@ -27,10 +27,10 @@ from __future__ import annotations
 
 __all__ = ["infer_conv_output", "kernel_dims"]
 
-import dataclasses
 import logging
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import onnx_ir as ir
@@ -50,9 +50,12 @@ _AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
 # ----------------------------------------------------------------------------------------
 # Window attributes
 # ----------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Window:
-    """Per spatial axis: strides, dilations, begin/end pads and the ``auto_pad`` mode."""
+class Window(NamedTuple):
+    """Per spatial axis: strides, dilations, begin/end pads and the ``auto_pad`` mode.
+
+    A named tuple: every convolution and pooling node builds one, and a frozen
+    dataclass costs about 1 us more to build.
+    """
 
     strides: tuple[int, ...]
     dilations: tuple[int, ...]
@@ -69,7 +72,7 @@ def _int_list(
         return (default,) * length
     if len(values) != length:
         ctx.fail(f"attribute {name!r} has {len(values)} values, expected {length}")
-    if any(v < minimum for v in values):
+    if values and min(values) < minimum:  # no generator: every conv reads three lists
         ctx.fail(f"attribute {name!r} values must be >= {minimum}, got {list(values)}")
     return tuple(values)
 
@@ -113,7 +116,7 @@ def kernel_dims(
         return [None] * spatial if weight is None else list(weight[2:])
     if len(attr) != spatial:
         ctx.fail(f"kernel_shape has {len(attr)} values, expected {spatial}")
-    if any(k < 1 for k in attr):
+    if attr and min(attr) < 1:
         ctx.fail(f"kernel_shape values must be >= 1, got {list(attr)}")
     if weight is not None:
         for k, w in zip(attr, weight[2:]):
@@ -159,10 +162,29 @@ def _fill(ctx: NodeContext, dims: Sequence[Dim | None], hint: str = "d") -> tupl
 # ----------------------------------------------------------------------------------------
 # Output dim formulas (pure functions of one spatial axis; ints give ints)
 # ----------------------------------------------------------------------------------------
+#: conv_output_dim's arguments -> its result. A pure function of them (dims are canonical
+#: expressions), asked again and again: a network repeats a few geometries on a few input
+#: dims, and one lookup costs a tenth of the six arithmetic steps.
+_CONV_DIMS: dict[tuple, Dim] = {}
+_MAX_CONV_DIMS = 10_000
+
+
 def conv_output_dim(
     d: Dim, k: Dim, stride: int, dilation: int, pad_begin: int, pad_end: int, auto_pad: str
 ) -> Dim:
     """Spatial output dim of a convolution (as onnxruntime computes it)."""
+    key = (d, k, stride, dilation, pad_begin, pad_end, auto_pad)
+    found = _CONV_DIMS.get(key)
+    if found is None:
+        if len(_CONV_DIMS) >= _MAX_CONV_DIMS:
+            _CONV_DIMS.clear()
+        found = _CONV_DIMS[key] = _conv_output_dim(*key)
+    return found
+
+
+def _conv_output_dim(
+    d: Dim, k: Dim, stride: int, dilation: int, pad_begin: int, pad_end: int, auto_pad: str
+) -> Dim:
     if auto_pad.startswith("SAME"):
         return expr.ceildiv(d, stride)
     effective_kernel = expr.add(expr.mul(dilation, expr.sub(k, 1)), 1)

@@ -430,8 +430,8 @@ class InferenceEngine:
             for domain, version in model.opset_imports.items()
         }
         self.snapshot: ModelSnapshot | None = None
-        # _memo_key(...) -> the facts of the node's outputs (see _infer_node)
-        self._memo: dict[tuple, tuple] = {}
+        # _memo_key(...) -> [the facts of the node's outputs, settled] (see _replay)
+        self._memo: dict[tuple, list] = {}
         self._memo_hits: dict[str, int] = {}
         self._anchor_memo: dict[tuple, tuple[Dim, ...]] = {}
         # op_type (default domain) or (domain, op_type) -> (hook, opset)
@@ -648,7 +648,7 @@ class InferenceEngine:
             if hook is not None:
                 self._fallback_after_bug(node_ctx)
         if key is not None and stamp == _stamp(ctx):
-            self._memo[key] = tuple(ctx.facts_of(value) for value in outputs)
+            self._memo[key] = [tuple(ctx.facts_of(value) for value in outputs), False]
         self._finish(node, outputs)
 
     def _finish(self, node: ir.Node, outputs: Sequence[ir.Value]) -> None:
@@ -667,14 +667,26 @@ class InferenceEngine:
             or scope.__class__ is not FactScope
         ):
             self._settle(node, outputs)
-            for value in outputs:
-                self._commit(node, value)
+            self._commit_outputs(node, outputs)
             return
         shapes = ctx._shapes
         for value in outputs:  # _settle without refining: note the compound dims
             shape = shapes.get(value)
             if shape is not None and not _all_plain(shape):
                 self._note_compound_dims(shape)
+        self._commit_outputs(node, outputs)
+
+    def _commit_outputs(self, node: ir.Node, outputs: Sequence[ir.Value]) -> None:
+        """:meth:`_commit` of each output; the usual one inline.
+
+        Usual: nothing declared (no shape, no type) and only tensor types in the run.
+        """
+        ctx = self.ctx
+        if ctx._other_types:
+            for value in outputs:
+                self._commit(node, value)
+            return
+        shapes = ctx._shapes
         written = self._writer._shapes
         dtypes = ctx._dtypes
         for value in outputs:
@@ -735,13 +747,27 @@ class InferenceEngine:
             self._commit(node, value)
         return True
 
-    def _replay(self, node: ir.Node, entry: tuple) -> None:
-        """Sets the outputs of ``node`` from a memoized hook result and commits them."""
-        for value, facts in zip(node.outputs, entry):
-            self.ctx.restore_facts(value, facts)
-        self._settle(node)
-        for value in node.outputs:
-            self._commit(node, value)
+    def _replay(self, node: ir.Node, entry: list) -> None:
+        """Sets the outputs of ``node`` from a memoized hook result and commits them.
+
+        ``entry``: ``[facts of the outputs, settled]``. The first replay settles the facts
+        (:meth:`_settle`) and, when that recorded nothing (the scope version stayed),
+        keeps the settled facts in the entry: settling is a function of the facts and the
+        scope's facts, which the version in the memo key fixes, so later replays of the
+        entry would settle to the same facts and record nothing either.
+        """
+        ctx = self.ctx
+        outputs = node.outputs
+        facts, settled = entry
+        for value, value_facts in zip(outputs, facts):
+            ctx.restore_facts(value, value_facts)
+        if not settled:
+            version = ctx.scope.version
+            self._settle(node, outputs)
+            if ctx.scope.version == version:
+                entry[0] = tuple(ctx.facts_of(value) for value in outputs)
+                entry[1] = True
+        self._commit_outputs(node, outputs)
 
     def _settle(self, node: ir.Node, outputs: Sequence[ir.Value] | None = None) -> None:
         """Rewrites the outputs' facts under what successful runs imply, then adds theirs.
