@@ -15,7 +15,7 @@ from the repo root, in the build venv of ``tools/README.md``::
 
 Layout written: as ``build_probe_corpus.py`` (``OUT/models/<name>/{model.onnx,truth.json}``).
 
-Models (33): decoders with a KV cache (GLM interleaved partial rotary, Persimmon fused qkv +
+Models (32): decoders with a KV cache (GLM interleaved partial rotary, Persimmon fused qkv +
 q/k LayerNorm, GraniteMoE, DiffLlama differential attention, BitNet, EXAONE 4 and GPT-OSS with
 a cropped sliding-window layer, GPT-OSS attention sinks + MoE, Persimmon by TorchScript at
 opset 13); encoders (ERNIE by TorchScript at opset 11, RemBERT, XLM sinusoidal, X-MOD language
