@@ -47,6 +47,8 @@ Export failures (torch 2.13, transformers 5.24), the first two registered as ext
   (an ``Add`` of the interpolated position embeddings: the scale factors are baked).
 * Swin v2 with a dynamic height/width: exports, then a ``Reshape`` baked at the example
   size fails in onnxruntime; built at a static 64x48 instead.
+* Llama 4 text (chunked attention, MoE, NoPE layers): its rotary embedding is complex-valued
+  and ``aten.unsqueeze`` of a complex tensor has no ONNX function (DispatchError).
 * GraniteMoE and GPT-OSS with the default ``experts_implementation`` (grouped_mm): no ONNX
   function for ``transformers.grouped_mm_fallback``; built with ``"batched_mm"``.
 * CLIP vision by TorchScript without ``interpolate_pos_encoding``: refuses any size but 32x32.
