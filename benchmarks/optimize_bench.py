@@ -236,16 +236,17 @@ def make_feeds(model: onnx.ModelProto, sizes: dict[str, int], seed: int = 0) -> 
 
 
 def _session(model_bytes: bytes):
-    import onnxruntime as ort
+    """An onnxruntime CPU session in a child process (``IsolatedSession``).
 
-    options = ort.SessionOptions()
-    # compare the models, not onnxruntime's own rewrites of them
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    # a folded weight must not switch kernels (see onnx_symdims/_verify_worker.py)
-    options.add_session_config_entry("session.disable_prepacking", "1")
-    options.log_severity_level = 4
-    ort.set_default_logger_severity(4)  # sizes a model rejects are expected while choosing
-    return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+    The sizes :func:`choose_sizes` tries include edge ones, and onnxruntime crashes on some
+    instead of raising (bit_dynamo of the attack2 corpus: SIGSEGV on a 1x1 image): in this
+    process that would end the whole benchmark. The child runs without graph optimizations
+    (the models are compared, not onnxruntime's rewrites of them) and without prepacking
+    (a folded weight must not switch kernels; see onnx_symdims/_verify_worker.py).
+    """
+    from onnx_symdims._verify_worker import IsolatedSession
+
+    return IsolatedSession(model_bytes)
 
 
 def _truth_bindings(path: str | None) -> list[dict]:
@@ -274,8 +275,8 @@ def choose_sizes(model: onnx.ModelProto, model_bytes: bytes, path: str | None, n
         seen.add(key)
         feeds = make_feeds(model, sizes)
         try:
-            outs = sess.run(None, feeds)
-        except Exception:  # a size the model does not accept: try the next one
+            outs = sess.run(names, feeds)
+        except Exception:  # a size the model does not accept (or crashes on): the next one
             continue
         chosen.append((sizes, feeds, dict(zip(names, outs))))
         if len(chosen) == n:
@@ -306,7 +307,7 @@ def check(result: onnx.ModelProto, sizes) -> tuple[str, str]:
     for binding, feeds, expected in sizes:
         try:
             inputs = {i.name for i in sess.get_inputs()}
-            outs = sess.run(None, {k: v for k, v in feeds.items() if k in inputs})
+            outs = sess.run(names, {k: v for k, v in feeds.items() if k in inputs})
         except Exception as e:
             return "fail", f"run {binding}: {type(e).__name__}: {str(e)[:160]}"
         got = dict(zip(names, outs))

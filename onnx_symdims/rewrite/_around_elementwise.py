@@ -27,7 +27,7 @@ import logging
 
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import FactsPass, is_literal_one, take_over
+from onnx_symdims.rewrite._facts import FactsPass, is_literal_one, set_type, take_over
 from onnx_symdims.rewrite._layout import size_one_axes, size_one_axes_nodes
 
 logger = logging.getLogger(__name__)
@@ -216,7 +216,7 @@ class ReshapesAroundElementwisePass(FactsPass):
             )
             graph.insert_before(old, new)
             out, new_out = old.outputs[0], new.outputs[0]
-            new_out.dtype = self.facts.dtype(out)
+            set_type(new_out, self.facts.dtype(out))
             renamed[out] = new_out
         # A graph output's end last: the recreated value then keeps its name.
         for end in sorted(ends, key=lambda e: e.outputs[0].is_graph_output()):
@@ -229,8 +229,9 @@ class ReshapesAroundElementwisePass(FactsPass):
                 added = size_one_axes_nodes(graph, value, plan)
                 graph.insert_before(end, added)
                 value = added[-1].outputs[0]
-                value.dtype = self.facts.dtype(end.outputs[0])
-            value.shape = end.outputs[0].shape
+                set_type(value, self.facts.dtype(end.outputs[0]))
+            # a recreated value whose dtype is unknown stays untyped (see set_type)
+            set_type(value, value.dtype, end.outputs[0].shape)
             take_over(end.outputs[0], value, "relaid")
         graph.remove([*ends, *reversed(nodes), reshape], safe=True)
         self.fired["reshapes_around_elementwise"] += 1

@@ -74,7 +74,12 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.rewrite._broadcast import broadcast_shape
-from onnx_symdims.rewrite._facts import INTEGER_AND_BOOL_TYPES, FactsPass, int_attribute
+from onnx_symdims.rewrite._facts import (
+    INTEGER_AND_BOOL_TYPES,
+    FactsPass,
+    int_attribute,
+    set_type,
+)
 from onnx_symdims.rewrite._uniform import uniform_value
 
 logger = logging.getLogger(__name__)
@@ -301,7 +306,7 @@ class DropExpandBeforeBroadcastPass(FactsPass):
             )
             old = node.outputs[0]
             out = new.outputs[0]
-            out.dtype = self.facts.dtype(old)
+            set_type(out, self.facts.dtype(old))
             out.name = f"{old.name}_unexpanded" if old.name else None
             graph.insert_before(node, new)
             replacement[old] = out

@@ -43,6 +43,8 @@ __all__ = [
     "constant_tensor",
     "int_attribute",
     "ints_attribute",
+    "keep_output_type",
+    "set_type",
     "shape_slice",
     "take_over",
 ]
@@ -375,10 +377,53 @@ def shape_slice(node: ir.Node | None, facts: ShapeFacts) -> tuple[ir.Value, int,
     return (x, start, end) if start < end else None  # type: ignore[return-value]
 
 
+def set_type(
+    value: ir.Value, dtype: ir.DataType | None, shape: ir.Shape | None = None
+) -> None:
+    """Writes ``dtype`` (and ``shape``, if given) on a value a rewrite made.
+
+    With an unknown ``dtype`` the value stays untyped and shapeless: onnx_ir serializes
+    neither a ``TensorType(None)`` nor a shape without a type, and a dtype is unknown
+    where inference failed (a ``Conv`` whose window is larger than its input, at sizes
+    ``--symbol-range`` fixes) or met an op it does not know. An untyped intermediate
+    value is valid ONNX; the next round's inference types it when it can.
+
+    Args:
+        value: The new value.
+        dtype: Its element type (``ShapeFacts.dtype`` of the value it replaces).
+        shape: Its shape, or ``None`` to leave it as it is.
+    """
+    if dtype is None:
+        return
+    value.dtype = dtype
+    if shape is not None:
+        value.shape = shape
+
+
+def keep_output_type(old: ir.Value, new: ir.Value) -> None:
+    """Gives ``new``, about to become a graph output in ``old``'s place, ``old``'s type.
+
+    Only when ``new`` has none: a graph output needs a type (onnx's checker, onnxruntime),
+    and inference leaves ``new`` untyped where it fails (see :func:`set_type`). ``old``'s
+    type is the one declared on the output (or inferred for it); its shape comes along
+    when ``new`` has none either. Both are copied: ``Value.dtype = ...`` mutates a type in
+    place.
+    """
+    if new.type is not None or old.type is None:
+        return
+    if isinstance(old.type, ir.TensorType):
+        new.type = ir.TensorType(old.type.dtype)
+    else:
+        new.type = old.type
+    if new.shape is None and old.shape is not None:
+        new.shape = old.shape.copy()
+
+
 def take_over(old: ir.Value, new: ir.Value, suffix: str) -> None:
     """Points every use of ``old`` at ``new``; a graph output keeps its name on ``new``."""
     if old.is_graph_output():
         name = old.name
+        keep_output_type(old, new)
         old.replace_all_uses_with(new, replace_graph_outputs=True)
         old.name, new.name = None, name
     else:

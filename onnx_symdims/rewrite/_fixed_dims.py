@@ -47,7 +47,8 @@ def fix_dims(model: ir.Model, sizes: Mapping[str, int]) -> bool:
     A dim whose text is a symbol of ``sizes`` (or an expression of such symbols, once
     substituted) is replaced by its value, or by the substituted canonical expression
     when other symbols remain; a negative value is left as written. Text that does not
-    parse is compared as is. Returns whether any dim changed.
+    parse is compared as is; a key of ``sizes`` that is the text of an expression
+    (``"2*seq"``) fixes nothing: it is no symbol. Returns whether any dim changed.
     """
     if not sizes:
         return False
@@ -68,12 +69,15 @@ def fix_dims(model: ir.Model, sizes: Mapping[str, int]) -> bool:
 def _fixed(dim: int | ir.SymbolicDim, sizes: Mapping[str, int]) -> int | ir.SymbolicDim:
     if isinstance(dim, int) or not dim.value:
         return dim
-    if dim.value in sizes:  # also a name the parser reads otherwise ("batch size")
-        return sizes[dim.value]
     try:
         parsed = expr.parse_dim(dim.value)
     except (expr.ExprError, ArithmeticError):
-        return dim
+        # Text no parser reads: only its very name fixes it.
+        return sizes.get(dim.value, dim)
+    # The text as inference reads it, never as a name: a range on the text "2*seq_len"
+    # (torch.export's derived dim) names no symbol; fixing the dim to its size would
+    # leave seq_len free everywhere else, and the optimized model would refuse the runs
+    # of seq_len the original takes.
     if not isinstance(parsed, expr.DimExpr) or parsed.is_unknown:
         return dim
     if not parsed.symbols() & sizes.keys():

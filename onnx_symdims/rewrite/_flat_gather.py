@@ -59,7 +59,7 @@ import logging
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.rewrite._facts import FactsPass, int_attribute, take_over
+from onnx_symdims.rewrite._facts import FactsPass, int_attribute, set_type, take_over
 from onnx_symdims.rewrite._gather import _constant, place_on_size_one_axes
 from onnx_symdims.rewrite._values import dead_cone
 
@@ -245,8 +245,7 @@ class GatherOfFlatIndexGridPass(FactsPass):
         graph.insert_before(node, new_nodes)
         out = node.outputs[0]
         result = result_node.outputs[0]
-        result.dtype = self.facts.dtype(out)
-        result.shape = out.shape
+        set_type(result, self.facts.dtype(out), out.shape)
         take_over(out, result, "ungathered")
         graph.remove(node, safe=True)
         self.fired["gather_of_flat_index_grid"] += 1

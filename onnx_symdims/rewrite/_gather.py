@@ -37,7 +37,7 @@ import numpy as np
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.rewrite._facts import FactsPass, int_attribute, take_over
+from onnx_symdims.rewrite._facts import FactsPass, int_attribute, set_type, take_over
 from onnx_symdims.rewrite._values import dead_cone, dead_cone_of
 
 logger = logging.getLogger(__name__)
@@ -413,8 +413,7 @@ class GatherNDOfIndexGridPass(FactsPass):
             result = result_node.outputs[0]
         graph.insert_before(node, new_nodes)
         out = node.outputs[0]
-        result.dtype = facts.dtype(out)
-        result.shape = out.shape
+        set_type(result, facts.dtype(out), out.shape)
         take_over(out, result, "sliced")
         graph.remove(node, safe=True)  # now unused; a gather sharing its grid is next
         self.fired["gather_nd_of_index_grid"] += 1

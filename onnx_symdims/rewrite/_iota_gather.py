@@ -23,7 +23,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import FactsPass, int_attribute, take_over
+from onnx_symdims.rewrite._facts import FactsPass, int_attribute, set_type, take_over
 
 logger = logging.getLogger(__name__)
 
@@ -100,8 +100,7 @@ class GatherOfIotaPass(FactsPass):
         reshape = ir.node("Reshape", [data, const.outputs[0]])
         graph.insert_before(node, [const, reshape])
         out = reshape.outputs[0]
-        out.dtype = self.facts.dtype(node.outputs[0])
-        out.shape = node.outputs[0].shape
+        set_type(out, self.facts.dtype(node.outputs[0]), node.outputs[0].shape)
         take_over(node.outputs[0], out, "reshaped")
         graph.remove(node, safe=True)
         self.fired["gather_of_iota"] += 1

@@ -40,6 +40,7 @@ from onnx_symdims.rewrite._facts import (
     int_attribute,
     ints_attribute,
     is_literal_one,
+    set_type,
     shape_slice,
     take_over,
 )
@@ -148,8 +149,7 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
         graph.insert_before(node, [const, reshape])
         new = reshape.outputs[0]
         new.name = f"{y.name}_collapsed" if y.name else None
-        new.dtype = facts.dtype(y)
-        new.shape = y.shape
+        set_type(new, facts.dtype(y), y.shape)
         y.replace_all_uses_with(new)
         self.fired["chain_to_reshape"] += 1
 
@@ -174,8 +174,7 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
         graph.insert_before(node, new_nodes)
         new = new_nodes[-1].outputs[0]
         new.name = f"{y.name}_collapsed" if y.name else None
-        new.dtype = self.facts.dtype(y)
-        new.shape = y.shape
+        set_type(new, self.facts.dtype(y), y.shape)
         y.replace_all_uses_with(new)
         self.fired["chain_to_size_one_axes"] += 1
         return True
@@ -297,8 +296,7 @@ class FlattenConcatsPass(ir.passes.InPlacePass):
             concat = ir.node("Concat", flat, attributes={"axis": axis})
             graph.insert_before(node, concat)
             out = node.outputs[0]
-            concat.outputs[0].dtype = out.dtype
-            concat.outputs[0].shape = out.shape
+            set_type(concat.outputs[0], out.dtype, out.shape)
             if out.is_graph_output():
                 graph.remove(concat, safe=True)
                 continue
@@ -416,7 +414,8 @@ class GroupedTransposePass(ir.passes.InPlacePass):
             new = ir.node("Transpose", [x], attributes={"perm": perm})
             graph.insert_before(node, new)
             out = new.outputs[0]
-            out.dtype = self.facts.dtype(y)
+            dtype = self.facts.dtype(y)
+            set_type(out, dtype)
             sx = self.facts.shape(x)
             if not self.facts.same_shape([sx[a] for a in perm], self.facts.shape(y)):  # type: ignore[index]
                 # x's groups split otherwise than y's (a GQA key [b, 2, 2, T, 8] merged
@@ -424,9 +423,9 @@ class GroupedTransposePass(ir.passes.InPlacePass):
                 # the elements in y's order, and y's own dims, as literals, shape them.
                 shaped = ir.node("Reshape", [out, regroup], attributes={"allowzero": 1})
                 graph.insert_before(node, shaped)
-                shaped.outputs[0].dtype = out.dtype
+                set_type(shaped.outputs[0], dtype)
                 out = shaped.outputs[0]
-            out.shape = y.shape
+            set_type(out, dtype, y.shape)
             take_over(y, out, "transposed")
             self.fired["grouped_transpose" if out.producer() is new else "regrouped"] += 1
         return ir.passes.PassResult(model, modified=bool(self.fired))

@@ -61,6 +61,7 @@ from onnx_symdims.rewrite._facts import (
     FactsPass,
     constant_tensor,
     ints_attribute,
+    set_type,
 )
 
 logger = logging.getLogger(__name__)
@@ -233,8 +234,7 @@ class LiftScalarArithmeticPass(FactsPass):
             )
             new_nodes.append(new)
             out = new.outputs[0]
-            out.dtype = self.facts.dtype(value)
-            out.shape = ir.Shape([1])
+            set_type(out, self.facts.dtype(value), ir.Shape([1]))
             out.name = f"{value.name}_lifted" if value.name else None
             graph.insert_before(node, new_nodes)
             replacement[value] = out

@@ -19,7 +19,13 @@ import logging
 
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import FactsPass, int_attribute, ints_attribute, take_over
+from onnx_symdims.rewrite._facts import (
+    FactsPass,
+    int_attribute,
+    ints_attribute,
+    set_type,
+    take_over,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +116,6 @@ class ReduceDropsKeptAxesPass(FactsPass):
         )
         graph.insert_before(node, new)
         y, out = node.outputs[0], new.outputs[0]
-        out.dtype = self.facts.dtype(y)
-        out.shape = y.shape
+        set_type(out, self.facts.dtype(y), y.shape)
         take_over(y, out, "reduced")
         self.fired["reduce_drops_kept_axes"] += 1

@@ -44,7 +44,12 @@ from onnxscript.rewriter import pattern
 from onnxscript.rewriter._basics import MatchResult
 
 from onnx_symdims import expr
-from onnx_symdims.rewrite._facts import ShapeFacts, constant_tensor, int_attribute
+from onnx_symdims.rewrite._facts import (
+    ShapeFacts,
+    constant_tensor,
+    int_attribute,
+    keep_output_type,
+)
 from onnx_symdims.rewrite._uniform import uniform_value
 
 logger = logging.getLogger(__name__)
@@ -129,6 +134,7 @@ class _FactsRule(pattern.RewriteRuleClassBase):
                 self.declined["the output is a graph output fed by a value of another scope"] += 1
                 return False
             name = y.name
+            keep_output_type(y, x)
             y.replace_all_uses_with(x, replace_graph_outputs=True)
             y.name, x.name = None, name
         else:

@@ -24,7 +24,7 @@ from collections import Counter
 import numpy as np
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import ShapeFacts, take_over
+from onnx_symdims.rewrite._facts import ShapeFacts, set_type, take_over
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +114,6 @@ class MergeDisjointSlicesPass(ir.passes.InPlacePass):
         merged = ir.node("Slice", [x, *(c.outputs[0] for c in consts)])
         graph.insert_before(node, [*consts, merged])
         y, out = node.outputs[0], merged.outputs[0]
-        out.dtype = self.facts.dtype(y)
-        out.shape = y.shape
+        set_type(out, self.facts.dtype(y), y.shape)
         take_over(y, out, "merged")
         self.fired["merge_disjoint_slices"] += 1

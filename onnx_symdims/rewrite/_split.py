@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import ShapeFacts
+from onnx_symdims.rewrite._facts import ShapeFacts, set_type
 
 logger = logging.getLogger(__name__)
 
@@ -132,8 +132,7 @@ class SlicesToSplitPass(ir.passes.InPlacePass):
             graph.insert_before(first, split)
         for out, (_, _, node) in zip(split.outputs, slices):
             old = node.outputs[0]
-            out.dtype = old.dtype
-            out.shape = old.shape
+            set_type(out, old.dtype, old.shape)
             out.name = old.name
             old.name = None
             old.replace_all_uses_with(out)

@@ -19,7 +19,7 @@ import logging
 
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._facts import FactsPass, ints_attribute, take_over
+from onnx_symdims.rewrite._facts import FactsPass, ints_attribute, set_type, take_over
 
 logger = logging.getLogger(__name__)
 
@@ -95,15 +95,14 @@ class TransposeThroughBinaryPass(FactsPass):
         for i, t in enumerate(transposed):
             if t is None:  # T_q(Op(x, T_p(b))) = Op(T_q(x), b)
                 moved_x = ir.node("Transpose", [operands[i]], attributes={"perm": list(inverse)})
-                moved_x.outputs[0].dtype = self.facts.dtype(operands[i])
+                set_type(moved_x.outputs[0], self.facts.dtype(operands[i]))
                 new_nodes.append(moved_x)
                 operands[i] = moved_x.outputs[0]
         moved = ir.node(node.op_type, operands)
         new_nodes.append(moved)
         graph.insert_before(node, new_nodes)
         z = moved.outputs[0]
-        z.dtype = self.facts.dtype(y)
-        z.shape = undoing[0].outputs[0].shape
+        set_type(z, self.facts.dtype(y), undoing[0].outputs[0].shape)
         for user in undoing:  # each dies once its output has no use left
             take_over(user.outputs[0], z, "moved")
         self.fired["transpose_through_binary"] += 1

@@ -65,6 +65,33 @@ def test_a_fixed_size_folds_the_shapes_computed_from_it():
     assert_equivalent(before, fixed, [{"batch": 1}])
 
 
+def test_a_range_on_the_text_of_an_expression_fixes_nothing():
+    """``2*seq`` (torch.export's derived dim) is an expression, not a symbol.
+
+    Found on index_ops_bounded_dynamo of the attack2 corpus with ``--symbol-range
+    2*seq_len=8:8``: the CLI warned that no input uses ``2*seq_len``, yet ``y``'s dim was
+    fixed to 8 while ``seq_len`` stayed free, and the optimized model refused
+    ``seq_len = 5`` (``y`` of 10), which the original runs.
+    """
+    body = """
+        g (float[batch, seq] x, float[batch, yseq] y) => (float[batch, seq] z) {
+            zero = Constant<value = int64[1] {0}>()
+            end = Constant<value = int64[1] {9223372036854775807}>()
+            one = Constant<value = int64[1] {1}>()
+            two = Constant<value = int64[1] {2}>()
+            e = Slice(y, zero, end, one, two)
+            z = Add(x, e)
+        }
+    """
+    m = model(body)
+    m.graph.inputs[1].shape = ir.Shape(["batch", "2*seq"])  # the text parser refuses it
+    before = proto(m)
+    OptimizePass(symbol_ranges={"2*seq": (8, 8)})(m)
+    assert _dims(m.graph.inputs[1]) == ["batch", "2*seq"]
+    bindings = [{"batch": b, "seq": s} for b, s in ((1, 0), (1, 1), (2, 4), (3, 5))]
+    assert_equivalent(before, m, bindings)
+
+
 def test_a_range_shapes_the_dims_written():
     """``x[1:]`` has ``max(seq - 1, 0)`` rows; with ``seq >= 1`` the dim reads ``seq - 1``."""
     body = """
