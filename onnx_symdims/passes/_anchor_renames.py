@@ -26,7 +26,9 @@ The target of a class, in this order of preference:
 
 A target never contains a renamable symbol, so renaming terminates and never produces a
 key again. Classes with two different ints are contradictions (the anchors disagree)
-and are not used.
+and are not used. So are output-only labels that name two sizes which differ
+(:func:`ambiguous_labels`): ``a: [B, K]`` and ``b: [B, K]`` with ``a`` of ``L`` and ``b``
+of ``2*L`` elements (TorchScript reuses its own dim names across outputs this way).
 
 Solving: a class that equates ``g + r`` (``g`` renamable, appearing once with coefficient
 ±1 outside any function term, ``r`` free of renamable symbols) with a target ``t`` also
@@ -41,8 +43,9 @@ until the map is stable.
 
 from __future__ import annotations
 
-__all__ = ["RenamePlan", "plan_renames"]
+__all__ = ["RenamePlan", "ambiguous_labels", "plan_renames"]
 
+import collections
 import dataclasses
 import logging
 from collections.abc import Iterable
@@ -318,3 +321,77 @@ def plan_renames(
     else:
         logger.debug("rename planning stopped after %d rounds", _MAX_ROUNDS)
     return RenamePlan(mapping, tuple(implied), tuple(contradictions))
+
+
+def ambiguous_labels(
+    equalities: Iterable[tuple[Dim, Dim]],
+    *,
+    renamable: Iterable[str],
+    input_symbols: Iterable[str],
+) -> dict[str, tuple[Dim, ...]]:
+    """Output-only names that the anchors equate to sizes which differ.
+
+    A *label* is a bare declared name no graph input declares (``K`` of ``y: [B, K]``,
+    ``TopKtopk_values_dim_1`` of a TorchScript export): it names sizes, it constrains no
+    input. Every declared output dim records ``label == inferred``; when one label (or a
+    group of labels declared equal) is recorded equal to sizes of two classes that hold
+    ints or expressions of declared names (``L`` and ``2*L``), the author claims a size
+    equality the inputs alone do not give, and the label is not used: a run with
+    ``L >= 1`` makes the two outputs differ, whatever the label says. Sizes equal without
+    the labels (``total_seq_len`` an input, ``past_seq_len+seq_len`` on an output) are one
+    class and stay an implied equality.
+
+    Returns:
+        ``{label: the differing sizes}`` for every label of an ambiguous group.
+    """
+    renamable = frozenset(renamable)
+    inputs = frozenset(input_symbols)
+
+    def is_label(d: Dim) -> bool:
+        return (
+            isinstance(d, expr.DimExpr)
+            and d.is_symbol
+            and d.name not in renamable
+            and d.name not in inputs
+        )
+
+    sizes = _UnionFind()  # the classes the equalities give without the labels
+    labels = _UnionFind()  # labels declared equal to each other
+    partners: dict[Dim, list[Dim]] = collections.defaultdict(list)
+    for a, b in equalities:
+        if not (_valid(a) and _valid(b)):
+            continue
+        label_a, label_b = is_label(a), is_label(b)
+        if label_a and label_b:
+            labels.union(a, b)
+        elif label_a:
+            partners[a].append(b)
+        elif label_b:
+            partners[b].append(a)
+        else:
+            sizes.union(a, b)
+    if not partners:
+        return {}
+    for found in partners.values():
+        for partner in found:
+            sizes.find(partner)  # a size only a label names is a class of its own
+    valued: dict[Dim, Dim] = {}  # class root -> its first int or expression of declared names
+    for members in sizes.classes():
+        for m in members:
+            if isinstance(m, int) or not (m.symbols() & renamable):
+                valued[sizes.find(m)] = m
+                break
+    named: dict[Dim, dict[Dim, Dim]] = collections.defaultdict(dict)  # group -> valued roots
+    for label, found in partners.items():
+        group = labels.find(label)
+        for partner in found:
+            root = sizes.find(partner)
+            if root in valued:
+                named[group].setdefault(root, valued[root])
+    result: dict[str, tuple[Dim, ...]] = {}
+    for members in labels.classes():  # every label found above is in one
+        differing = named.get(labels.find(members[0]), {})
+        if len(differing) >= 2:
+            for label in members:
+                result[label.name] = tuple(sorted(differing.values(), key=_order))  # type: ignore[union-attr]
+    return result

@@ -293,6 +293,42 @@ def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesCont
     return modified
 
 
+def _write_inferred_dims(model: ir.Model, ctx: ShapesContext, labels: frozenset[str]) -> bool:
+    """Replaces the graph outputs' dims named by ``labels`` with the inferred ones.
+
+    The axes written are the engine's (``note_filled``): the renaming that follows
+    treats them as it treats any dim the engine wrote. Returns whether a shape changed.
+    """
+    opaque = ctx.opaque_dim_names
+    changed = False
+    for value in model.graph.outputs:
+        shape = value.shape
+        if shape is None or not ctx.has_shape(value):
+            continue
+        inferred = ctx.peek_shape(value)
+        dims = list(shape.dims)
+        if inferred is None or len(inferred) != len(dims):
+            continue
+        axes = []
+        for axis, d in enumerate(dims):
+            if isinstance(d, int) or not d.value:
+                continue
+            if opaque.get(d.value, d.value) not in labels:
+                continue
+            new = inferred[axis]
+            if isinstance(new, int):
+                dims[axis] = new
+            else:
+                dims[axis] = ir.SymbolicDim(None if new.is_unknown else expr.to_onnx(new))
+            axes.append(axis)
+        if axes:
+            denotations = [shape.get_denotation(i) for i in range(len(dims))]
+            value.shape = ir.Shape(dims, denotations=denotations)
+            ctx.note_filled(value, axes)
+            changed = True
+    return changed
+
+
 def _rewrite_context(ctx: ShapesContext, rewriter: _Rewriter) -> None:
     # Values the tables do not hold yet are read from the (rewritten) model on demand.
     ctx.rewrite_tables(rewriter.dims)
@@ -440,6 +476,12 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         renamable = renamable - self.preserve
         result = AnchorPropagationResult(model, False, ctx)
         equalities = ctx.constraint_dims()
+        input_symbols: set[str] = set()
+        if equalities:
+            input_symbols = _shape_symbols(graph_values(model.graph.inputs), ctx)
+            equalities = self._drop_ambiguous_labels(
+                model, ctx, equalities, renamable, input_symbols, result
+            )
         if equalities and not _plans_nothing(equalities, renamable):
             from onnx_symdims.passes._anchor_renames import plan_renames
 
@@ -447,7 +489,6 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             if snapshot is None or snapshot.model is not model:
                 snapshot = ModelSnapshot.of(model)
             wanted = _equality_symbols(equalities) - renamable
-            input_symbols = _shape_symbols(graph_values(model.graph.inputs), ctx)
             preferred = _shape_symbols(snapshot.main_values, ctx, wanted) & wanted
             plan = plan_renames(
                 equalities,
@@ -465,6 +506,49 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
                 result.renames = plan.text_mapping()
         result.diagnostics = ctx.diagnostics[first_diagnostic:]
         return result
+
+    def _drop_ambiguous_labels(
+        self,
+        model: ir.Model,
+        ctx: ShapesContext,
+        equalities: list[tuple[Dim, Dim]],
+        renamable: frozenset[str],
+        input_symbols: set[str],
+        result: AnchorPropagationResult,
+    ) -> list[tuple[Dim, Dim]]:
+        """The equalities without those of output-only names that name differing sizes.
+
+        The graph outputs that declare such a name get their inferred dims there (the
+        declared text would be a wrong dim in every run where the sizes differ), with a
+        warning (an error under ``strict``). See
+        :func:`~onnx_symdims.passes._anchor_renames.ambiguous_labels`.
+        """
+        from onnx_symdims.passes._anchor_renames import ambiguous_labels
+
+        ambiguous = ambiguous_labels(
+            equalities, renamable=renamable, input_symbols=input_symbols - renamable
+        )
+        if not ambiguous:
+            return equalities
+        for name in sorted(ambiguous):
+            sizes = ", ".join(_text(d) for d in ambiguous[name])
+            message = (
+                f"declared output dim {name!r} names sizes that differ: {sizes} (not used; "
+                "those outputs get the inferred dims)"
+            )
+            if self.strict:
+                raise ShapeInferenceError(ctx.add_diagnostic(None, "error", message))
+            ctx.add_diagnostic(None, "warning", message)
+        if _write_inferred_dims(model, ctx, frozenset(ambiguous)):
+            result.modified = True
+        return [
+            (a, b)
+            for a, b in equalities
+            if not any(
+                isinstance(d, expr.DimExpr) and d.is_symbol and d.name in ambiguous
+                for d in (a, b)
+            )
+        ]
 
     def _report(
         self, ctx: ShapesContext, plan: RenamePlan, result: AnchorPropagationResult

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from onnx_symdims import expr
+from onnx_symdims import ShapeInferenceError, expr
 from onnx_symdims.passes import SymbolicShapeInferencePass
 from onnx_symdims.passes._anchors import AnchorConstraintPropagationPass
 from tests.constraints._util import (
@@ -352,3 +352,56 @@ def test_pass_is_idempotent():
     inferred = SymbolicShapeInferencePass()(model)
     assert AnchorConstraintPropagationPass(inferred.context)(model).modified
     assert not AnchorConstraintPropagationPass(inferred.context)(model).modified
+
+
+# TorchScript names output dims itself and may reuse one name across outputs of different
+# sizes (a TopK's dim names on an upsampled tensor): the declared outputs then claim
+# a.dim1 == b.dim1, false in every run with L >= 1.
+REUSED_LABEL = """
+g (float[B, L] x) => (float[B, K] a, float[B, K] b, float[B, K] c, float[B, M] d, float[B, M] e) {
+  a = Identity(x)
+  b = Concat <axis = 1> (x, x)
+  c = Relu(b)
+  two = Constant <value_ints = [2]> ()
+  three = Constant <value_ints = [3]> ()
+  zero = Constant <value_ints = [0]> ()
+  one = Constant <value_ints = [1]> ()
+  d = Slice(x, zero, two, one)
+  e = Slice(x, zero, three, one)
+}"""
+
+
+def test_an_output_label_naming_sizes_that_differ_is_not_used():
+    model = build(REUSED_LABEL)
+    inferred = SymbolicShapeInferencePass()(model)
+    result = AnchorConstraintPropagationPass(inferred.context)(model)
+    assert [dims_text(v) for v in model.graph.outputs] == [
+        ["B", "L"], ["B", "2*L"], ["B", "2*L"], ["B", "min(2,L)"], ["B", "min(3,L)"]
+    ]  # fmt: skip
+    warnings = [g.message for g in result.diagnostics if g.severity == "warning"]
+    assert any("'K' names sizes that differ: 2*L, L" in w for w in warnings), warnings
+    assert any("'M' names sizes that differ" in w for w in warnings), warnings
+    assert not any("K" in text or "M" in text for text in model_texts(model))
+    rng = np.random.default_rng(0)
+    for length in (0, 1, 5):
+        bindings = {"B": 2, "L": length}
+        actual = runtime_shapes(model, make_feeds(model, bindings, rng))
+        check_against_runtime(model, actual, bindings)
+    rederived = build(REUSED_LABEL)  # without a context: the same
+    SymbolicShapeInferencePass()(rederived)
+    AnchorConstraintPropagationPass()(rederived)
+    assert shapes_text(rederived) == shapes_text(model)
+    with pytest.raises(ShapeInferenceError, match="names sizes that differ"):
+        strict = build(REUSED_LABEL)
+        AnchorConstraintPropagationPass(SymbolicShapeInferencePass()(strict).context, strict=True)(
+            strict
+        )
+
+
+def test_an_output_label_naming_one_size_stays():
+    text = REUSED_LABEL.replace("b = Concat <axis = 1> (x, x)", "b = Neg(x)")
+    model = build(text)
+    inferred = SymbolicShapeInferencePass()(model)
+    result = AnchorConstraintPropagationPass(inferred.context)(model)
+    assert [dims_text(v) for v in model.graph.outputs][:3] == [["B", "K"]] * 3
+    assert not any("'K'" in g.message for g in result.diagnostics)

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from onnx_symdims import expr
-from onnx_symdims.passes._anchor_renames import plan_renames
+from onnx_symdims.passes._anchor_renames import ambiguous_labels, plan_renames
 
 d = expr.parse_dim
 
@@ -174,3 +174,27 @@ def test_the_anchor_pass_skips_planning_only_when_nothing_is_planned(pairs, rena
         plan = _plan(pairs, renamable, inputs)
         if nothing:
             assert (plan.mapping, plan.implied, plan.contradictions) == ({}, (), ())
+
+
+@pytest.mark.parametrize(
+    ("pairs", "inputs", "renamable", "expected"),
+    [
+        ([("K", "L"), ("K", "2*L")], ["L"], [], {"K": ("2*L", "L")}),
+        ([("K", "2"), ("M", "3"), ("K", "M")], [], [], {"K": ("2", "3"), "M": ("2", "3")}),
+        ([("K", "L"), ("K", "L")], ["L"], [], {}),  # one size, named twice
+        ([("K", "nnz"), ("K", "L")], ["L"], ["nnz"], {}),  # a minted size is no claim
+        # Sizes equal without the label (an input names the sum): one class.
+        ([("K", "total"), ("total", "past+seq"), ("K", "past+seq")], ["total", "past", "seq"], [], {}),
+        ([("total", "L"), ("total", "2*L")], ["total", "L"], [], {}),  # an input: implied
+        ([("K", "M"), ("K", "L"), ("M", "2*L")], ["L"], [], {"K": ("2*L", "L"), "M": ("2*L", "L")}),
+    ],
+)
+def test_ambiguous_labels(pairs, inputs, renamable, expected):
+    def parse(t):
+        return int(t) if t.isdigit() else d(t)
+
+    found = ambiguous_labels(
+        [(parse(a), parse(b)) for a, b in pairs], renamable=renamable, input_symbols=inputs
+    )
+    assert {k: tuple(str(v) if isinstance(v, int) else expr.to_onnx(v) for v in vs)
+            for k, vs in found.items()} == expected
