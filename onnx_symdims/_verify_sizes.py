@@ -23,7 +23,9 @@ run. A :class:`SizePlan` draws sizes that respect
    sliding window of 8: ``past_seq_len <= 8``), alone then with each of the first other
    guesses (``past_seq_len <= 8, total_seq_len = past_seq_len+seq_len``); then a size the
    equalities of 2 fix (a fixed position embedding: ``height = width = 64``);
-5. a rarely used input symbol equal to a sum of others the dims use;
+5. a rarely used input symbol equal to a sum of others the dims use; an input at least
+   as long as every window the dims subtract (``(samples - 511)//384``: ``samples >=
+   895``), when that is beyond the sizes drawn first (an audio encoder's convolutions);
 6. the image sizes multiples of a common patch, stride or window size (2, 4, 8, 14, 16,
    32, 64);
 7. two symbols equal;
@@ -585,6 +587,8 @@ class _Survey:
         self.equations: dict[tuple[Dim, Dim], str] = {}
         #: {symbol: divisors the dims divide it by}.
         self.divisors: dict[str, set[int]] = collections.defaultdict(set)
+        #: {symbol: the least size giving every ``(symbol - c)//m`` term at least 1}.
+        self.lower: dict[str, int] = {}
         seen: set[Dim] = set()
         for graph in graphs:
             for dims in _value_dims(graph):
@@ -621,6 +625,32 @@ class _Survey:
                     and divisor >= 2
                 ):
                     self.divisors[numerator.name].add(divisor)
+        self._lower_bound(d)
+
+    def _lower_bound(self, d: expr.DimExpr) -> None:
+        """Notes the least ``x`` giving ``d = (x + r)//m + k`` at least 1.
+
+        A window the dim subtracts (``(x - 511)//384``, kept as ``(x + 257)//384 - 2``: a
+        stack of strided convolutions) that a shorter input cannot hold: an audio
+        encoder needs hundreds of samples, more than the sizes drawn first.
+        """
+        monomials, k = expr.coefficients(d)
+        if len(monomials) != 1 or not isinstance(k, int):
+            return
+        ((term, coefficient),) = monomials.items()
+        if coefficient != 1 or getattr(term, "function", None) != "floordiv":
+            return
+        numerator, m = term.args
+        if not isinstance(m, int) or m < 1 or not isinstance(numerator, expr.DimExpr):
+            return
+        inner, r = expr.coefficients(numerator)
+        if len(inner) != 1 or not isinstance(r, int):
+            return
+        ((x, one),) = inner.items()
+        if one == 1 and x.is_symbol and x.name in self.inputs:
+            least = m * (1 - k) - r  # (x + r)//m >= 1 - k
+            if least > self.lower.get(x.name, 0):
+                self.lower[x.name] = least
 
     def _equation(self, a: Dim, b: Dim, why: str) -> None:
         if a == b or (isinstance(a, int) and a <= 1) or (isinstance(b, int) and b <= 1):
@@ -820,6 +850,14 @@ def candidate_relations(
             else:
                 rank = (7, 2, e.size)
             guesses.append(_define(name, e, "an expression the inferred dims use", rank))
+    # Inputs shorter than a window the dims subtract run nowhere (onnxruntime refuses a
+    # Conv whose kernel exceeds its input): the least size every window fits in.
+    for name in sorted(survey.lower):
+        least = survey.lower[name]
+        if name in inputs and least > SIZE_RANGES[0][1]:
+            text = f"{name} >= {least}"
+            why = "the inferred dims subtract windows"
+            guesses.append(Guess(text, why, ranges=((name, (least, None)),), rank=(5, 0, least)))
     if spatial:
         why = "a common patch, stride or window size"
         guesses += [_multiples(spatial, m, why, (5, m)) for m in COMMON_DIVISORS]

@@ -248,6 +248,26 @@ def test_a_past_pinned_at_zero_by_a_range_still_finds_the_relation():
     assert min(drawn["batch"], drawn["seq_len"], drawn["total_seq_len"]) >= 2
 
 
+# An audio encoder's first convolution: a 100-sample window, stride 10; no size drawn
+# first (up to 64) runs.
+LONG_WINDOW = f"""g (float[batch, 1, samples] audio) => (float[batch, 1, frames] y)
+    <float[1, 1, 100] w = {{{_floats(100)}}}> {{
+    c = Conv<strides=[10]>(audio, w)
+    y = Relu(c)
+}}"""
+
+
+def test_a_window_longer_than_the_sizes_drawn_gives_the_least_size_that_runs():
+    m = _inferred(LONG_WINDOW)
+    plan = SizePlan.of(m.graph)
+    texts = [g.text for g in candidate_relations([m], plan)]
+    assert "samples >= 100" in texts
+    report = verify_model(m, runs=2)
+    assert report.ok, report.errors
+    assert report.relations == ["samples >= 100 (the inferred dims subtract windows)"]
+    assert all(b["samples"] >= 100 for b in _ran(report))
+
+
 # ----------------------------------------------------------------------------------------
 # A sliding window: a range of past_seq_len, not one fixed size
 # ----------------------------------------------------------------------------------------
