@@ -15,7 +15,9 @@ unknown (``None``)          anything               declared
 ``d``                       ``d`` (same)           ``d``
 int ``n``                   int ``m != n``         conflict
 int ``n``                   symbolic ``e``         ``n``; records ``e == n``
-symbolic ``e``              int ``n``              ``n``; records ``e == n``
+symbolic ``e``              int ``n``              ``n``; records ``e == n``; but conflict
+                                                   when ``e`` is over declared names only
+                                                   and not provably ``n`` (below)
 symbolic ``e``              symbolic ``f != e``    ``f``; records ``e == f`` with leaf derivation
 =========================== ====================== =========================================
 
@@ -35,6 +37,13 @@ applied anchor never leaves misleading equalities) with a ``warning`` diagnostic
 both shapes (the engine then writes the inferred shape over the false declared one), or,
 in strict mode, an ``error`` diagnostic and :class:`ShapeInferenceError`.
 
+An int declared where inference computes an expression of the inputs' declared names
+that it cannot prove equal to it (``Y: [B, 3]`` of ``x[:, -3:]``, which is
+``min(3, L)``) is false in every run where they differ, and onnxruntime runs them (it
+does not check declared output shapes): a conflict, so the inferred dim is written. An
+expression with a symbol the engine minted (a ``NonZero`` count) says nothing against
+the declared int, which stays the fact it is.
+
 The same rules apply to value-as-shape (the elements of a small integer tensor), where
 elements are integers that may be negative.
 """
@@ -44,7 +53,7 @@ from __future__ import annotations
 __all__ = ["declared_dims", "merge_value_with_anchor", "merge_with_anchor"]
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import onnx_ir as ir
@@ -123,9 +132,16 @@ def _same(a: Dim, b: Dim) -> bool:
 
 
 def _plan(
-    inferred: Sequence[Dim | None], declared: Sequence[Dim | None], what: str
+    inferred: Sequence[Dim | None],
+    declared: Sequence[Dim | None],
+    what: str,
+    differs: Callable[[expr.DimExpr, int], bool] | None = None,
 ) -> tuple[list[Dim | None], list[tuple[Dim, Dim]], list[str]]:
-    """Per-dim merge without side effects: (result, equalities, conflicts)."""
+    """Per-dim merge without side effects: (result, equalities, conflicts).
+
+    ``differs(e, n)``: whether an inferred expression ``e`` may differ from a declared
+    int ``n`` in a run (a conflict then).
+    """
     result: list[Dim | None] = []
     equalities: list[tuple[Dim, Dim]] = []
     conflicts: list[str] = []
@@ -143,6 +159,13 @@ def _plan(
             equalities.append((decl, inf))
             result.append(inf)
         elif isinstance(decl, int):
+            if differs is not None and differs(inf, decl):
+                conflicts.append(
+                    f"{what} {axis}: declared {decl} but inferred {expr.to_onnx(inf)}, "
+                    "which is not always that"
+                )
+                result.append(inf)
+                continue
             equalities.append((inf, decl))
             result.append(decl)
         else:
@@ -172,7 +195,16 @@ def _merge(
         result: Sequence[Dim | None] = inferred
         equalities: list[tuple[Dim, Dim]] = []
     else:
-        result, equalities, conflicts = _plan(inferred, declared, what)
+        differs = None
+        if what == "axis":
+            generated, scope = ctx.is_generated, ctx.scope
+
+            def differs(e: expr.DimExpr, n: int) -> bool:
+                if any(generated(name) for name in e.symbols()):
+                    return False  # a size the engine could not name: the int tells it
+                return not scope.prove_eq(e, n)
+
+        result, equalities, conflicts = _plan(inferred, declared, what, differs)
     if conflicts:
         kind = "shape" if what == "axis" else "value"
         message = (

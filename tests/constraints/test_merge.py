@@ -30,8 +30,6 @@ MERGE_CASES = [
     ((d("seq+past_seq"),), (d("past_seq+seq"),), ("past_seq+seq",), []),
     # inferred int beats a symbolic anchor; anchor == int recorded
     ((64,), (d("d_model"),), (64,), [("64", "d_model")]),
-    # symbolic inferred against an int anchor takes the int
-    ((d("nnz"),), (5,), (5,), [("5", "nnz")]),
     # two symbolic: the declared text, equality with leaf derivation
     ((d("nnz"), 4), (d("N"), 4), ("N", 4), [("N", "nnz")]),
     ((d("2*nnz"),), (d("2*dnz"),), ("2*dnz",), [("2*dnz", "2*nnz"), ("dnz", "nnz")]),
@@ -87,12 +85,55 @@ def test_strict_conflict_raises(inferred, declared):
     assert ctx.diagnostics[-1].severity == "error"
 
 
+def test_a_minted_size_against_an_int_anchor_takes_the_int():
+    ctx = ShapesContext()
+    nnz = ctx.new_symbol("nnz")  # a size the engine could not name (a NonZero count)
+    assert merge_with_anchor(ctx, (nnz,), (5,), strict=False, where="y") == (5,)
+    assert ctx.constraints() == [("5", expr.to_onnx(nnz))]
+    assert not ctx.diagnostics
+
+
+@pytest.mark.parametrize(
+    ("inferred", "why"),
+    [
+        ("N", "a declared input size"),
+        ("min(3,L)", "x[:, -3:]: L where L < 3"),
+        ("broadcast(d,e)", "7 when d = e = 7"),
+    ],
+)
+def test_an_int_anchor_an_expression_of_declared_names_may_differ_from_conflicts(
+    inferred, why
+):
+    # onnxruntime does not check declared output shapes: a run where they differ
+    # succeeds, and the declared int would be a wrong dim there.
+    ctx = ShapesContext()
+    conflicts: list[str] = []
+    dims = (d(inferred), 4)
+    merged = merge_with_anchor(
+        ctx, dims, (5, 4), strict=False, where="y", conflicts=conflicts
+    )
+    assert merged == dims, why
+    assert ctx.constraints_size() == 0
+    assert conflicts and "declared 5 but inferred" in conflicts[0]
+    assert [g.severity for g in ctx.diagnostics] == ["warning"]
+    with pytest.raises(ShapeInferenceError):
+        merge_with_anchor(ShapesContext(), dims, (5, 4), strict=True, where="y")
+
+
+def test_an_int_anchor_provably_equal_to_the_expression_records_it():
+    ctx = ShapesContext()
+    ctx.scope.set_range("L", lower=3)
+    assert merge_with_anchor(ctx, (d("min(3,L)"),), (3,), strict=False, where="y") == (3,)
+    assert not ctx.diagnostics
+
+
 def test_broadcast_never_proves_a_leaf_equal_to_the_anchor():
     # broadcast(d, e) is 64 when the anchor says so, but d (or e) may be 1.
     ctx = ShapesContext()
-    inferred = (expr.broadcast(d("d"), d("e")),)
+    inferred = (expr.broadcast(d("d"), ctx.new_symbol("e")),)
     assert merge_with_anchor(ctx, inferred, (64,), strict=False, where="y") == (64,)
-    assert ctx.constraints() == [("64", "broadcast(d,e)")]
+    ((lhs, rhs),) = ctx.constraints()
+    assert lhs == "64" and rhs.startswith("broadcast(d,")
     for name in ("d", "e"):
         assert not ctx.has_constraint(name, "64")
     # an anchor naming one operand does not make the other equal to it either
