@@ -445,6 +445,10 @@ class InferenceEngine:
         # _note_compound_dims), valid for _noted_scope
         self._noted: dict[expr.DimExpr, int] = {}
         self._noted_scope: object = None
+        # subgraph -> its nodes in topological order, when the sort found no problem:
+        # a loop body is walked once per probing round, and inference never changes a
+        # graph's nodes, so the order (and the check that it is one) is found once.
+        self._subgraph_orders: dict[ir.Graph, list[ir.Node]] = {}
 
     # ------------------------------------------------------------------------------------
     def prepare(
@@ -551,6 +555,11 @@ class InferenceEngine:
         nodes = topological_order(graph, nodes, presorted, problems)
         for node, message in problems:  # strict mode raises at the first
             self.ctx.add_diagnostic(node, "error", f"invalid graph: {message}")
+        self._walk_nodes(nodes, progress)
+
+    def _walk_nodes(
+        self, nodes: list[ir.Node], progress: ProgressCallback | None = None
+    ) -> None:
         node_ctx = NodeContext(self.ctx, self)
         infer = self._infer_node
         if progress is None:  # the usual call: nothing to count
@@ -782,6 +791,8 @@ class InferenceEngine:
             return
         refine = scope.version > 0
         note = not ctx.conditional_depth
+        if not refine and not note:
+            return  # inside a subgraph before any fact: nothing to refine or note
         shapes = ctx._shapes
         values = ctx._values
         for value in node.outputs if outputs is None else outputs:
@@ -920,7 +931,16 @@ class InferenceEngine:
         self.ctx.enter_subgraph()
         try:
             self._seed_inputs(graph, input_shapes, input_dtypes)
-            self._walk(graph)
+            nodes = self._subgraph_orders.get(graph)
+            if nodes is None:
+                problems: list[tuple[ir.Node, str]] = []
+                nodes = topological_order(graph, None, False, problems)
+                if problems:  # said again on every walk, as the graph is walked
+                    for node, message in problems:  # strict mode raises at the first
+                        self.ctx.add_diagnostic(node, "error", f"invalid graph: {message}")
+                else:
+                    self._subgraph_orders[graph] = nodes
+            self._walk_nodes(nodes)
         finally:
             self.ctx.exit_subgraph()
         return [self.ctx.shape_of(value) for value in graph_values(graph.outputs)]
