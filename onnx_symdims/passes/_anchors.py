@@ -45,7 +45,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.passes._gc import without_gc
-from onnx_symdims.passes._model_dims import ModelSnapshot, dim_symbols
+from onnx_symdims.passes._model_dims import ModelSnapshot, dim_symbols, model_values
 from onnx_symdims.shapes import (
     Diagnostic,
     ShapeInferenceError,
@@ -294,39 +294,57 @@ def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesCont
 
 
 def _write_inferred_dims(model: ir.Model, ctx: ShapesContext, labels: frozenset[str]) -> bool:
-    """Replaces the graph outputs' dims named by ``labels`` with the inferred ones.
+    """Replaces every dim of the model that names one of ``labels`` with the inferred one.
 
-    The axes written are the engine's (``note_filled``): the renaming that follows
-    treats them as it treats any dim the engine wrote. Returns whether a shape changed.
+    Graph outputs, intermediates (``value_info``), subgraph and function values alike: a
+    dim naming the label (bare, opaque text or inside an expression such as ``K+1``)
+    claims the sizes the label was equated to are one. Where inference has no dim, the
+    dim becomes empty. The axes written are the engine's (``note_filled``): the renaming
+    that follows treats them as it treats any dim the engine wrote. Returns whether a
+    shape changed.
     """
     opaque = ctx.opaque_dim_names
     changed = False
-    for value in model.graph.outputs:
+    for value, _ in model_values(model):
         shape = value.shape
-        if shape is None or not ctx.has_shape(value):
+        if shape is None or value.is_graph_input() or value.is_initializer():
             continue
-        inferred = ctx.peek_shape(value)
         dims = list(shape.dims)
-        if inferred is None or len(inferred) != len(dims):
+        axes = [
+            axis
+            for axis, d in enumerate(dims)
+            if not isinstance(d, int) and d.value and _names_label(d.value, opaque, labels)
+        ]
+        if not axes:
             continue
-        axes = []
-        for axis, d in enumerate(dims):
-            if isinstance(d, int) or not d.value:
-                continue
-            if opaque.get(d.value, d.value) not in labels:
-                continue
-            new = inferred[axis]
+        inferred = ctx.peek_shape(value) if ctx.has_shape(value) else None
+        if inferred is not None and len(inferred) != len(dims):
+            inferred = None
+        for axis in axes:
+            new = None if inferred is None else inferred[axis]
             if isinstance(new, int):
                 dims[axis] = new
+            elif new is None or new.is_unknown or new.symbols() & labels:
+                dims[axis] = ir.SymbolicDim(None)
             else:
-                dims[axis] = ir.SymbolicDim(None if new.is_unknown else expr.to_onnx(new))
-            axes.append(axis)
-        if axes:
-            denotations = [shape.get_denotation(i) for i in range(len(dims))]
-            value.shape = ir.Shape(dims, denotations=denotations)
-            ctx.note_filled(value, axes)
-            changed = True
+                dims[axis] = ir.SymbolicDim(expr.to_onnx(new))
+        denotations = [shape.get_denotation(i) for i in range(len(dims))]
+        value.shape = ir.Shape(dims, denotations=denotations)
+        ctx.note_filled(value, axes)
+        changed = True
     return changed
+
+
+def _names_label(text: str, opaque: dict[str, str], labels: frozenset[str]) -> bool:
+    if opaque.get(text, text) in labels:
+        return True
+    try:
+        parsed = expr.parse_dim(text)
+    except (ValueError, ArithmeticError):
+        return False
+    return isinstance(parsed, expr.DimExpr) and not parsed.is_unknown and bool(
+        parsed.symbols() & labels
+    )
 
 
 def _rewrite_context(ctx: ShapesContext, rewriter: _Rewriter) -> None:

@@ -405,3 +405,29 @@ def test_an_output_label_naming_one_size_stays():
     result = AnchorConstraintPropagationPass(inferred.context)(model)
     assert [dims_text(v) for v in model.graph.outputs][:3] == [["B", "K"]] * 3
     assert not any("'K'" in g.message for g in result.diagnostics)
+
+
+# The same reused label on intermediates (value_info, a declaration no runtime checks) and
+# on a composite text: those dims name the differing sizes just as well.
+REUSED_LABEL_ON_VALUE_INFO = """
+g (float[B, L] x) => (float[B, K] a, float[B, K] b, float[B, K] c) <float[B, K] t1, float[B, K] t2> {
+  t1 = Identity(x)
+  t2 = Concat <axis = 1> (x, x)
+  a = Relu(t1)
+  b = Relu(t2)
+  c = Concat <axis = 1> (x, x, x)
+}"""
+
+
+@pytest.mark.parametrize("value_info_anchors", [False, True])
+def test_an_ambiguous_output_label_leaves_no_value_declaring_it(value_info_anchors):
+    model = build(REUSED_LABEL_ON_VALUE_INFO, {"c": ["B", "K+1"]})
+    inferred = SymbolicShapeInferencePass(value_info_anchors=value_info_anchors)(model)
+    result = AnchorConstraintPropagationPass(inferred.context)(model)
+    assert any("'K' names sizes that differ" in g.message for g in result.diagnostics)
+    assert not any("K" in text for text in model_texts(model)), shapes_text(model)
+    rng = np.random.default_rng(0)
+    for length in (0, 1, 3):
+        bindings = {"B": 2, "L": length}
+        actual = runtime_shapes(model, make_feeds(model, bindings, rng))
+        check_against_runtime(model, actual, bindings)
