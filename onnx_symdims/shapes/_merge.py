@@ -201,7 +201,14 @@ def merge_declared_shape(
             out.append(decl if anchor else inf)
         elif isinstance(declared_dim, int):
             minted = inf.is_symbol and ctx.is_generated(inf.name)  # type: ignore[arg-type]
-            if minted or anchor or ctx.scope.prove_eq(inf, declared_dim):
+            # A subgraph output (an anchor of its graph) takes the int where the size is
+            # one the engine could not name, as a graph output does (shapes._anchors):
+            # an expression of declared names only (``min(3, L)``) may be another size
+            # in a run onnxruntime accepts (it only warns about a subgraph's outputs).
+            minted = minted or (
+                anchor and any(ctx.is_generated(name) for name in inf.symbols())  # type: ignore[union-attr]
+            )
+            if minted or ctx.scope.prove_eq(inf, declared_dim):
                 # A minted symbol knows nothing: the declared int is the only fact.
                 dims.append(declared_dim)
                 out.append(decl)
