@@ -250,8 +250,14 @@ def kept_float_weight_nodes(graph: ir.Graph) -> int:
         inputs = [v for v in node.inputs if v is not None]
         if not inputs or node.op_type in _RANDOM or any(v not in weights for v in inputs):
             continue
+        if any(_has_graph(attr) for attr in node.attributes.values()):
+            continue  # a body may read any outer value (a graph input): not weights alone
         weights.update(node.outputs)
         if any(v in kept for v in inputs) or inexact_on_floats(node):
             kept.update(node.outputs)
             count += 1
     return count
+
+
+def _has_graph(attr: ir.Attr | ir.RefAttr) -> bool:
+    return attr.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)

@@ -183,6 +183,22 @@ WEIGHT_MATH = """
     }
 """
 
+# A Loop whose inputs are all constants, its body reading the graph input x from the
+# outer scope: neither the Loop nor the Exp of its output computes from weights alone.
+LOOP_READING_AN_INPUT = """
+    g (float[N] x) => (float[2, N] y) {
+        m = Constant <value_int = 2> ()
+        c = Constant <value = bool {1}> ()
+        a0 = Constant <value = float[1] {0.5}> ()
+        a, s = Loop (m, c, a0) <body = b (int64 i, bool ci, float[1] ai) => (bool co, float[1] ao, float[N] so) {
+            co = Identity(ci)
+            ao = Identity(ai)
+            so = Identity(x)
+        }>
+        y = Exp(s)
+    }
+"""
+
 
 @pytest.mark.parametrize(
     ("text", "expected", "why"),
@@ -205,6 +221,11 @@ WEIGHT_MATH = """
             WEIGHT_MATH.replace("p = MatMul(n, v)", "p = MatMul(n, x)"),
             1,
             "the MatMul reads a graph input; only the LayerNormalization counts",
+        ),
+        (
+            LOOP_READING_AN_INPUT,
+            0,
+            "the Loop's inputs are weights but its body reads x: nothing from weights alone",
         ),
     ],
 )
