@@ -43,7 +43,7 @@ until the map is stable.
 
 from __future__ import annotations
 
-__all__ = ["RenamePlan", "ambiguous_labels", "plan_renames"]
+__all__ = ["RenamePlan", "ambiguous_labels", "degenerate_classes", "plan_renames"]
 
 import collections
 import dataclasses
@@ -395,3 +395,53 @@ def ambiguous_labels(
             for label in members:
                 result[label.name] = tuple(sorted(differing.values(), key=_order))  # type: ignore[union-attr]
     return result
+
+
+def _forces_a_size_to_zero(a: Dim, b: Dim) -> bool:
+    """True when ``a == b`` (linear in sizes, all ``>= 0``) holds only with a size 0, or never.
+
+    ``L == 2*L`` (``L = 0``), ``seq == past+seq`` (``past = 0``), ``3 == 2*L + 5``: every
+    term of ``a - b`` has one sign, so each must vanish. ``total == past+seq`` has terms of
+    both signs and is a relation between sizes, not a degenerate one.
+    """
+    diff = expr.sub(a, b)
+    if isinstance(diff, int):
+        return diff != 0
+    if diff.is_unknown:
+        return False
+    monomials, constant = expr.coefficients(diff)
+    if not monomials or not all(m.is_symbol for m in monomials):
+        return False
+    signs = {c > 0 for c in monomials.values()}
+    if len(signs) != 1:
+        return False
+    return constant == 0 or (constant > 0) in signs
+
+
+def degenerate_classes(
+    equalities: Iterable[tuple[Dim, Dim]], *, renamable: Iterable[str]
+) -> list[frozenset[Dim]]:
+    """Classes whose declared members are equal only where a size is 0 (or never).
+
+    An output declared with an input's size name where it has another size (``b: [B, L]``
+    of ``Concat(x, x)``, ``2*L`` elements; a cache output declared ``seq_len`` where it
+    holds ``past_seq_len+seq_len``) claims ``L == 2*L``: false in every run with ``L >=
+    1``, which onnxruntime makes (it does not check declared output shapes). Such a class
+    is not used for renaming, and the declared dims in it are the false ones.
+    """
+    renamable = frozenset(renamable)
+    classes = _UnionFind()
+    for a, b in equalities:
+        if _valid(a) and _valid(b):
+            classes.union(a, b)
+    found: list[frozenset[Dim]] = []
+    for members in classes.classes():
+        valued = [m for m in members if isinstance(m, int) or not (m.symbols() & renamable)]
+        if any(
+            _forces_a_size_to_zero(a, b)
+            for i, a in enumerate(valued)
+            for b in valued[i + 1 :]
+            if not (isinstance(a, int) and isinstance(b, int))  # the planner's contradiction
+        ):
+            found.append(frozenset(members))
+    return found

@@ -335,6 +335,58 @@ def _write_inferred_dims(model: ir.Model, ctx: ShapesContext, labels: frozenset[
     return changed
 
 
+def _write_differing_dims(model: ir.Model, ctx: ShapesContext, members: frozenset[Dim]) -> bool:
+    """Writes the inferred dim where a declared one is a member of ``members`` but differs.
+
+    Only declared texts are in question (graph inputs stay); an axis whose inferred dim is
+    the declared one keeps its text. Returns whether a shape changed.
+    """
+    opaque = ctx.opaque_dim_names
+    changed = False
+    for value, _ in model_values(model):
+        shape = value.shape
+        if shape is None or value.is_graph_input() or value.is_initializer():
+            continue
+        if not ctx.has_shape(value):
+            continue
+        inferred = ctx.peek_shape(value)
+        dims = list(shape.dims)
+        if inferred is None or len(inferred) != len(dims):
+            continue
+        axes = []
+        for axis, d in enumerate(dims):
+            declared = _declared_member(d, opaque, members)
+            new = inferred[axis]
+            if declared is None or new is declared or new == declared:
+                continue
+            if isinstance(new, int):
+                dims[axis] = new
+            else:
+                dims[axis] = ir.SymbolicDim(None if new.is_unknown else expr.to_onnx(new))
+            axes.append(axis)
+        if axes:
+            denotations = [shape.get_denotation(i) for i in range(len(dims))]
+            value.shape = ir.Shape(dims, denotations=denotations)
+            ctx.note_filled(value, axes)
+            changed = True
+    return changed
+
+
+def _declared_member(
+    d: int | ir.SymbolicDim, opaque: dict[str, str], members: frozenset[Dim]
+) -> Dim | None:
+    """``d`` as the member of ``members`` it declares, or ``None``."""
+    if isinstance(d, int):
+        return d if d in members else None
+    if not d.value:
+        return None
+    try:
+        parsed = expr.parse_dim(opaque.get(d.value, d.value))
+    except (ValueError, ArithmeticError):
+        return None
+    return parsed if parsed in members else None
+
+
 def _names_label(text: str, opaque: dict[str, str], labels: frozenset[str]) -> bool:
     if opaque.get(text, text) in labels:
         return True
@@ -500,6 +552,7 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             equalities = self._drop_ambiguous_labels(
                 model, ctx, equalities, renamable, input_symbols, result
             )
+            equalities = self._drop_degenerate_classes(model, ctx, equalities, renamable, result)
         if equalities and not _plans_nothing(equalities, renamable):
             from onnx_symdims.passes._anchor_renames import plan_renames
 
@@ -567,6 +620,43 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
                 for d in (a, b)
             )
         ]
+
+    def _drop_degenerate_classes(
+        self,
+        model: ir.Model,
+        ctx: ShapesContext,
+        equalities: list[tuple[Dim, Dim]],
+        renamable: frozenset[str],
+        result: AnchorPropagationResult,
+    ) -> list[tuple[Dim, Dim]]:
+        """The equalities without the classes whose declared sizes force a size to 0.
+
+        The values that declare a member of such a class where inference computed
+        another get the inferred dim there, with a warning (an error under ``strict``).
+        See :func:`~onnx_symdims.passes._anchor_renames.degenerate_classes`.
+        """
+        from onnx_symdims.passes._anchor_renames import degenerate_classes
+
+        classes = degenerate_classes(equalities, renamable=renamable)
+        if not classes:
+            return equalities
+        members: frozenset[Dim] = frozenset().union(*classes)
+        for found in classes:
+            named = sorted(
+                (m for m in found if isinstance(m, int) or not (m.symbols() & renamable)),
+                key=_text,
+            )
+            message = (
+                "declared shapes imply " + " == ".join(_text(m) for m in named)
+                + ", which holds only where a size is 0 (not used; the inferred dims "
+                "are written)"
+            )
+            if self.strict:
+                raise ShapeInferenceError(ctx.add_diagnostic(None, "error", message))
+            ctx.add_diagnostic(None, "warning", message)
+        if _write_differing_dims(model, ctx, members):
+            result.modified = True
+        return [(a, b) for a, b in equalities if a not in members and b not in members]
 
     def _report(
         self, ctx: ShapesContext, plan: RenamePlan, result: AnchorPropagationResult

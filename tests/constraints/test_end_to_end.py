@@ -467,3 +467,38 @@ def test_an_int_declared_on_a_branch_output_that_may_differ_is_not_taken():
         bindings = {"B": 2, "L": length}
         feeds = make_feeds(model, bindings, rng, {"c": np.array(True)})
         check_against_runtime(model, runtime_shapes(model, feeds), bindings)
+
+
+# An input's size name on an output of another size: `b` is declared [B, L] but holds
+# 2*L columns, and a cache output is declared `seq` where it holds past+seq rows. The
+# declared shapes then claim L == 2*L and seq == past+seq, true only where L or past
+# is 0; onnxruntime runs the others (it does not check declared output shapes).
+INPUT_NAME_ELSEWHERE = """
+g (float[B, L] x, float[B, past, 4] cache, float[B, seq, 4] new)
+  => (float[B, L] a, float[B, L] b, float[B, seq, 4] present, float[B, seq, 4] doubled) {
+  a = Identity(x)
+  b = Concat <axis = 1> (x, x)
+  present = Concat <axis = 1> (cache, new)
+  doubled = Add(present, present)
+}"""
+
+
+def test_an_input_size_name_declared_for_another_size_is_not_used():
+    model = build(INPUT_NAME_ELSEWHERE)
+    inferred = SymbolicShapeInferencePass()(model)
+    result = AnchorConstraintPropagationPass(inferred.context)(model)
+    assert [dims_text(v) for v in model.graph.outputs] == [
+        ["B", "L"], ["B", "2*L"], ["B", "past+seq", 4], ["B", "past+seq", 4]
+    ]  # fmt: skip
+    warnings = [g.message for g in result.diagnostics if g.severity == "warning"]
+    assert any("imply 2*L == L" in w for w in warnings), warnings
+    assert any("imply past+seq == seq" in w for w in warnings), warnings
+    rng = np.random.default_rng(0)
+    for sizes in ({"B": 2, "L": 3, "past": 2, "seq": 1}, {"B": 1, "L": 0, "past": 0, "seq": 3}):
+        actual = runtime_shapes(model, make_feeds(model, sizes, rng))
+        check_against_runtime(model, actual, sizes)
+    with pytest.raises(ShapeInferenceError, match="holds only where a size is 0"):
+        strict = build(INPUT_NAME_ELSEWHERE)
+        AnchorConstraintPropagationPass(SymbolicShapeInferencePass()(strict).context, strict=True)(
+            strict
+        )

@@ -8,7 +8,11 @@ import random
 import pytest
 
 from onnx_symdims import expr
-from onnx_symdims.passes._anchor_renames import ambiguous_labels, plan_renames
+from onnx_symdims.passes._anchor_renames import (
+    ambiguous_labels,
+    degenerate_classes,
+    plan_renames,
+)
 
 d = expr.parse_dim
 
@@ -198,3 +202,23 @@ def test_ambiguous_labels(pairs, inputs, renamable, expected):
     )
     assert {k: tuple(str(v) if isinstance(v, int) else expr.to_onnx(v) for v in vs)
             for k, vs in found.items()} == expected
+
+
+@pytest.mark.parametrize(
+    ("pairs", "renamable", "degenerate"),
+    [
+        ([("L", "2*L")], [], True),  # L = 0 only
+        ([("seq", "past+seq")], [], True),  # past = 0 only
+        ([("3", "2*L+5")], [], True),  # never
+        ([("total", "past+seq")], [], False),  # a relation between sizes
+        ([("L", "3")], [], False),  # a fixed size: an implied equality
+        ([("nnz", "L"), ("nnz", "2*L")], ["nnz"], True),  # through a minted symbol
+        ([("nnz", "L")], ["nnz"], False),
+    ],
+)
+def test_degenerate_classes(pairs, renamable, degenerate):
+    def parse(t):
+        return int(t) if t.isdigit() else d(t)
+
+    found = degenerate_classes([(parse(a), parse(b)) for a, b in pairs], renamable=renamable)
+    assert bool(found) == degenerate
