@@ -589,9 +589,10 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
     ) -> list[tuple[Dim, Dim]]:
         """The equalities without those of output-only names that name differing sizes.
 
-        The graph outputs that declare such a name get their inferred dims there (the
-        declared text would be a wrong dim in every run where the sizes differ), with a
-        warning (an error under ``strict``). See
+        Every value that declares such a name (graph outputs, ``value_info``, subgraph and
+        function values) gets its inferred dims there (the declared text would be a wrong
+        dim in every run where the sizes differ), with a warning (an error under
+        ``strict``). See
         :func:`~onnx_symdims.passes._anchor_renames.ambiguous_labels`.
         """
         from onnx_symdims.passes._anchor_renames import ambiguous_labels
