@@ -252,6 +252,8 @@ def kept_float_weight_nodes(graph: ir.Graph) -> int:
             continue
         if any(_has_graph(attr) for attr in node.attributes.values()):
             continue  # a body may read any outer value (a graph input): not weights alone
+        if node.domain not in ("", "ai.onnx"):
+            continue  # a runtime's own op: no folder here evaluates it
         weights.update(node.outputs)
         if any(v in kept for v in inputs) or inexact_on_floats(node):
             kept.update(node.outputs)

@@ -244,3 +244,12 @@ def test_optimize_reports_the_float_math_it_keeps_and_inexact_floats_folds_it():
     assert folded.kept_float_nodes == 0
     assert ops(folded.model) == ["MatMul", "Add"]
     np.testing.assert_allclose(_run(folded.model, x), expected, rtol=1e-5)
+
+
+def test_a_runtime_op_on_weights_is_not_counted():
+    """No folder here evaluates a ``com.microsoft`` op: neither it nor what reads it counts."""
+    m = onnx_symdims.infer_symbolic_shapes(model(WEIGHT_MATH))
+    (norm,) = (n for n in m.graph if n.op_type == "LayerNormalization")
+    norm.domain = "com.microsoft"
+    m.opset_imports["com.microsoft"] = 1
+    assert kept_float_weight_nodes(m.graph) == 0
