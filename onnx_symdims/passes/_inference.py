@@ -704,16 +704,18 @@ class InferenceEngine:
                 continue
             # _commit's common case: nothing declared, a plain tensor type.
             inferred = shapes.get(value)
+            if inferred is None:
+                shapes[value] = None  # set_shape(value, None)
+            dtype = dtypes.get(value)
+            if dtype is None:
+                # No shape without a type: it is no valid value_info (onnx-ir 0.2 writes
+                # one without a type, which onnx's checker refuses; later releases drop it).
+                continue
             if inferred is not None:
                 shape = written.get(inferred)
                 value.shape = self._writer.shape(inferred) if shape is None else shape
-                self.modified = True
-            else:
-                shapes[value] = None  # set_shape(value, None)
-            dtype = dtypes.get(value)
-            if dtype is not None:
-                value.type = new_tensor_type(dtype)
-                self.modified = True
+            value.type = new_tensor_type(dtype)
+            self.modified = True
 
     def _constant_fast_path(self, node: ir.Node) -> bool:
         """Infers the usual ``Constant`` (an int64 ``value`` tensor) without the framework.

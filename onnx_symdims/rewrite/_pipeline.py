@@ -186,6 +186,7 @@ class OptimizePass(ir.passes.InPlacePass):
         # past + seq <= total), and the dims written then read broadcast(...).
         ranges = {k: v for k, v in self.symbol_ranges.items() if k not in fixed}
         declared = {v.name: v.shape for v in model.graph.outputs}
+        declared_types = {v.name: v.type for v in model.graph.outputs}
         if self.inline:
             try:
                 common_passes.InlinePass()(model)
@@ -221,6 +222,10 @@ class OptimizePass(ir.passes.InPlacePass):
         clear_computed_shapes(model)
         for value in model.graph.outputs:
             if value.name in declared:
+                if value.type is None and declared_types[value.name] is not None:
+                    # A rewrite handed the output to a value inference could not type (a
+                    # Conv window larger than its input): a graph output needs its type.
+                    value.type = _copy_type(declared_types[value.name])
                 value.shape = declared[value.name]
         inferred = SymbolicShapeInferencePass(symbol_ranges=ranges)(model)
         result.diagnostics.extend(inferred.diagnostics)
@@ -375,6 +380,11 @@ def _tighter(
             min((b for b in (upper, old_upper) if b is not None), default=None),
         )
     return out
+
+
+def _copy_type(type_: ir.TypeProtocol) -> ir.TypeProtocol:
+    """A tensor type anew (``Value.dtype = ...`` changes a type in place), others as they are."""
+    return ir.TensorType(type_.dtype) if isinstance(type_, ir.TensorType) else type_
 
 
 def _sort(model: ir.Model, result: OptimizeResult) -> bool:
