@@ -38,7 +38,7 @@ __all__ = ["AnchorConstraintPropagationPass", "AnchorPropagationResult"]
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import onnx_ir as ir
@@ -293,33 +293,36 @@ def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesCont
     return modified
 
 
-def _write_inferred_dims(model: ir.Model, ctx: ShapesContext, labels: frozenset[str]) -> bool:
-    """Replaces every dim of the model that names one of ``labels`` with the inferred one.
+def _write_inferred_where(
+    model: ir.Model,
+    ctx: ShapesContext,
+    wrong: Callable[[int | ir.SymbolicDim, Dim | None], bool],
+    labels: frozenset[str] = frozenset(),
+) -> bool:
+    """Writes the inferred dim on every declared axis ``wrong(declared, inferred)`` picks.
 
-    Graph outputs, intermediates (``value_info``), subgraph and function values alike: a
-    dim naming the label (bare, opaque text or inside an expression such as ``K+1``)
-    claims the sizes the label was equated to are one. Where inference has no dim, the
-    dim becomes empty. The axes written are the engine's (``note_filled``): the renaming
-    that follows treats them as it treats any dim the engine wrote. Returns whether a
-    shape changed.
+    Every value but graph inputs and initializers: graph outputs, intermediates
+    (``value_info``), subgraph and function values. Where inference has no dim (or one
+    over ``labels``, names that are being dropped) the dim becomes empty. The axes written
+    are the engine's (``note_filled``): the renaming that follows treats them as it treats
+    any dim the engine wrote. Returns whether a shape changed.
     """
-    opaque = ctx.opaque_dim_names
     changed = False
     for value, _ in model_values(model):
         shape = value.shape
         if shape is None or value.is_graph_input() or value.is_initializer():
             continue
         dims = list(shape.dims)
-        axes = [
-            axis
-            for axis, d in enumerate(dims)
-            if not isinstance(d, int) and d.value and _names_label(d.value, opaque, labels)
-        ]
-        if not axes:
-            continue
         inferred = ctx.peek_shape(value) if ctx.has_shape(value) else None
         if inferred is not None and len(inferred) != len(dims):
             inferred = None
+        axes = [
+            axis
+            for axis, d in enumerate(dims)
+            if wrong(d, None if inferred is None else inferred[axis])
+        ]
+        if not axes:
+            continue
         for axis in axes:
             new = None if inferred is None else inferred[axis]
             if isinstance(new, int):
@@ -335,41 +338,32 @@ def _write_inferred_dims(model: ir.Model, ctx: ShapesContext, labels: frozenset[
     return changed
 
 
+def _write_inferred_dims(model: ir.Model, ctx: ShapesContext, labels: frozenset[str]) -> bool:
+    """Replaces every dim that names one of ``labels`` with the inferred one.
+
+    Bare, opaque text or inside an expression such as ``K+1``: such a dim claims the sizes
+    the label was equated to are one.
+    """
+    opaque = ctx.opaque_dim_names
+
+    def names_label(d: int | ir.SymbolicDim, _: Dim | None) -> bool:
+        return not isinstance(d, int) and bool(d.value) and _names_label(d.value, opaque, labels)
+
+    return _write_inferred_where(model, ctx, names_label, labels)
+
+
 def _write_differing_dims(model: ir.Model, ctx: ShapesContext, members: frozenset[Dim]) -> bool:
     """Writes the inferred dim where a declared one is a member of ``members`` but differs.
 
-    Only declared texts are in question (graph inputs stay); an axis whose inferred dim is
-    the declared one keeps its text. Returns whether a shape changed.
+    An axis whose inferred dim is the declared one keeps its text.
     """
     opaque = ctx.opaque_dim_names
-    changed = False
-    for value, _ in model_values(model):
-        shape = value.shape
-        if shape is None or value.is_graph_input() or value.is_initializer():
-            continue
-        if not ctx.has_shape(value):
-            continue
-        inferred = ctx.peek_shape(value)
-        dims = list(shape.dims)
-        if inferred is None or len(inferred) != len(dims):
-            continue
-        axes = []
-        for axis, d in enumerate(dims):
-            declared = _declared_member(d, opaque, members)
-            new = inferred[axis]
-            if declared is None or new is declared or new == declared:
-                continue
-            if isinstance(new, int):
-                dims[axis] = new
-            else:
-                dims[axis] = ir.SymbolicDim(None if new.is_unknown else expr.to_onnx(new))
-            axes.append(axis)
-        if axes:
-            denotations = [shape.get_denotation(i) for i in range(len(dims))]
-            value.shape = ir.Shape(dims, denotations=denotations)
-            ctx.note_filled(value, axes)
-            changed = True
-    return changed
+
+    def differs(d: int | ir.SymbolicDim, new: Dim | None) -> bool:
+        declared = _declared_member(d, opaque, members)
+        return declared is not None and new is not None and new is not declared and new != declared
+
+    return _write_inferred_where(model, ctx, differs)
 
 
 def _declared_member(
