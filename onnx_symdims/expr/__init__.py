@@ -33,6 +33,7 @@ from onnx_symdims.expr._dimexpr import (
 from onnx_symdims.expr._divisions import ceildiv, exact_div, floordiv, mod, truncdiv
 from onnx_symdims.expr._extremum import broadcast, call, dmax, dmin
 from onnx_symdims.expr._guards import drop_zero_guards
+from onnx_symdims.expr._monotone import symbol_bound_from_lower
 from onnx_symdims.expr._parse import (
     BinOp,
     Call,
@@ -108,6 +109,7 @@ __all__ = [
     "replace_subexpressions",
     "sub",
     "substitute",
+    "symbol_bound_from_lower",
     "sym",
     "to_onnx",
     "to_seed",

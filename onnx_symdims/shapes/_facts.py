@@ -111,7 +111,20 @@ class FactScope(expr.Scope):
             return False
         self._lower[d.terms] = (bound, d.without_constant())
         self._facts_changed(("lower", d.terms, bound))
+        self._bound_symbol(d, k)
         return True
+
+    def _bound_symbol(self, d: expr.DimExpr, k: int) -> None:
+        """``d >= k`` for ``d`` monotone in its one symbol bounds the symbol's range."""
+        if len(d.symbols()) != 1:
+            return
+        (name,) = d.symbols()
+        lowest = self._ranges.get(name, (None, None))[0]
+        if self.nonnegative:
+            lowest = 0 if lowest is None else max(lowest, 0)
+        found = expr.symbol_bound_from_lower(d, k, lowest)
+        if found is not None:
+            self.set_range(name, lower=found[1], upper=found[2])
 
     def assume_nonneg(self, d: Dim) -> bool:
         """Records ``d >= 0`` (e.g. a dim of a tensor that exists)."""

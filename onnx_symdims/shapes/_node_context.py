@@ -453,6 +453,13 @@ class NodeContext:
                 a = merged[offset + k]
                 if a is b or a == b:  # ints compare by value, DimExpr by identity
                     continue
+                if isinstance(a, _DIM_EXPR) and isinstance(b, _DIM_EXPR):
+                    # One may be written before a fact the other was built under: the
+                    # facts known now (a symbol's range) can make them the same.
+                    a, b = self.ctx.refine(a), self.ctx.refine(b)
+                    if a is b:
+                        merged[offset + k] = a
+                        continue
                 try:
                     merged[offset + k] = broadcast_dims(a, b)
                 except expr.BroadcastError:

@@ -480,3 +480,55 @@ def test_symbol_range_naming_no_symbol_warns():
     warnings = [d.message for d in result.diagnostics if d.severity == "warning"]
     assert any("'sq'" in w for w in warnings)
     assert not any("'seq_len'" in w for w in warnings)
+
+
+# ----------------------------------------------------------------------------------------
+# Engine: a fact on a monotone expression of one symbol bounds the symbol
+# ----------------------------------------------------------------------------------------
+CONV_THEN_SLICE = model_text(
+    17,
+    "float[n, 1, l] x, float[1, 1, 4] w",
+    """
+    c = Conv<kernel_shape = [4], strides = [2]>(x, w)
+    st = Constant<value = int64[1] {2}>()
+    en = Constant<value = int64[1] {9223372036854775807}>()
+    ax = Constant<value = int64[1] {2}>()
+    t = Slice(x, st, en, ax)
+    """,
+    "float[?, ?, ?] c, float[?, ?, ?] t",
+)
+
+
+@pytest.mark.parametrize(
+    ("fact", "k", "proven", "not_proven"),
+    [
+        # (l - 4)//2 + 1 >= 0 holds exactly where l >= 2
+        ("(l-4)//2+1", 0, ("l", 2), ("l", 3)),
+        ("max((h+7)//4,2)//2-2", 0, ("h", 9), ("h", 10)),  # (h+7)//4 >= 4: h >= 9
+        ("10-2*l", 0, ("5", "l"), ("4", "l")),  # nonincreasing: an upper bound l <= 5
+    ],
+)
+def test_a_monotone_fact_bounds_its_symbol(fact, k, proven, not_proven):
+    scope = FactScope()
+    scope.assume_ge(expr.parse_dim(fact), k)
+    assert scope.prove_ge(*(expr.parse_dim(p) if isinstance(p, str) else p for p in proven))
+    assert not scope.prove_ge(
+        *(expr.parse_dim(p) if isinstance(p, str) else p for p in not_proven)
+    )
+
+
+def test_a_fact_not_monotone_bounds_nothing():
+    scope = FactScope()
+    scope.assume_ge(expr.parse_dim("l%4-1"), 0)  # l % 4 >= 1: l is not a multiple of 4
+    assert scope.bounds(expr.sym("l")) == (0, None)
+
+
+def test_a_symbol_bound_from_a_conv_drops_a_later_case_split():
+    inferred = _infer(CONV_THEN_SLICE)
+    assert inferred.shape("c") == ["n", 1, "l//2-1"]
+    assert inferred.shape("t") == ["n", 1, "l-2"]  # l >= 2: the Conv ran
+    assert _infer(CONV_THEN_SLICE, facts=False).shape("t") == ["n", 1, "max(l-2,0)"]
+
+
+def test_a_symbol_bound_from_a_conv_agrees_with_onnxruntime():
+    check_against_ort(CONV_THEN_SLICE, [{"n": 1, "l": 4}, {"n": 0, "l": 5}, {"n": 2, "l": 9}])
