@@ -14,7 +14,9 @@ small cases (the tests keep a sample):
   ``MaxPool(k=2, s=2)`` maps ``d = 1`` to 1, not ``1 // 2 = 0``. When ``num`` may be
   negative the dim is ``max(num // s + 1, min(1, max(0, num + s)))``.
   ``ceil_mode`` also drops a last window that would start in the end padding:
-  ``min(ceil(num / s), (d + pad_begin - 1) // s) + 1``. ``SAME_*`` pads by
+  ``min(ceil(num / s), (d + pad_begin - 1) // s) + 1`` (before opset 22, at an int size
+  where a window is dropped: a fresh symbol, since ONNX's inference of those opsets, run
+  by onnxruntime at load, keeps the window and would refuse the int). ``SAME_*`` pads by
   ``(ceil(d/s) - 1)*s + k - d`` (the *undilated* kernel, as onnxruntime does).
 
 Known float32 limit of onnxruntime itself: ceil-mode pooling rounds through float32, so
@@ -257,6 +259,7 @@ def pool_output_dim(
     auto_pad: str,
     ceil_mode: bool,
     scope: expr.Scope,
+    loader_drops: bool = True,
 ) -> Dim | None:
     """Spatial output dim of MaxPool/AveragePool/LpPool (``None``: not expressible).
 
@@ -264,6 +267,12 @@ def pool_output_dim(
     ``(ceil(d/s) - 1)*s + k - d`` with the undilated kernel ``k``; floor mode truncates;
     ceil mode takes the float32 ceiling and then drops a last window starting at or
     past ``d + pad_begin``.
+
+    ``loader_drops=False`` (opsets before 22): ONNX's shape inference of those opsets,
+    which onnxruntime runs when it loads a model, keeps that last window (``6 -> 4`` for
+    a kernel of 1 and a stride of 2 where every run gives 3). An int we wrote there would
+    contradict it and onnxruntime would refuse the model, so the dim is ``None`` (a fresh
+    symbol) where the window is dropped at an int size.
     """
     extra = (dilation - 1) * (k - 1)  # dilated minus undilated kernel
     effective_kernel = extra + k
@@ -284,7 +293,7 @@ def pool_output_dim(
     if isinstance(numerator, int) and isinstance(d, int):
         size = _ceil_div_float32(numerator, stride) + 1
         if (size - 1) * stride >= d + pad_begin:
-            size -= 1
+            return size - 1 if loader_drops else None
         return size
     ceil_steps = expr.ceildiv(numerator, stride)
     if auto_pad.startswith("SAME"):
@@ -476,6 +485,7 @@ def infer_pool(ctx: NodeContext, node: ir.Node) -> None:
                 window.auto_pad,
                 ceil_mode,
                 ctx.scope,
+                loader_drops=ctx.opset >= 22,
             )
         )
     dims = _fill(ctx, out)

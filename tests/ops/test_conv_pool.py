@@ -287,6 +287,42 @@ def test_pool_ceil_mode_and_dilations(op, opset, attrs, expected):
     assert same_dims(inferred.dims("y"), expected), inferred.shape("y")
 
 
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool", "LpPool"])
+@pytest.mark.parametrize("opset", [18, 21, 22])
+def test_ceil_mode_dropped_window_at_an_int_size_keeps_the_model_loadable(op, opset):
+    """Every run drops the last window (6 -> 3), but ONNX's inference before opset 22,
+    which onnxruntime runs at load, says 4: a 3 written downstream would contradict it
+    and onnxruntime would refuse the model (the ``Add``). There the dim is a fresh
+    symbol; from opset 22 on, ONNX's inference drops the window too and we write 3.
+    """
+    import onnx
+    import onnxruntime as ort
+
+    text = model_text(
+        opset,
+        "float[N, 1, 6] x",
+        f"""
+        p = {op}<ceil_mode=1, kernel_shape=[1], strides=[2]>(x)
+        s = Shape(p)
+        e = Expand(c3, s)
+        y = Add(p, e)
+        """,
+        "float[?, ?, ?] y",
+        constants="float[1, 1, 1] c3 = {3.0}",
+    )
+    inferred = infer(text)
+    dims = inferred.dims("p")
+    if opset >= 22:
+        assert dims[2] == 3
+    else:
+        assert isinstance(dims[2], expr.DimExpr) and inferred.context.is_generated(dims[2].name)
+    proto = ir.serde.serialize_model(inferred.model)
+    onnx.checker.check_model(proto)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    (y,) = session.run(None, {"x": np.ones((2, 1, 6), np.float32)})
+    assert y.shape == (2, 1, 3)
+
+
 @pytest.mark.parametrize("opset", [8, 12, 22])
 def test_max_pool_indices(opset):
     text = model_text(
