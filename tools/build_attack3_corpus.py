@@ -16,13 +16,14 @@ by path and its factories reused. Usage, from the repo root, in the build venv o
 
 Layout written: as ``build_probe_corpus.py`` (``OUT/models/<name>/{model.onnx,truth.json}``).
 
-Models (22): Mamba2 (SSD chunked scan, the sequence padded to a multiple of the chunk),
-Bamba (Mamba2 + attention), Zamba2 (Mamba2 + a shared attention block), Reformer with local
-attention (padded to a multiple of the chunk length), LongT5 local attention (blocks of
-``local_radius + 1``, padded), Funnel with max pooling twice (ceil mode) and Funnel by
-TorchScript with mean pooling and truncation, XLNet by TorchScript, LFM2 (gated short conv),
-BigBird ``block_sparse`` (falls back to full attention on short sequences: the graph has no
-block logic), YOSO (LSH-expectation attention); hand-written: data-dependent sizes (nonzero
+Models (28): Mamba2 (SSD chunked scan, the sequence padded to a multiple of the chunk; also
+by torch.export with ``optimize=False``), Bamba (Mamba2 + attention), Zamba2 (Mamba2 + a
+shared attention block), Reformer with local attention (padded to a multiple of the chunk
+length; also with ``optimize=False``), LongT5 local attention (blocks of ``local_radius + 1``,
+padded; also by TorchScript), Funnel with max pooling twice (ceil mode; also by TorchScript)
+and Funnel by TorchScript with mean pooling and truncation, XLNet by TorchScript, LFM2 (gated
+short conv; also by TorchScript), BigBird ``block_sparse`` (falls back to full attention on short sequences: the graph has no
+block logic), YOSO (LSH-expectation attention; also by TorchScript); hand-written: data-dependent sizes (nonzero
 incl. of an all-zero mask, boolean index, masked_select (TorchScript only), unique,
 repeat_interleave by a tensor, index_put, scatter, topk(L // 3 + 1)), shape-driven windows
 (narrow, unfold (dynamo only), F.pad by sizes, interpolate by size and scale, roll, flip,
@@ -51,8 +52,8 @@ reproduces them):
   (an ``Add`` of the transient-global side keys: a global block count baked).
 * led_dynamo: data-dependent guard in the Longformer encoder's global attention indexing.
 * switch_dynamo: torch.export fails ("Cannot swap t1 because it has weakref").
-* mamba2_legacy: TorchScript writes a ``Transpose`` with a negative ``perm``, which
-  onnxruntime refuses to load.
+* mamba2_legacy, zamba2_legacy: TorchScript writes a ``Transpose`` with a negative ``perm``
+  (``{0, -2, -1, 1}``), which onnxruntime refuses to load.
 * reformer_local_legacy: TorchScript fails (``unordered_map::at``).
 
 In the hand-written modules, not exportable and left out: ``masked_select``, ``roll`` by a
@@ -182,31 +183,32 @@ b_bamba = seq(
     token_types=False,
 )
 
+ZAMBA2 = HF(
+    "Zamba2Model",
+    "Zamba2Config",
+    vocab_size=400,
+    hidden_size=32,
+    num_hidden_layers=2,
+    layers_block_type=["mamba", "hybrid"],
+    num_attention_heads=4,
+    num_key_value_heads=4,
+    attention_head_dim=16,
+    mamba_d_state=8,
+    mamba_d_conv=4,
+    mamba_expand=2,
+    mamba_headdim=8,
+    mamba_ngroups=1,
+    chunk_size=4,
+    n_mamba_heads=8,
+    intermediate_size=64,
+    num_mem_blocks=1,
+    use_shared_attention_adapter=False,
+    use_mem_rope=True,
+    max_position_embeddings=128,
+    **TOKENS,
+)
 b_zamba2 = seq(
-    HF(
-        "Zamba2Model",
-        "Zamba2Config",
-        vocab_size=400,
-        hidden_size=32,
-        num_hidden_layers=2,
-        layers_block_type=["mamba", "hybrid"],
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        attention_head_dim=16,
-        mamba_d_state=8,
-        mamba_d_conv=4,
-        mamba_expand=2,
-        mamba_headdim=8,
-        mamba_ngroups=1,
-        chunk_size=4,
-        n_mamba_heads=8,
-        intermediate_size=64,
-        num_mem_blocks=1,
-        use_shared_attention_adapter=False,
-        use_mem_rope=True,
-        max_position_embeddings=128,
-        **TOKENS,
-    ),
+    ZAMBA2,
     ["last_hidden_state"],
     "Zamba2Model 2 layers: Mamba2 (chunk 4) then a hybrid layer (shared attention block on "
     "cat(hidden, embeddings), rotary) (dynamo)",
@@ -400,21 +402,22 @@ b_funnel_legacy = seq(
     exporter="legacy",
 )
 
+LFM2 = HF(
+    "Lfm2Model",
+    "Lfm2Config",
+    vocab_size=400,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    conv_L_cache=3,
+    layer_types=["conv", "full_attention"],
+    max_position_embeddings=128,
+    **TOKENS,
+)
 b_lfm2 = seq(
-    HF(
-        "Lfm2Model",
-        "Lfm2Config",
-        vocab_size=400,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        conv_L_cache=3,
-        layer_types=["conv", "full_attention"],
-        max_position_embeddings=128,
-        **TOKENS,
-    ),
+    LFM2,
     ["last_hidden_state"],
     "Lfm2Model 2 layers: gated short conv (k3, causal, cut to seq_len) then GQA attention (dynamo)",
     attn="eager",
@@ -443,20 +446,21 @@ b_bigbird_sparse = seq(
     lo=3,
 )
 
+YOSO = HF(
+    "YosoModel",
+    "YosoConfig",
+    vocab_size=320,
+    hidden_size=32,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=80,
+    use_expectation=True,
+    conv_window=3,
+    pad_token_id=1,
+)
 b_yoso = seq(
-    HF(
-        "YosoModel",
-        "YosoConfig",
-        vocab_size=320,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=80,
-        use_expectation=True,
-        conv_window=3,
-        pad_token_id=1,
-    ),
+    YOSO,
     ["last_hidden_state"],
     "YosoModel 1 layer: LSH-expectation attention (collision probability), depthwise conv "
     "window 3 over the sequence (dynamo)",
@@ -490,6 +494,45 @@ b_switch = seq(
     lo=3,
 )
 
+
+
+def _raw(builder, note="torch.export with optimize=False (no onnxscript cleanup)"):
+    """The same builder exported by torch.export without the exporter's own optimizer."""
+    return ab.exported(builder, note, dynamo_kw={"optimize": False})
+
+
+def _legacy_seq(hf, note, lo=0, token_types=False):
+    """A sequence model by TorchScript (opset 17) with named output axes."""
+    return seq(
+        hf,
+        ["last_hidden_state"],
+        note + " (TorchScript opset 17)",
+        attn="eager",
+        token_types=token_types,
+        lo=lo,
+        exporter="legacy",
+        out_dyn={"last_hidden_state": {0: "batch", 1: "seq_len"}},
+    )
+
+
+b_mamba2_raw = _raw(b_mamba2)
+b_reformer_raw = _raw(b_reformer)
+b_lfm2_legacy = _legacy_seq(LFM2, "Lfm2Model 2 layers: gated short conv k3 then GQA attention")
+b_longt5_local_legacy = _legacy_seq(
+    LONGT5.but(encoder_attention_type="local"), "LongT5EncoderModel local attention", lo=3
+)
+b_yoso_legacy = _legacy_seq(
+    YOSO, "YosoModel 1 layer, LSH expectation, conv window 3", lo=3, token_types=True
+)
+b_zamba2_legacy = _legacy_seq(ZAMBA2, "Zamba2Model 2 layers: Mamba2 (chunk 4) then hybrid")
+b_funnel_max_legacy = seq(
+    FUNNEL3,
+    ["last_hidden_state"],
+    "FunnelModel 3 blocks, max pooling twice (ceil mode), factorized attention (TorchScript "
+    "opset 17, no output dynamic axes)",
+    attn="eager",
+    exporter="legacy",
+)
 
 # ----------------------------------------------------------------------------
 # Hand-written torch modules
@@ -936,9 +979,16 @@ ATTACK3 = [
     ("grid_ops_legacy", _grid("legacy")),
     ("misc_ops_dynamo", _misc("dynamo")),
     ("misc_ops_legacy", _misc("legacy")),
+    ("mamba2_raw_dynamo", b_mamba2_raw),
+    ("reformer_local_raw_dynamo", b_reformer_raw),
+    ("lfm2_legacy", b_lfm2_legacy),
+    ("longt5_local_legacy", b_longt5_local_legacy),
+    ("yoso_legacy", b_yoso_legacy),
+    ("funnel_max_legacy", b_funnel_max_legacy),
 ]
 EXTRA = [
     ("mamba2_legacy", b_mamba2_legacy),
+    ("zamba2_legacy", b_zamba2_legacy),
     ("reformer_local_legacy", b_reformer_legacy),
     ("jamba_dynamo", b_jamba),
     ("recurrent_gemma_dynamo", b_recurrent_gemma),
