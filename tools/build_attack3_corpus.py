@@ -37,7 +37,8 @@ size), and ``torch.cond`` on ``seq_len > 8``.
 
 torch and onnxruntime disagree (the truth is onnxruntime's; the graph is what users get):
 window_ops_legacy (TorchScript bakes ``roll``'s shift ``L // 2`` at the example's 9),
-funnel_legacy (TorchScript bakes part of the pooling at the example length). The TorchScript
+funnel_legacy (TorchScript bakes a length-dependent step at the example's length 9: the values
+agree with torch there, not at 7, 10 or 13). The TorchScript
 exporter, given no output dynamic axes, names the output dims itself, and some of those names
 are false (``select_ops_legacy``: the ``unique`` count and the batch share a name;
 ``grid_ops_legacy``: a float-computed ``Resize`` size and ``2 * height`` share one): kept on
