@@ -292,7 +292,25 @@ def infer_sequence_at(ctx: NodeContext, node: ir.Node) -> None:
         shape = elements[position] if position is not None else _common_shape(elements)
     else:
         shape = _remint_generated(ctx, ctx.ctx.shape_of(sequence))
+        if shape is None:
+            shape = _split_chunk(ctx, sequence)
     ctx.set_output(0, shape, dtype)
+
+
+def _split_chunk(ctx: NodeContext, sequence: ir.Value) -> Shape | None:
+    """A chunk of a ``SplitToSequence`` by unknown sizes: a fresh size on the split axis.
+
+    TorchScript's ``tensor_split`` computes the sizes at run time. Only with a ``split`` input: every chunk then keeps the axis (``keepdims`` applies
+    without one), and the other dims are the input's.
+    """
+    producer = default_domain_producer(sequence, "SplitToSequence")
+    if producer is None or len(producer.inputs) < 2 or producer.inputs[1] is None:
+        return None
+    located = _split_axis(ctx.ctx, producer)
+    if located is None:
+        return None
+    shape, axis = located
+    return replace_axis(shape, axis, ctx.new_symbol("chunk"))
 
 
 @register("", "SequenceLength", since=11)

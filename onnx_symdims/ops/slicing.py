@@ -26,6 +26,7 @@ Soundness notes:
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -301,30 +302,68 @@ def _apply_slice(
             length = slice_length(d, start, end, step, scope)
         dims[axis] = _bounded_symbol(ctx, f"d{axis}", d) if length is None else length
     ctx.set_output(0, dims, dtype)
-    if rank == 1:  # only a 1-D value is sliced as value-as-shape
-        _slice_value(ctx, rank, starts, ends, axes, steps)
+    _slice_value(ctx, shape, starts, ends, axes, steps)
+
+
+def _static_value_shape(shape: Sequence[Dim], elements: Sequence[Dim]) -> list[int] | None:
+    """The int dims of a known value of ``shape`` (a 1-D one has its length), or ``None``."""
+    if len(shape) == 1:
+        return [len(elements)]
+    if not all(isinstance(d, int) for d in shape):
+        return None
+    dims: list[int] = list(shape)  # type: ignore[arg-type]
+    count = 1
+    for d in dims:
+        count *= d
+    return dims if count == len(elements) else None
+
+
+def _strides(dims: Sequence[int]) -> list[int]:
+    """Row-major strides (in elements) of an array of ``dims``."""
+    strides = [1] * len(dims)
+    for k in range(len(dims) - 2, -1, -1):
+        strides[k] = strides[k + 1] * dims[k + 1]
+    return strides
+
+
+def _gather_flat(
+    elements: Sequence[Dim], dims: Sequence[int], ranges: Sequence[Sequence[int]]
+) -> list[Dim]:
+    """The elements at the row-major index product of ``ranges`` over a ``dims`` array."""
+    strides = _strides(dims)
+    return [
+        elements[sum(i * s for i, s in zip(index, strides))]
+        for index in itertools.product(*ranges)
+    ]
 
 
 def _slice_value(
     ctx: NodeContext,
-    rank: int,
+    shape: Sequence[Dim],
     starts: Sequence[Dim | None],
     ends: Sequence[Dim | None],
     axes: Sequence[int],
     steps: Sequence[Dim | None],
 ) -> None:
-    """Value-as-shape: slicing a known 1-D value with constant indices."""
+    """Value-as-shape: slicing a known value (of static dims) with constant indices.
+
+    A multi-dimensional one too: TorchScript's ``F.pad`` builds its pads as a ``[k, 2]``
+    table sliced backwards along axis 0 and transposed.
+    """
     elements = ctx.input_value(0)
-    if elements is None or rank != 1 or list(axes) != [0]:
+    if elements is None:
         return
-    start, end, step = starts[0], ends[0], steps[0]
-    if not (isinstance(start, int) and isinstance(end, int) and isinstance(step, int)):
+    dims = _static_value_shape(shape, elements)
+    if dims is None:
         return
-    if _runtime_dependent(end, step, ctx.scope):
-        return
-    ctx.set_output_value(
-        0, [elements[i] for i in _onnx_slice_range(len(elements), start, end, step)]
-    )
+    ranges: list[Sequence[int]] = [range(d) for d in dims]
+    for axis, start, end, step in zip(axes, starts, ends, steps):
+        if not (isinstance(start, int) and isinstance(end, int) and isinstance(step, int)):
+            return
+        if _runtime_dependent(end, step, ctx.scope):
+            return
+        ranges[axis] = _onnx_slice_range(dims[axis], start, end, step)
+    ctx.set_output_value(0, _gather_flat(elements, dims, ranges))
 
 
 @register("", "Slice", since=1)
@@ -532,5 +571,19 @@ def infer_transpose(ctx: NodeContext, node: ir.Node) -> None:
             f"perm {list(perm)} has length {len(perm)} but the input has rank {len(shape)}"
         )
     ctx.set_output(0, [shape[p] for p in perm], dtype)
+    elements = ctx.input_value(0)
+    if elements is None:
+        return
     if len(shape) == 1:
-        ctx.set_output_value(0, facts.value_of(data_value))  # type: ignore[arg-type]
+        ctx.set_output_value(0, elements)
+        return
+    dims = _static_value_shape(shape, elements)
+    if dims is not None:  # a known table (TorchScript's F.pad pads): its elements permuted
+        strides = _strides(dims)
+        ctx.set_output_value(
+            0,
+            [
+                elements[sum(j * strides[p] for j, p in zip(index, perm))]
+                for index in itertools.product(*(range(dims[p]) for p in perm))
+            ],
+        )

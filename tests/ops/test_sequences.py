@@ -89,6 +89,31 @@ g (float[N, M] x, int64[2] sizes) => (parts, n, joined) {{
     check_runs(result, feeds)
 
 
+@pytest.mark.parametrize("split", ["x, sizes", "x, step"])
+def test_sequence_at_of_a_split_by_unknown_sizes(split):
+    """TorchScript's ``tensor_split``: chunk sizes computed at run time.
+
+    An element keeps every dim but the split one (a size of its own: chunks differ).
+    """
+    result = infer_graph(f"""
+g (float[N, M, 3] x, int64[3] sizes, int64 step) => (first, last) {{
+  parts = SplitToSequence<axis=1>({split})
+  zero = Constant<value = int64 {{0}}>()
+  first = SequenceAt(parts, zero)
+  minus_one = Constant<value = int64 {{-1}}>()
+  last = SequenceAt(parts, minus_one)
+}}
+""")
+    first, last = result.shape("first"), result.shape("last")
+    assert first[0] == last[0] == "N" and first[2] == last[2] == 3
+    assert first[1] != last[1]
+    feeds = [
+        {"x": f32(2, m, 3), "sizes": np.array([1, m - 3, 2], np.int64), "step": np.array(2)}
+        for m in (3, 4, 7)
+    ]
+    check_runs(result, feeds)
+
+
 def test_concat_from_sequence_without_axis_gives_a_diagnostic():
     result = infer_graph("""
 g (float[N] a) => (y) {

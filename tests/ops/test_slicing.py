@@ -315,6 +315,61 @@ def test_slice_value_as_shape():
     check_with_ort(text, [{"N": 2, "M": 3}, {"N": 0, "M": 4}])
 
 
+def test_slice_and_transpose_of_a_table_value():
+    """TorchScript's ``F.pad``: pads as a ``[k, 2]`` table, reversed along axis 0, transposed.
+
+    The table ``[[1, 2], [N, M]]`` (torch's last-axis-first pad pairs) flows through a
+    backward Slice along axis 0 and a Transpose to the pads ``[N, 1, M, 2]`` of ``Pad``,
+    whose output dims need every element.
+    """
+    text = _graph(
+        13,
+        "float[N, M] x",
+        f"""
+  sh = Shape(x)
+  {_const("front", [1, 2])}
+  cat = Concat<axis=0>(front, sh)
+  {_const("rows", [-1, 2])}
+  table = Reshape(cat, rows)
+  {_const("st", [-1])}
+  {_const("en", [INT64_MIN + 1])}
+  {_const("ax", [0])}
+  rev = Slice(table, st, en, ax, st)
+  {_const("one", [1])}
+  {_const("big", [9])}
+  cols = Slice(table, one, big, one)
+  flipped = Transpose<perm=[1, 0]>(rev)
+  {_const("flat_shape", [-1])}
+  pads = Reshape(flipped, flat_shape)
+  y = Pad(x, pads)
+""",
+    )
+    _, ctx = _infer(text)
+    assert [expr.to_onnx(e) for e in ctx.value_of("rev")] == ["N", "M", "1", "2"]
+    assert [expr.to_onnx(e) for e in ctx.value_of("cols")] == ["2", "M"]
+    assert [expr.to_onnx(e) for e in ctx.value_of("pads")] == ["N", "1", "M", "2"]
+    assert _printed(ctx, "y") == ["M+2*N", "M+3"]
+    check_with_ort(text, [{"N": 2, "M": 3}, {"N": 0, "M": 4}, {"N": 5, "M": 0}])
+
+
+def test_transpose_of_a_3d_value():
+    text = _graph(
+        13,
+        "float[A, B, C] x",
+        f"""
+  sh = Shape(x)
+  {_const("more", [4, 5, 6])}
+  cat = Concat<axis=0>(sh, more)
+  {_const("dims", [1, 2, 3])}
+  cube = Reshape(cat, dims)
+  t = Transpose<perm=[2, 0, 1]>(cube)
+""",
+    )
+    _, ctx = _infer(text)
+    assert [expr.to_onnx(e) for e in ctx.value_of("t")] == ["A", "4", "B", "5", "C", "6"]
+    check_with_ort(text, [{"A": 2, "B": 3, "C": 1}])
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
