@@ -328,6 +328,7 @@ def ambiguous_labels(
     *,
     renamable: Iterable[str],
     input_symbols: Iterable[str],
+    unverified: Iterable[str] = (),
 ) -> dict[str, tuple[Dim, ...]]:
     """Output-only names that the anchors equate to sizes which differ.
 
@@ -341,11 +342,18 @@ def ambiguous_labels(
     the labels (``total_seq_len`` an input, ``past_seq_len+seq_len`` on an output) are one
     class and stay an implied equality.
 
+    A size only the engine names (a data-dependent count, an opaque float size: a symbol
+    of ``renamable``) and a size inference could not compute at all (a label of
+    ``unverified``: declared where the inferred rank or dim is unknown) prove nothing
+    against a declared size and nothing for it: a label naming one of them and a
+    computed size claims an equality nothing checks, and is not used either.
+
     Returns:
         ``{label: the differing sizes}`` for every label of an ambiguous group.
     """
     renamable = frozenset(renamable)
     inputs = frozenset(input_symbols)
+    unverified = frozenset(unverified)
 
     def is_label(d: Dim) -> bool:
         return (
@@ -372,6 +380,8 @@ def ambiguous_labels(
             sizes.union(a, b)
     if not partners:
         return {}
+    for name in unverified:
+        labels.find(expr.sym(name))  # a label no equality names is a group of its own
     for found in partners.values():
         for partner in found:
             sizes.find(partner)  # a size only a label names is a class of its own
@@ -382,18 +392,26 @@ def ambiguous_labels(
                 valued[sizes.find(m)] = m
                 break
     named: dict[Dim, dict[Dim, Dim]] = collections.defaultdict(dict)  # group -> valued roots
+    minted: dict[Dim, dict[Dim, Dim]] = collections.defaultdict(dict)  # group -> other roots
     for label, found in partners.items():
         group = labels.find(label)
         for partner in found:
             root = sizes.find(partner)
             if root in valued:
                 named[group].setdefault(root, valued[root])
+            else:
+                minted[group].setdefault(root, partner)
     result: dict[str, tuple[Dim, ...]] = {}
     for members in labels.classes():  # every label found above is in one
-        differing = named.get(labels.find(members[0]), {})
-        if len(differing) >= 2:
+        group = labels.find(members[0])
+        differing = named.get(group, {})
+        counts = minted.get(group, {})
+        unchecked = counts or any(m.name in unverified for m in members)  # type: ignore[union-attr]
+        # TorchScript's ``Uniqueout4_dim_0`` on a unique count and on the batch.
+        if len(differing) >= 2 or (differing and unchecked):
+            sizes_named = [*differing.values(), *counts.values()]
             for label in members:
-                result[label.name] = tuple(sorted(differing.values(), key=_order))  # type: ignore[union-attr]
+                result[label.name] = tuple(sorted(sizes_named, key=_order))  # type: ignore[union-attr]
     return result
 
 

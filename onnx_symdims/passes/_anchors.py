@@ -592,15 +592,23 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         from onnx_symdims.passes._anchor_renames import ambiguous_labels
 
         ambiguous = ambiguous_labels(
-            equalities, renamable=renamable, input_symbols=input_symbols - renamable
+            equalities,
+            renamable=renamable,
+            input_symbols=input_symbols - renamable,
+            unverified=_labels_declared_where_unknown(model, ctx),
         )
         if not ambiguous:
             return equalities
         for name in sorted(ambiguous):
             sizes = ", ".join(_text(d) for d in ambiguous[name])
+            what = (
+                f"sizes that differ: {sizes}"
+                if len(ambiguous[name]) >= 2
+                else f"{sizes} and a size inference cannot compute"
+            )
             message = (
-                f"declared output dim {name!r} names sizes that differ: {sizes} (not used; "
-                "those outputs get the inferred dims)"
+                f"declared output dim {name!r} names {what} (not used; those outputs get "
+                "the inferred dims)"
             )
             if self.strict:
                 raise ShapeInferenceError(ctx.add_diagnostic(None, "error", message))
@@ -669,3 +677,32 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             if self.strict:
                 raise ShapeInferenceError(ctx.add_diagnostic(None, "error", message))
             ctx.add_diagnostic(None, "warning", message)
+
+
+def _labels_declared_where_unknown(model: ir.Model, ctx: ShapesContext) -> set[str]:
+    """Names a graph output declares where inference computed no dim.
+
+    There the rank or the dim is unknown, or the dim is the declared name itself (where
+    inference has no shape, the declared one is read as the value's facts: an
+    ``Unique``'s count in a sequence concatenated to unknown rank).
+    """
+    found: set[str] = set()
+    for value in model.graph.outputs:
+        shape = value.shape
+        if shape is None:
+            continue
+        inferred = ctx.peek_shape(value)
+        if inferred is None:
+            continue  # a context that never saw the value (built by hand): no claim
+        for axis, dim in enumerate(shape.dims):
+            if not isinstance(dim, ir.SymbolicDim) or not dim.value:
+                continue
+            if len(inferred) != len(shape):
+                found.add(dim.value)
+                continue
+            d = inferred[axis]
+            if d is None or (
+                isinstance(d, expr.DimExpr) and (d.is_unknown or d.name == dim.value)
+            ):
+                found.add(dim.value)
+    return found

@@ -407,6 +407,38 @@ def test_an_output_label_naming_one_size_stays():
     assert not any("'K'" in g.message for g in result.diagnostics)
 
 
+# TorchScript names an output dim it cannot compute after the op and reuses the name:
+# ``Uniqueout_dim_0`` on a unique count (data-dependent) and on the batch.
+LABEL_ON_A_COUNT = """
+g (float[B, L] x) => (float[K] u, float[K, L] y) {
+  u = Unique(x)
+  y = Relu(x)
+}"""
+
+
+def test_an_output_label_naming_a_count_and_a_size_is_not_used():
+    model = build(LABEL_ON_A_COUNT)
+    inferred = SymbolicShapeInferencePass()(model)
+    result = AnchorConstraintPropagationPass(inferred.context)(model)
+    u, y = (dims_text(v) for v in model.graph.outputs)
+    assert y == ["B", "L"] and u != ["B"] and u != ["K"], (u, y)
+    warnings = [g.message for g in result.diagnostics if g.severity == "warning"]
+    assert any("'K' names sizes that differ" in w for w in warnings), warnings
+    rng = np.random.default_rng(0)
+    for batch, length in ((3, 2), (4, 1), (3, 5)):  # 0/1 inputs: at most 2 unique values
+        bindings = {"B": batch, "L": length}
+        actual = runtime_shapes(model, make_feeds(model, bindings, rng))
+        assert actual["u"][0] < batch  # the declared K == B is false here
+        check_against_runtime(model, actual, bindings)
+
+
+def test_an_output_label_naming_only_a_count_names_it():
+    model = build(LABEL_ON_A_COUNT.replace("float[K, L] y", "float[B, L] y"))
+    inferred = SymbolicShapeInferencePass()(model)
+    AnchorConstraintPropagationPass(inferred.context)(model)
+    assert [dims_text(v) for v in model.graph.outputs] == [["K"], ["B", "L"]]
+
+
 # The same reused label on intermediates (value_info, a declaration no runtime checks) and
 # on a composite text: those dims name the differing sizes just as well.
 REUSED_LABEL_ON_VALUE_INFO = """

@@ -180,13 +180,28 @@ def test_the_anchor_pass_skips_planning_only_when_nothing_is_planned(pairs, rena
             assert (plan.mapping, plan.implied, plan.contradictions) == ({}, (), ())
 
 
+def test_ambiguous_labels_with_a_label_inference_cannot_check():
+    # K is also declared where inference computed nothing (an output of unknown rank).
+    found = ambiguous_labels(
+        [(d("K"), d("L//3+1"))], renamable=[], input_symbols=["L"], unverified=["K"]
+    )
+    assert {k: [expr.to_onnx(v) for v in vs] for k, vs in found.items()} == {"K": ["L//3+1"]}
+    assert ambiguous_labels(
+        [(d("K"), d("L//3+1"))], renamable=[], input_symbols=["L"], unverified=["M"]
+    ) == {}
+
+
 @pytest.mark.parametrize(
     ("pairs", "inputs", "renamable", "expected"),
     [
         ([("K", "L"), ("K", "2*L")], ["L"], [], {"K": ("2*L", "L")}),
         ([("K", "2"), ("M", "3"), ("K", "M")], [], [], {"K": ("2", "3"), "M": ("2", "3")}),
         ([("K", "L"), ("K", "L")], ["L"], [], {}),  # one size, named twice
-        ([("K", "nnz"), ("K", "L")], ["L"], ["nnz"], {}),  # a minted size is no claim
+        # A minted size (a data-dependent count) proves nothing for the label either: the
+        # label claims nnz == L, which nothing checks (TorchScript's Uniqueout4_dim_0).
+        ([("K", "nnz"), ("K", "L")], ["L"], ["nnz"], {"K": ("L", "nnz")}),
+        ([("K", "nnz"), ("K", "nnz")], [], ["nnz"], {}),  # only the count: it names it
+        ([("K", "nnz"), ("K", "m")], [], ["nnz", "m"], {}),  # two counts: no computed size
         # Sizes equal without the label (an input names the sum): one class.
         ([("K", "total"), ("total", "past+seq"), ("K", "past+seq")], ["total", "past", "seq"], [], {}),
         ([("total", "L"), ("total", "2*L")], ["total", "L"], [], {}),  # an input: implied
