@@ -197,10 +197,11 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         # Deeply nested valid models (hundreds of nested Ifs or function calls) get the
         # stack they need; others run here as they are.
         with without_gc():
-            # The snapshot's walk tells whether there is any nesting to bound (one walk
-            # of the graph's linked list less for the common, flat model).
+            # The snapshot's walk also finds the nesting bound (no walk of its own).
             snapshot = ModelSnapshot.of(model)
-            bound = nesting_bound(model) if snapshot.nested else 0
+            bound = snapshot.nesting
+            if bound is None:
+                bound = nesting_bound(model)
             return run_deep(lambda: self._call(model, snapshot), bound)
 
     def _call(
