@@ -43,6 +43,7 @@ from onnx_symdims.passes._gc import without_gc
 from onnx_symdims.passes._model_dims import ModelSnapshot, topological_order
 from onnx_symdims.shapes import (
     CONSTANT_INPUT_KEY,
+    MISSING,
     Diagnostic,
     FactScope,
     IRDimWriter,
@@ -748,7 +749,8 @@ class InferenceEngine:
         ctx._values[value] = elements
         if len(outputs) == 1 and value.shape is None and value.type is None:
             # _commit's common case, inline: nothing declared, a plain tensor type.
-            value.shape = self._writer.shape(dims)
+            shape = self._writer._shapes.get(dims)  # the writer's hit, inline
+            value.shape = self._writer.shape(dims) if shape is None else shape
             if not ctx._other_types:
                 value.type = new_tensor_type(_INT64)
             else:
@@ -771,14 +773,25 @@ class InferenceEngine:
         ctx = self.ctx
         outputs = node.outputs
         facts, settled = entry
+        if settled:
+            # ctx.restore_facts for each output, inline (the usual replay of a layer).
+            shapes, values, dtypes = ctx._shapes, ctx._values, ctx._dtypes
+            for value, (shape, elements, dtype) in zip(outputs, facts):
+                if shape is not MISSING:
+                    shapes[value] = shape
+                if elements is not MISSING:
+                    values[value] = elements
+                if dtype is not MISSING:
+                    dtypes[value] = dtype
+            self._commit_outputs(node, outputs)
+            return
         for value, value_facts in zip(outputs, facts):
             ctx.restore_facts(value, value_facts)
-        if not settled:
-            version = ctx.scope.version
-            self._settle(node, outputs)
-            if ctx.scope.version == version:
-                entry[0] = tuple(ctx.facts_of(value) for value in outputs)
-                entry[1] = True
+        version = ctx.scope.version
+        self._settle(node, outputs)
+        if ctx.scope.version == version:
+            entry[0] = tuple(ctx.facts_of(value) for value in outputs)
+            entry[1] = True
         self._commit_outputs(node, outputs)
 
     def _settle(self, node: ir.Node, outputs: Sequence[ir.Value] | None = None) -> None:
