@@ -351,6 +351,46 @@ def _empty_or_exact(
     return empty
 
 
+def _declared_as_inferred(
+    declared: ir.Shape,
+    inferred: Shape | None,
+    anchor: bool,
+    ctx: ShapesContext,
+    writer: IRDimWriter,
+) -> bool:
+    """Whether ``declared`` already says exactly ``inferred``, as written.
+
+    Each declared dim is the inferred int, or text that reads as the inferred
+    (symbolic) dim and, on a non-anchor, is its canonical spelling. The ``refine``
+    merge (:func:`merge_declared_shape`) of such a shape keeps the inferred dims,
+    writes the declared ones again, finds no conflict and counts no use of the
+    declaration; a declared dim that says nothing (empty, ``?``, ``unk__N`` on a
+    non-anchor, ``-1``) or any other case takes the merge.
+    """
+    if inferred is None:
+        return False
+    dims = declared.dims
+    if len(dims) != len(inferred):
+        return False
+    for old, inf in zip(dims, inferred):
+        if isinstance(old, int):
+            if not (isinstance(inf, int) and old == inf and old >= 0):
+                return False
+            continue
+        if isinstance(inf, int):
+            return False
+        text = old.value
+        if (
+            not text
+            or is_anonymous_dim_text(text)
+            or (not anchor and text.startswith("unk__"))
+            or ctx.read_dim_text(text) is not inf
+            or (not anchor and writer.dim(inf).value != text)  # type: ignore[union-attr]
+        ):
+            return False
+    return True
+
+
 _SCALAR_ATTRIBUTES = frozenset(
     {ir.AttributeType.INT, ir.AttributeType.FLOAT, ir.AttributeType.STRING}
 )
@@ -988,13 +1028,21 @@ class InferenceEngine:
         ):
             self._commit_anchor(node, value, inferred)
             return
+        anchor = value.is_graph_output()
+        if self.policy == "refine" and _declared_as_inferred(
+            value.shape, inferred, anchor, ctx, self._writer
+        ):
+            # What the merge below ends in for such a value (the usual subgraph output):
+            # the inferred dims downstream, nothing written, recorded, counted or said.
+            self._commit_type(node, value, had_shape=True)
+            return
         merged = merge_declared_shape(
             ctx,
             self._writer,
             inferred,
             value.shape,
             policy=self.policy,
-            anchor=value.is_graph_output(),
+            anchor=anchor,
             hint=value.name or node.op_type,
         )
         ctx.set_shape(value, merged.dims)
