@@ -351,44 +351,50 @@ def _empty_or_exact(
     return empty
 
 
-def _declared_as_inferred(
+def _declared_written(
     declared: ir.Shape,
     inferred: Shape | None,
     anchor: bool,
     ctx: ShapesContext,
     writer: IRDimWriter,
-) -> bool:
-    """Whether ``declared`` already says exactly ``inferred``, as written.
+) -> list[int | ir.SymbolicDim] | None:
+    """The dims the ``refine`` merge writes on ``declared``, when it only fills or keeps.
 
-    Each declared dim is the inferred int, or text that reads as the inferred
-    (symbolic) dim and, on a non-anchor, is its canonical spelling. The ``refine``
-    merge (:func:`merge_declared_shape`) of such a shape keeps the inferred dims,
-    writes the declared ones again, finds no conflict and counts no use of the
-    declaration; a declared dim that says nothing (empty, ``?``, ``unk__N`` on a
-    non-anchor, ``-1``) or any other case takes the merge.
+    That is when each declared dim is the inferred int, text that reads as the inferred
+    (symbolic) dim, or a dim that declares nothing (empty, ``?``, ``unk__N`` on a
+    non-anchor, a negative int): the merge (:func:`merge_declared_shape`) then keeps the
+    inferred dims downstream, finds no conflict, counts no use of the declaration and
+    writes the inferred dim where nothing is declared and, on a non-anchor, the
+    canonical spelling of each dim (an anchor keeps its text). ``None``: any other case,
+    which takes the merge.
     """
     if inferred is None:
-        return False
+        return None
     dims = declared.dims
     if len(dims) != len(inferred):
-        return False
+        return None
+    written: list[int | ir.SymbolicDim] = []
     for old, inf in zip(dims, inferred):
         if isinstance(old, int):
-            if not (isinstance(inf, int) and old == inf and old >= 0):
-                return False
+            if old < 0:
+                written.append(writer.dim(inf))  # some producers' "unknown"
+            elif isinstance(inf, int) and old == inf:
+                written.append(old)
+            else:
+                return None
             continue
-        if isinstance(inf, int):
-            return False
         text = old.value
-        if (
-            not text
-            or is_anonymous_dim_text(text)
-            or (not anchor and text.startswith("unk__"))
-            or ctx.read_dim_text(text) is not inf
-            or (not anchor and writer.dim(inf).value != text)  # type: ignore[union-attr]
-        ):
-            return False
-    return True
+        if not text or is_anonymous_dim_text(text) or (not anchor and text.startswith("unk__")):
+            written.append(writer.dim(inf))
+            continue
+        read = ctx.read_dim_text(text)
+        if isinstance(read, int) and read < 0:
+            written.append(writer.dim(inf))  # text such as "-1"
+        elif read is inf and not isinstance(inf, int):
+            written.append(old if anchor else writer.dim(inf))
+        else:
+            return None
+    return written
 
 
 _SCALAR_ATTRIBUTES = frozenset(
@@ -1029,11 +1035,17 @@ class InferenceEngine:
             self._commit_anchor(node, value, inferred)
             return
         anchor = value.is_graph_output()
-        if self.policy == "refine" and _declared_as_inferred(
-            value.shape, inferred, anchor, ctx, self._writer
-        ):
+        written = (
+            _declared_written(value.shape, inferred, anchor, ctx, self._writer)
+            if self.policy == "refine"
+            else None
+        )
+        if written is not None:
             # What the merge below ends in for such a value (the usual subgraph output):
-            # the inferred dims downstream, nothing written, recorded, counted or said.
+            # the inferred dims downstream, nothing recorded, counted or said.
+            if not same_ir_dims(written, value.shape):
+                value.shape = new_ir_shape(written)
+                self.modified = True
             self._commit_type(node, value, had_shape=True)
             return
         merged = merge_declared_shape(

@@ -293,25 +293,33 @@ def _declared_run(text: str) -> dict:
 
 
 @pytest.mark.parametrize("text", DECLARED.values(), ids=DECLARED.keys())
-def test_declared_as_inferred_matches_the_merge(text, monkeypatch):
+def test_declared_written_matches_the_merge(text, monkeypatch):
     fast = _declared_run(text)
-    monkeypatch.setattr(_inference, "_declared_as_inferred", lambda *args: False)
+    monkeypatch.setattr(_inference, "_declared_written", lambda *args: None)
     assert fast == _declared_run(text)
 
 
-def test_declared_as_inferred_takes_only_exact_canonical_shapes():
+def test_declared_written_takes_only_what_the_merge_fills_or_keeps():
     ctx = ShapesContext()
     writer = IRDimWriter()
     n, c = ctx.read_dim_text("N"), ctx.read_dim_text("C")
-    exact = ir.Shape(["N", 4])
-    assert _inference._declared_as_inferred(exact, (n, 4), False, ctx, writer)
-    # "(N)" reads as N: the merge writes the canonical "N" on a non-anchor.
-    spelled = ir.Shape(["(N)", 4])
-    assert not _inference._declared_as_inferred(spelled, (n, 4), False, ctx, writer)
-    assert _inference._declared_as_inferred(spelled, (n, 4), True, ctx, writer)
-    for declared in (["N", None], ["N", "?"], ["unk__1", 4], ["N", -1], ["C", 4], ["N"]):
-        shape = ir.Shape(declared)
-        assert not _inference._declared_as_inferred(shape, (n, 4), False, ctx, writer)
-    assert not _inference._declared_as_inferred(ir.Shape(["N", "4"]), (n, 4), True, ctx, writer)
-    assert not _inference._declared_as_inferred(exact, None, False, ctx, writer)
-    assert not _inference._declared_as_inferred(exact, (c, 4), False, ctx, writer)
+
+    def written(declared, inferred, anchor=False):
+        found = _inference._declared_written(ir.Shape(declared), inferred, anchor, ctx, writer)
+        return None if found is None else [d if isinstance(d, int) else d.value for d in found]
+
+    assert written(["N", 4], (n, 4)) == ["N", 4]
+    # "(N)" reads as N: the canonical "N" is written on a non-anchor, an anchor keeps it.
+    assert written(["(N)", 4], (n, 4)) == ["N", 4]
+    assert written(["(N)", 4], (n, 4), anchor=True) == ["(N)", 4]
+    # Declaring nothing: the inferred dim is written.
+    for nothing in (None, "?", "unk__1", -1, "-1"):
+        assert written(["N", nothing], (n, c)) == ["N", "C"]
+    assert written(["unk__1", 4], (n, 4), anchor=True) is None  # a name on an anchor
+    # Anything the merge decides otherwise (a conflict, an int, another rank) takes it.
+    assert written(["N", "4"], (n, 4), anchor=True) is None
+    assert written(["N", 4], (n, c)) is None
+    assert written(["N", "C"], (n, 4)) is None
+    assert written(["C", 4], (n, 4)) is None
+    assert written(["N"], (n, 4)) is None
+    assert written(["N", 4], None) is None
