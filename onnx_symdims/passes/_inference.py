@@ -43,6 +43,7 @@ from onnx_symdims.passes._gc import without_gc
 from onnx_symdims.passes._model_dims import ModelSnapshot, topological_order
 from onnx_symdims.shapes import (
     CONSTANT_INPUT_KEY,
+    MISSING,
     Diagnostic,
     FactScope,
     IRDimWriter,
@@ -197,10 +198,11 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         # Deeply nested valid models (hundreds of nested Ifs or function calls) get the
         # stack they need; others run here as they are.
         with without_gc():
-            # The snapshot's walk tells whether there is any nesting to bound (one walk
-            # of the graph's linked list less for the common, flat model).
+            # The snapshot's walk also finds the nesting bound (no walk of its own).
             snapshot = ModelSnapshot.of(model)
-            bound = nesting_bound(model) if snapshot.nested else 0
+            bound = snapshot.nesting
+            if bound is None:
+                bound = nesting_bound(model)
             return run_deep(lambda: self._call(model, snapshot), bound)
 
     def _call(
@@ -347,6 +349,52 @@ def _empty_or_exact(
         else:
             return None
     return empty
+
+
+def _declared_written(
+    declared: ir.Shape,
+    inferred: Shape | None,
+    anchor: bool,
+    ctx: ShapesContext,
+    writer: IRDimWriter,
+) -> list[int | ir.SymbolicDim] | None:
+    """The dims the ``refine`` merge writes on ``declared``, when it only fills or keeps.
+
+    That is when each declared dim is the inferred int, text that reads as the inferred
+    (symbolic) dim, or a dim that declares nothing (empty, ``?``, ``unk__N`` on a
+    non-anchor, a negative int): the merge (:func:`merge_declared_shape`) then keeps the
+    inferred dims downstream, finds no conflict, counts no use of the declaration and
+    writes the inferred dim where nothing is declared and, on a non-anchor, the
+    canonical spelling of each dim (an anchor keeps its text). ``None``: any other case,
+    which takes the merge.
+    """
+    if inferred is None:
+        return None
+    dims = declared.dims
+    if len(dims) != len(inferred):
+        return None
+    written: list[int | ir.SymbolicDim] = []
+    for old, inf in zip(dims, inferred):
+        if isinstance(old, int):
+            if old < 0:
+                written.append(writer.dim(inf))  # some producers' "unknown"
+            elif isinstance(inf, int) and old == inf:
+                written.append(old)
+            else:
+                return None
+            continue
+        text = old.value
+        if not text or is_anonymous_dim_text(text) or (not anchor and text.startswith("unk__")):
+            written.append(writer.dim(inf))
+            continue
+        read = ctx.read_dim_text(text)
+        if isinstance(read, int) and read < 0:
+            written.append(writer.dim(inf))  # text such as "-1"
+        elif read is inf and not isinstance(inf, int):
+            written.append(old if anchor else writer.dim(inf))
+        else:
+            return None
+    return written
 
 
 _SCALAR_ATTRIBUTES = frozenset(
@@ -747,7 +795,8 @@ class InferenceEngine:
         ctx._values[value] = elements
         if len(outputs) == 1 and value.shape is None and value.type is None:
             # _commit's common case, inline: nothing declared, a plain tensor type.
-            value.shape = self._writer.shape(dims)
+            shape = self._writer._shapes.get(dims)  # the writer's hit, inline
+            value.shape = self._writer.shape(dims) if shape is None else shape
             if not ctx._other_types:
                 value.type = new_tensor_type(_INT64)
             else:
@@ -770,14 +819,25 @@ class InferenceEngine:
         ctx = self.ctx
         outputs = node.outputs
         facts, settled = entry
+        if settled:
+            # ctx.restore_facts for each output, inline (the usual replay of a layer).
+            shapes, values, dtypes = ctx._shapes, ctx._values, ctx._dtypes
+            for value, (shape, elements, dtype) in zip(outputs, facts):
+                if shape is not MISSING:
+                    shapes[value] = shape
+                if elements is not MISSING:
+                    values[value] = elements
+                if dtype is not MISSING:
+                    dtypes[value] = dtype
+            self._commit_outputs(node, outputs)
+            return
         for value, value_facts in zip(outputs, facts):
             ctx.restore_facts(value, value_facts)
-        if not settled:
-            version = ctx.scope.version
-            self._settle(node, outputs)
-            if ctx.scope.version == version:
-                entry[0] = tuple(ctx.facts_of(value) for value in outputs)
-                entry[1] = True
+        version = ctx.scope.version
+        self._settle(node, outputs)
+        if ctx.scope.version == version:
+            entry[0] = tuple(ctx.facts_of(value) for value in outputs)
+            entry[1] = True
         self._commit_outputs(node, outputs)
 
     def _settle(self, node: ir.Node, outputs: Sequence[ir.Value] | None = None) -> None:
@@ -974,13 +1034,27 @@ class InferenceEngine:
         ):
             self._commit_anchor(node, value, inferred)
             return
+        anchor = value.is_graph_output()
+        written = (
+            _declared_written(value.shape, inferred, anchor, ctx, self._writer)
+            if self.policy == "refine"
+            else None
+        )
+        if written is not None:
+            # What the merge below ends in for such a value (the usual subgraph output):
+            # the inferred dims downstream, nothing recorded, counted or said.
+            if not same_ir_dims(written, value.shape):
+                value.shape = new_ir_shape(written)
+                self.modified = True
+            self._commit_type(node, value, had_shape=True)
+            return
         merged = merge_declared_shape(
             ctx,
             self._writer,
             inferred,
             value.shape,
             policy=self.policy,
-            anchor=value.is_graph_output(),
+            anchor=anchor,
             hint=value.name or node.op_type,
         )
         ctx.set_shape(value, merged.dims)

@@ -141,6 +141,7 @@ _SNAPSHOT_FIELDS = (
     "main_values",
     "main_sorted",
     "nested",
+    "nesting",
 )
 
 
@@ -163,9 +164,20 @@ class ModelSnapshot:
             inputs (so the graph order is a topological order).
         nested: Whether the model has a subgraph or a model-local function (else its
             nesting bound is 0, see :func:`onnx_symdims.passes._deep.nesting_bound`).
+        nesting: The model's :func:`~onnx_symdims.passes._deep.nesting_bound`, found in
+            the same walk (``None``: not known, compute it).
     """
 
-    __slots__ = ("anchors", "main_nodes", "main_sorted", "main_values", "model", "nested", "values")
+    __slots__ = (
+        "anchors",
+        "main_nodes",
+        "main_sorted",
+        "main_values",
+        "model",
+        "nested",
+        "nesting",
+        "values",
+    )
 
     model: ir.Model
     main_nodes: list[ir.Node]
@@ -174,6 +186,7 @@ class ModelSnapshot:
     main_values: list[ir.Value]
     main_sorted: bool
     nested: bool
+    nesting: int | None
 
     def __init__(
         self,
@@ -184,6 +197,7 @@ class ModelSnapshot:
         main_values: list[ir.Value],
         main_sorted: bool = False,
         nested: bool = True,
+        nesting: int | None = None,
     ) -> None:
         init = object.__setattr__
         init(self, "model", model)
@@ -193,6 +207,7 @@ class ModelSnapshot:
         init(self, "main_values", main_values)
         init(self, "main_sorted", main_sorted)
         init(self, "nested", nested)
+        init(self, "nesting", nesting)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -216,40 +231,45 @@ class ModelSnapshot:
         main_nodes = list(main)
         inputs = tuple(graph_values(main.inputs))
         outputs = tuple(graph_values(main.outputs))
+        initializers = tuple(initializer_values(main))
         main_values: list[ir.Value] = [*inputs, *outputs]
         extend = main_values.extend
         nested: list[ir.Graph | ir.Function] = []
-        # in_topological_order(main_nodes), in the same walk: an input produced by a node
-        # not visited yet is suspect (it comes too late if that node is in the graph).
-        visited: set[ir.Node] = set()
-        visit = visited.add
-        suspects: list[ir.Node] = []
-        undefined = False
+        # in_topological_order(main_nodes), in the same walk: an input that is not a
+        # graph input, an initializer or the output of a node visited before is suspect
+        # (it comes too late if its producer is in the graph). A set lookup per input
+        # (the usual input is defined) instead of a call of ``producer()``.
+        defined: set[ir.Value | None] = {None, *inputs, *initializers}
+        define = defined.update
+        suspects: list[ir.Value] = []
+        depth = 0  # the deepest subgraph nesting of the main graph
         for node in main_nodes:
             for value in node.inputs:
-                if value is not None:
-                    producer = value.producer()
-                    if producer is None:
-                        if value.graph is None:  # a name nothing defines
-                            undefined = True
-                    elif producer not in visited:
-                        suspects.append(producer)
-            visit(node)
-            extend(node.outputs)
+                if value not in defined:  # rare: a loop, not a generator per node
+                    suspects.append(value)  # type: ignore[arg-type]  # noqa: PERF401
+            outputs_ = node.outputs
+            define(outputs_)
+            extend(outputs_)
             attributes = node.attributes.data
             if attributes:
                 for attr in attributes.values():
                     kind = attr.type
                     if kind is _GRAPH or kind is _GRAPHS:
-                        nested.extend(_subgraphs((node,)))
+                        found = _subgraphs_with_depth(node)
+                        nested.extend(graph for graph, _ in found)
+                        depth = max(depth, max((d for _, d in found), default=0))
                         break
-        main_sorted = not undefined and not (suspects and visited.intersection(suspects))
+        main_sorted = _sorted_despite(suspects, main_nodes)
+        bound = depth
         for function in model.functions.values():
+            found = _subgraphs_with_depth(function)
             nested.append(function)
-            nested.extend(_subgraphs(function))
+            nested.extend(graph for graph, _ in found)
+            # One call level, then the function's own nesting (see nesting_bound).
+            bound += 1 + max((d for _, d in found), default=0)
         seen = dict.fromkeys(inputs)
         seen.update(dict.fromkeys(outputs))
-        seen.update(dict.fromkeys(initializer_values(main)))
+        seen.update(dict.fromkeys(initializers))
         seen.update(dict.fromkeys(main_values))
         for graph in nested:
             seen.update(dict.fromkeys(graph_values(graph.inputs)))
@@ -266,7 +286,46 @@ class ModelSnapshot:
             main_values,
             main_sorted,
             bool(nested),
+            bound,
         )
+
+
+def _sorted_despite(suspects: list[ir.Value], nodes: list[ir.Node]) -> bool:
+    """Whether ``nodes`` are in order though each suspect input came before its definition.
+
+    A suspect is fine when it has no producer and belongs to a graph (an input or
+    initializer of an enclosing or another graph, as :func:`in_topological_order` lets
+    through) or is produced outside ``nodes``; not when a node of ``nodes`` produces it
+    (it comes too late) or nothing defines it.
+    """
+    if not suspects:
+        return True
+    producers = set()
+    for value in suspects:
+        producer = value.producer()
+        if producer is None:
+            if value.graph is None:  # a name nothing defines
+                return False
+        else:
+            producers.add(producer)
+    return not producers.intersection(nodes)
+
+
+def _subgraphs_with_depth(owner: ir.Node | ir.Function) -> list[tuple[ir.Graph, int]]:
+    """:func:`_subgraphs` of ``owner`` (a node, or a function's nodes), with their depth.
+
+    Depth 1 for a graph held by ``owner`` (or by a node of the function), 2 for one held
+    by a node of such a graph, and so on: what :func:`~onnx_symdims.passes._deep.
+    nesting_bound` counts.
+    """
+    nodes = (owner,) if isinstance(owner, ir.Node) else owner
+    found: list[tuple[ir.Graph, int]] = []
+    stack = [(graph, 1) for graph in _direct_subgraphs(nodes)[::-1]]
+    while stack:
+        sub, depth = stack.pop()
+        found.append((sub, depth))
+        stack.extend((graph, depth + 1) for graph in reversed(_direct_subgraphs(sub)))
+    return found
 
 
 def model_values(

@@ -221,3 +221,105 @@ def test_scalar_elements_match_the_general_broadcast(monkeypatch):
     slow = {node.outputs[0].name: slow_ctx.value_of(node.outputs[0]) for node in m.graph}
     assert fast == slow
     assert fast["m"] is not None and fast["w"] is not None
+
+
+# Declared shapes the commit meets: subgraph outputs (anchors of their graph) and
+# intermediates (value_info), declaring exactly the inferred dims, the same dims in
+# another spelling, an int where a symbol is inferred and the reverse, nothing (empty,
+# "?", "unk__3", -1), another rank, and a stale size.
+DECLARED = {
+    "loop body outputs": """
+        g (float[N, C] x, int64 trip) => (float[N, ?] acc, int64 count) {
+            t = Constant<value = bool {1}>()
+            c0 = Constant<value = int64 {0}>()
+            count, acc = Loop(trip, t, c0, x) <body = body (int64 i, bool c_in, int64 n_in,
+                    float[N, C] a_in) => (bool c_out, int64 n_out, float[N, C] a_out) {
+                c_out = Identity(c_in)
+                one = Constant<value = int64 {1}>()
+                n_out = Add(n_in, one)
+                a_out = Relu(a_in)
+            }>
+        }""",
+    "if branch outputs in several spellings": """
+        g (float[N, C] x, bool cond) => (float[N, ?] y) {
+            y = If(cond) <then_branch = then_g () => (float[N, "(C)"] t_out) {
+                t_out = Relu(x)
+            }, else_branch = else_g () => (float["unk__3", "?"] e_out) {
+                e_out = Sigmoid(x)
+            }>
+        }""",
+    "subgraph ints and symbols": """
+        g (float[N, 4] x, bool cond) => (float[N, ?] y) {
+            y = If(cond) <then_branch = then_g () => (float[2, "4"] t_out) {
+                t_out = Relu(x)
+            }, else_branch = else_g () => (float[N, 4, 1] e_out) {
+                e_out = Sigmoid(x)
+            }>
+        }""",
+    "value_info": """
+        g (float[N, C] x) => (float[N, C] y)
+            <float[N, C] a, float[N, "?"] b, float["(N)", C] c, float[N, 7] d, float[-1, C] e,
+             float["N + 1", C] f> {
+            a = Relu(x)
+            b = Relu(a)
+            c = Relu(b)
+            d = Relu(c)
+            e = Relu(d)
+            f = Relu(e)
+            y = Relu(f)
+        }""",
+}
+
+
+def _declared_run(text: str) -> dict:
+    m = model(text)
+    result = _inference.SymbolicShapeInferencePass()(m)
+    ctx = result.context
+    values = result.snapshot.values
+    return {
+        "facts": [(v.name, ctx.peek_shape(v), ctx.peek_dtype(v)) for v in values],
+        "written": [
+            (
+                v.name,
+                None if v.shape is None else [d if isinstance(d, int) else d.value for d in v.shape],
+                v.dtype,
+            )
+            for v in values
+        ],
+        "diagnostics": [str(d) for d in result.diagnostics],
+        "declarations used": ctx.declarations_used,
+        "symbols": sorted(ctx.generated_symbols),
+    }
+
+
+@pytest.mark.parametrize("text", DECLARED.values(), ids=DECLARED.keys())
+def test_declared_written_matches_the_merge(text, monkeypatch):
+    fast = _declared_run(text)
+    monkeypatch.setattr(_inference, "_declared_written", lambda *args: None)
+    assert fast == _declared_run(text)
+
+
+def test_declared_written_takes_only_what_the_merge_fills_or_keeps():
+    ctx = ShapesContext()
+    writer = IRDimWriter()
+    n, c = ctx.read_dim_text("N"), ctx.read_dim_text("C")
+
+    def written(declared, inferred, anchor=False):
+        found = _inference._declared_written(ir.Shape(declared), inferred, anchor, ctx, writer)
+        return None if found is None else [d if isinstance(d, int) else d.value for d in found]
+
+    assert written(["N", 4], (n, 4)) == ["N", 4]
+    # "(N)" reads as N: the canonical "N" is written on a non-anchor, an anchor keeps it.
+    assert written(["(N)", 4], (n, 4)) == ["N", 4]
+    assert written(["(N)", 4], (n, 4), anchor=True) == ["(N)", 4]
+    # Declaring nothing: the inferred dim is written.
+    for nothing in (None, "?", "unk__1", -1, "-1"):
+        assert written(["N", nothing], (n, c)) == ["N", "C"]
+    assert written(["unk__1", 4], (n, 4), anchor=True) is None  # a name on an anchor
+    # Anything the merge decides otherwise (a conflict, an int, another rank) takes it.
+    assert written(["N", "4"], (n, 4), anchor=True) is None
+    assert written(["N", 4], (n, c)) is None
+    assert written(["N", "C"], (n, 4)) is None
+    assert written(["C", 4], (n, 4)) is None
+    assert written(["N"], (n, 4)) is None
+    assert written(["N", 4], None) is None

@@ -46,6 +46,9 @@ def _every_declaration_used(monkeypatch) -> None:
         return merged
 
     monkeypatch.setattr(_inference, "merge_declared_shape", merge)
+    # Every declared shape goes through the merge (not the commit's fast path for one
+    # the merge would only fill or keep).
+    monkeypatch.setattr(_inference, "_declared_written", lambda *args: None)
 
 
 def _annotations(result) -> list[tuple[str, str, str]]:
