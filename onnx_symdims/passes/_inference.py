@@ -530,45 +530,14 @@ class InferenceEngine:
         if known is None:
             self._seed_inputs(graph, None, None)
             self._walk(graph, self.progress, snapshot.main_nodes, snapshot.main_sorted)
-        else:
-            order = topological_order(graph, snapshot.main_nodes, snapshot.main_sorted)
-            new = [
-                node
-                for node in order
-                if node not in known or (snapshot.nested and _has_new_inner_node(node, known))
-            ]
-            self._walk(graph, self.progress, new, presorted=True)
-        self._refine_earlier_values(snapshot.main_nodes)
-
-    def _refine_earlier_values(self, nodes: Sequence[ir.Node]) -> None:
-        """Rewrites the main graph's dims under the facts known at the end of the walk.
-
-        A node's outputs are refined under the facts known when it is walked; a fact a
-        later node adds (a Conv that ran bounds ``height >= 9``) holds in every successful
-        run as well, so a dim written before it (``max((height+7)//4,2)//2-2``) is
-        rewritten as the nodes after it read it (``(height-9)//8``). Graph outputs keep
-        what was written (their declared text is the author's).
-        """
-        ctx = self.ctx
-        scope = ctx.scope
-        if not isinstance(scope, FactScope) or scope.version == 0:
             return
-        shapes = ctx._shapes
-        writer = self._writer
-        for node in nodes:
-            for value in node.outputs:
-                shape = shapes.get(value)
-                if shape is None or _all_plain(shape):
-                    continue
-                new = ctx.refine_dims(shape)
-                if new is shape or value.is_graph_output():
-                    continue
-                written, ours = value.shape, writer.shape(shape)
-                if written is not ours and not same_ir_dims(ours.dims, written):
-                    continue  # a declared shape the merge kept: not ours to rewrite
-                ctx.set_shape(value, new)
-                value.shape = writer.shape(new)
-                self.modified = True
+        order = topological_order(graph, snapshot.main_nodes, snapshot.main_sorted)
+        new = [
+            node
+            for node in order
+            if node not in known or (snapshot.nested and _has_new_inner_node(node, known))
+        ]
+        self._walk(graph, self.progress, new, presorted=True)
 
     def _reserve_model_names(self) -> None:
         texts: set[str] = set()
