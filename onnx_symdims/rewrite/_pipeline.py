@@ -42,6 +42,7 @@ from onnx_symdims.rewrite._facts import (
 )
 from onnx_symdims.rewrite._fixed_dims import fix_dims, fixed_sizes
 from onnx_symdims.rewrite._flat_gather import GatherOfFlatIndexGridPass
+from onnx_symdims.rewrite._fold_range import fold_float_ranges
 from onnx_symdims.rewrite._fold_split import fold_constant_splits
 from onnx_symdims.rewrite._folding import kept_float_weight_nodes, should_fold
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
@@ -332,9 +333,9 @@ class OptimizePass(ir.passes.InPlacePass):
         lifted = LiftScalarArithmeticPass(facts)
         lifted(model)
         _merge_counts(result, lifted.fired, lifted.declined, "LiftScalarArithmetic")
-        splits_folded = fold_constants(model, self.exact_floats, result.diagnostics)
-        if splits_folded:
-            result.fired["FoldConstantSplit"] += splits_folded
+        for rule, count in fold_constants(model, self.exact_floats, result.diagnostics).items():
+            if count:
+                result.fired[rule] += count
         common_passes.CommonSubexpressionEliminationPass()(model)
         remove_dead_nodes(model.graph)
         return sum(result.fired.values()) != fired_before or _signature(model) != signature
@@ -428,7 +429,7 @@ def _spell_default_domain(model: ir.Model) -> bool:
 
 def fold_constants(
     model: ir.Model, exact_floats: bool = True, problems: list[str] | None = None
-) -> int:
+) -> dict[str, int]:
     """Runs onnxscript's constant folder (no ONNX shape inference: our shapes are there).
 
     With ``exact_floats``, float nodes are folded only where numpy equals onnxruntime.
@@ -436,8 +437,9 @@ def fold_constants(
     installed (:mod:`~onnx_symdims.rewrite._ort_folding`, alternating with the folder
     until neither folds more), else by the folder's numpy reference. A node the folder's
     evaluator raises on stays as it is, with a message appended to ``problems``. Then a
-    ``Split`` of a constant is folded (:mod:`~onnx_symdims.rewrite._fold_split`); returns
-    how many were.
+    ``Split`` of a constant is folded (:mod:`~onnx_symdims.rewrite._fold_split`), and a
+    float ``Range`` of constants as ONNX defines it (:mod:`~onnx_symdims.rewrite.
+    _fold_range`); returns how many of each were, by rule name.
     """
     guarded = _guarded_folder()
     problems = problems if problems is not None else []
@@ -455,9 +457,11 @@ def fold_constants(
             folder(**policy)(model)
     # onnxscript's folder skips nodes of several outputs; a Split of a constant is a copy
     splits = fold_constant_splits(model)
-    if splits:
+    # its reference computes a float Range otherwise than ONNX's accumulation
+    ranges = fold_float_ranges(model)
+    if splits or ranges:
         folder(**policy)(model)
-    return splits
+    return {"FoldConstantSplit": splits, "FoldFloatRange": ranges}
 
 
 #: Ops whose onnxscript evaluator writes nodes in the form of this opset or later
