@@ -197,6 +197,7 @@ class OptimizePass(ir.passes.InPlacePass):
                 logger.warning("%s", message)
                 result.diagnostics.append(message)
         pool_indices = _pool_indices_at_risk(model)
+        body_inputs = _set_aside_subgraph_input_shapes(model)
         self._loop(model, result)
         # The rounds' facts are not needed beyond them, but for the bounds they proved
         # on the inputs' dims (from nodes since removed, too): the fusion guard compares
@@ -231,6 +232,8 @@ class OptimizePass(ir.passes.InPlacePass):
         result.diagnostics.extend(inferred.diagnostics)
         if self.anchors:
             AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(model)
+        for value, shape in body_inputs:  # as declared (onnxruntime wants a Loop's i, c)
+            value.shape = shape
         result.after = count_nodes(model.graph)
         if self.exact_floats:
             result.kept_float_nodes = kept_float_weight_nodes(model.graph)
@@ -688,6 +691,33 @@ def _keep_passed_through_inputs(graph: ir.Graph, passed_through: dict[int, ir.Va
         if not output.uses():
             graph.remove(node, safe=True)
         value.name = name
+
+
+def _set_aside_subgraph_input_shapes(model: ir.Model) -> list[tuple[ir.Value, ir.Shape]]:
+    """Clears the declared shapes of every subgraph's inputs; returns them to restore.
+
+    The enclosing node computes those values (a ``Loop``'s carried ones, a ``Scan``'s
+    slices), and onnxruntime does not check them against what the body declares: a body
+    declaring ``float[N] v`` runs on a carried ``[1]``. Our facts set such a shape aside
+    (inference takes the enclosing node's), but onnxscript's folder reads the IR's:
+    ``Expand(v, Shape(x))`` of equal declared shapes became ``Identity(v)``. The rounds
+    run without them; the optimized model gets them back as declared.
+    """
+    cleared = []
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
+        for attr in node.attributes.values():
+            if attr.type is ir.AttributeType.GRAPH:
+                graphs = [attr.value]
+            elif attr.type is ir.AttributeType.GRAPHS:
+                graphs = list(attr.value)
+            else:
+                continue
+            for graph in graphs:
+                for value in graph.inputs:
+                    if value.shape is not None:
+                        cleared.append((value, value.shape))
+                        value.shape = None
+    return cleared
 
 
 def _pool_indices_at_risk(model: ir.Model) -> list[tuple[ir.Node, str, ir.TypeProtocol | None]]:

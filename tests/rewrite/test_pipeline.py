@@ -626,6 +626,35 @@ def test_flatten_of_an_empty_tensor_stays_a_flatten():
     assert out.shape == (1, 0)
 
 
+def test_a_loop_body_input_declared_otherwise_than_carried_is_no_proof():
+    """onnxruntime runs a body declaring ``float[N] v`` on a carried ``[1]``.
+
+    onnxscript's folder read that declared shape and made ``Expand(v, Shape(x))`` an
+    ``Identity(v)``: each scan output had 1 element instead of N. The rounds run without
+    subgraph inputs' declared shapes; the optimized model keeps them as declared
+    (onnxruntime wants the shapes of the iteration number and condition).
+    """
+    m = model(
+        """
+        g (float[N] x, float[1] v0, int64 trip, bool cond) => (float[?] vf, float[?, ?] es) {
+            vf, es = Loop(trip, cond, v0) <body = body (int64 i, bool c, float[N] v)
+                                                     => (bool c_out, float[N] v_out, float[N] e) {
+                c_out = Identity(c)
+                sx = Shape(x)
+                e = Expand(v, sx)
+                v_out = Identity(v)
+            }>
+        }
+        """
+    )
+    before = proto(m)
+    onnx_symdims.optimize(m)
+    given = {"trip": np.array(2, np.int64), "cond": np.array(True)}
+    assert_equivalent(before, m, [{"N": 0}, {"N": 1}, {"N": 3}], given=given)
+    body = m.graph.node(0).attributes["body"].value
+    assert [str(d) for d in body.inputs[2].shape] == ["N"]  # as declared
+
+
 @pytest.mark.parametrize(
     ("text", "kept"),
     [
