@@ -343,7 +343,7 @@ class OptimizePass(ir.passes.InPlacePass):
         return sum(result.fired.values()) != fired_before or _signature(model) != signature
 
 
-#: onnxscript rules left out, and why (each replaced by a sound rule of ours).
+#: onnxscript rules left out, and why (most replaced by a sound rule of ours).
 _EXCLUDED_ONNXSCRIPT_RULES = {
     # Writes -1 for the one symbolic dim next to any int dims with allowzero=1: when an
     # int dim is 0, onnxruntime cannot infer the -1 and the model fails where the
@@ -358,6 +358,13 @@ _EXCLUDED_ONNXSCRIPT_RULES = {
     # rank-1 input, which onnxruntime refuses to load). CollapseReshapeChains collapses
     # chains with a Flatten in them to a sound target; a lone Flatten stays.
     "Flatten2Reshape",
+    # Clip(Clip(x, a, b), c, d) -> Clip(x, max(a, c), min(b, d)) and Relu(Clip(x, a, b))
+    # -> Clip(x, max(a, 0), b): for disjoint ranges the merged min exceeds the max, and
+    # Clip then gives the max everywhere (the spec, onnxruntime), where the original
+    # gave c (0): Relu(Clip(x, -2, -1)) is 0, Clip(x, 0, -1) is -1. Clip(Relu(x), a, b)
+    # (FuseSuccessiveClipRelu) gives b there as the original does, and stays.
+    "FuseSuccessiveClip",
+    "FuseSuccessiveReluClip",
 }
 
 #: onnxscript rules that reassociate float math (scale and shift folded into the

@@ -626,6 +626,41 @@ def test_flatten_of_an_empty_tensor_stays_a_flatten():
     assert out.shape == (1, 0)
 
 
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("Clip(x, c0, c1)", "Clip(t, c2, c3)"),  # [0, 1] then [2, 3]: all 2
+        ("Clip(x, m2, m1)", "Relu(t)"),  # [-2, -1] then Relu: all 0
+        ("Clip(x, c0, c3)", "Clip(t, c2, c1)"),  # an empty second range: all 1 (its max)
+        ("Relu(x)", "Clip(t, m2, m1)"),  # all -1, fused or not: stays sound
+    ],
+)
+def test_successive_clips_with_disjoint_ranges_keep_their_outputs(first, second):
+    """onnxscript's FuseSuccessiveClip / FuseSuccessiveReluClip merge the ranges.
+
+    Merged, the min exceeds the max and Clip gives the max everywhere, where the
+    original gave the second range's min (or Relu's 0). Both rules are left out.
+    """
+    text = f"""
+        g (float[N] x) => (float[N] y) {{
+            c0 = Constant<value = float {{0.0}}>()
+            c1 = Constant<value = float {{1.0}}>()
+            c2 = Constant<value = float {{2.0}}>()
+            c3 = Constant<value = float {{3.0}}>()
+            m2 = Constant<value = float {{-2.0}}>()
+            m1 = Constant<value = float {{-1.0}}>()
+            t = {first}
+            y = {second}
+        }}
+    """
+    m = model(text)
+    before = proto(m)
+    onnx_symdims.optimize(m)
+    values = np.array([np.nan, -3.0, -0.5, 0.0, 0.5, 2.5, 4.0], np.float32)
+    given = {"x": lambda sizes: values[: sizes["N"]]}
+    assert_equivalent(before, m, [{"N": 0}, {"N": 1}, {"N": 7}], given=given)
+
+
 def test_a_loop_body_input_declared_otherwise_than_carried_is_no_proof():
     """onnxruntime runs a body declaring ``float[N] v`` on a carried ``[1]``.
 
