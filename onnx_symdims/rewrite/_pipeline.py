@@ -543,13 +543,55 @@ def _onnxscript_rules(model: ir.Model | None = None, exact_floats: bool = True):
     if excluded is None:  # cannot tell the unsound no-op rules apart: run none of them
         return []
     names = _EXCLUDED_ONNXSCRIPT_RULES | (_FLOAT_REASSOCIATING_RULES if exact_floats else set())
-    kept = [r for r in rules if getattr(r, "name", "") not in names and id(r) not in excluded]
+    kept = [
+        _sound_cast_cast() if getattr(r, "name", "") == "CastCast" else r
+        for r in rules
+        if getattr(r, "name", "") not in names and id(r) not in excluded
+    ]
+    kept = [r for r in kept if r is not None]
     if model is None:
         return kept
     present = {
         (node.domain, node.op_type) for node in ir.traversal.RecursiveGraphIterator(model.graph)
     }
     return [r for r in kept if _can_match(r, present)]
+
+
+#: Element types whose every value a ``float`` holds exactly.
+_EXACT_IN_FLOAT = frozenset(
+    {
+        ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.BOOL,
+        ir.DataType.INT8, ir.DataType.UINT8, ir.DataType.INT16, ir.DataType.UINT16,
+        ir.DataType.FLOAT8E4M3FN, ir.DataType.FLOAT8E4M3FNUZ, ir.DataType.FLOAT8E5M2,
+        ir.DataType.FLOAT8E5M2FNUZ,
+    }
+)  # fmt: skip
+
+
+@functools.cache
+def _sound_cast_cast():
+    """The ``CastCast`` rule of onnxscript where the first cast (to ``float``) is exact.
+
+    ``Cast(Cast(x, FLOAT), FLOAT16)`` is ``Cast(x, FLOAT16)`` for a ``float16`` or
+    ``bfloat16`` ``x`` (mixed-precision exports). For a ``double`` it rounds twice: ``1 +
+    2**-11 + 2**-40`` is ``1.001`` directly but ``1.0`` through ``float`` (the spec and
+    its reference; onnxruntime converts a double to float16 through float anyway), and
+    an int32 above ``2**24`` rounds twice to ``bfloat16``. ``None`` (the rule is left
+    out) for an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter.rules.common._basic_rules import CastCast
+    except ImportError:
+        return None
+
+    class SoundCastCast(CastCast):
+        def check(self, context, x, to, to_ignored):
+            result = super().check(context, x, to, to_ignored)
+            if result and x.dtype not in _EXACT_IN_FLOAT:
+                return result.fail("the first cast to float may round")
+            return result
+
+    return SoundCastCast.rule()
 
 
 def _excluded_unnamed_rules() -> set[int] | None:

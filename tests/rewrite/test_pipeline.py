@@ -661,6 +661,35 @@ def test_successive_clips_with_disjoint_ranges_keep_their_outputs(first, second)
     assert_equivalent(before, m, [{"N": 0}, {"N": 1}, {"N": 7}], given=given)
 
 
+@pytest.mark.parametrize(("dtype", "collapsed"), [("double", False), ("float16", True)])
+def test_a_cast_through_float_to_float16_collapses_only_where_float_is_exact(dtype, collapsed):
+    """onnxscript's CastCast: ``Cast(Cast(x, FLOAT), FLOAT16)`` -> ``Cast(x, FLOAT16)``.
+
+    For a double ``1 + 2**-11 + 2**-40`` the spec (and its reference) rounds to float
+    first (``1 + 2**-11``, a tie) then to float16 (``1.0``); directly it is ``1.001``.
+    onnxruntime converts a double to float16 through float anyway, so the oracle here is
+    the reference, which the promise names too.
+    """
+    from onnx.reference import ReferenceEvaluator
+
+    m = model(
+        f"""
+        g ({dtype}[N] x) => (float16[N] y) {{
+            t = Cast<to = 1>(x)
+            y = Cast<to = 10>(t)
+        }}
+        """
+    )
+    before = proto(m)
+    onnx_symdims.optimize(m)
+    assert (ops(m).count("Cast") < 2) == collapsed
+    x = np.array([1 + 2**-11 + 2**-40, 1 + 2**-11, -3.0, 70000.0], np.float64).astype(dtype)
+    expected = ReferenceEvaluator(before).run(None, {"x": x})[0]
+    actual = ReferenceEvaluator(proto(m)).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(actual.view(np.uint16), expected.view(np.uint16))
+    np.testing.assert_array_equal(session(m).run(None, {"x": x})[0], expected)
+
+
 def test_a_loop_body_input_declared_otherwise_than_carried_is_no_proof():
     """onnxruntime runs a body declaring ``float[N] v`` on a carried ``[1]``.
 
