@@ -690,6 +690,34 @@ def test_a_cast_through_float_to_float16_collapses_only_where_float_is_exact(dty
     np.testing.assert_array_equal(session(m).run(None, {"x": x})[0], expected)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the dims written (passes/_inference.py, the anchors: not this helper's files) "
+    "contradict onnxruntime's load-time inference where ONNX's inference departs from the "
+    "kernel: a ceil-mode pool's dropped last window (6 -> 3, ONNX says 4) is declared 3 "
+    "downstream while the pool's own output, a graph output declared [a, b, c], is inferred "
+    "4 at load; the Add between them is refused. `infer` alone writes the same (fuzz seed "
+    "590679, where SubByZero made the pool output a graph output)",
+)
+def test_dims_written_after_a_ceil_mode_pool_graph_output_still_load():
+    m = model(
+        """
+        g (float[N, K, 6] x) => (float[a, b, c] p, float[?, ?, ?] y) <int64[1, 1] c3 = {3}> {
+            p = AveragePool<ceil_mode = 1, dilations = [2], kernel_shape = [1], strides = [2]>(x)
+            s = Shape(p)
+            e = Expand(c3, s)
+            table = Constant<value = float[4] {0.5, 1.5, 2.5, 3.5}>()
+            g = Gather<axis = 0>(table, e)
+            y = Add(p, g)
+        }
+        """,
+        opset=21,
+    )
+    before = proto(m)
+    onnx_symdims.optimize(m)
+    assert_equivalent(before, m, [{"N": 0, "K": 1}, {"N": 2, "K": 3}])
+
+
 def test_a_loop_body_input_declared_otherwise_than_carried_is_no_proof():
     """onnxruntime runs a body declaring ``float[N] v`` on a carried ``[1]``.
 
