@@ -221,9 +221,12 @@ class _RangesGenerator(_Generator, RangeBuilders):
         return options
 
 
-#: Seeds from here also draw integer math onnxruntime does not compute exactly (an
-#: int64 ``Pow`` beyond ``2**53``, int32/int8 products that wrap): helper-34's audit.
+#: Seeds from here (to :data:`AUDIT_IDIOMS_TO`) also draw integer math onnxruntime does
+#: not compute exactly (an int64 ``Pow`` beyond ``2**53``, int32/int8 products that wrap).
+#: A window, not a start: the engine's differential test draws seeds up to ``2**31`` and
+#: keeps the graphs it always drew (the engine's exact int32 and int64 powers are open).
 AUDIT_IDIOMS_FROM = 600_000
+AUDIT_IDIOMS_TO = 700_000
 AUDIT_IDIOMS: dict[str, int] = {"p_wide_integers": 6}
 
 
@@ -238,7 +241,7 @@ def generate(seed: int, ranges: bool = False) -> FuzzCase:
     """
     if ranges:
         return _RangesGenerator(seed).generate()
-    if seed >= AUDIT_IDIOMS_FROM:
+    if AUDIT_IDIOMS_FROM <= seed < AUDIT_IDIOMS_TO:
         return _AuditIdiomsGenerator(seed).generate()
     if seed >= MASK_IDIOMS_FROM:
         return _MaskIdiomsGenerator(seed).generate()
