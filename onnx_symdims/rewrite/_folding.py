@@ -174,6 +174,39 @@ def _slice_departs(node: ir.Node) -> bool:
     return False
 
 
+#: Integers a ``double`` holds exactly: onnxruntime's integer ``Pow`` goes through one.
+_DOUBLE_EXACT = 1 << 53
+
+
+def _int_pow_is_exact(node: ir.Node) -> bool:
+    """Whether an int64/uint64 ``Pow`` of constants gives numpy's exact powers in onnxruntime.
+
+    onnxruntime computes an integer ``Pow`` as ``std::pow`` on ``double``s cast back:
+    ``3 ** 39`` is ``4052555153018976256`` there, ``...267`` in numpy (the folder's
+    reference). Exact only for results of at most ``2**53`` in magnitude (``int32`` and
+    narrower always are). ``True`` for any other node, and for inputs not constant.
+    """
+    if len(node.inputs) != 2 or _dtype(node.inputs[0]) not in (
+        ir.DataType.INT64,
+        ir.DataType.UINT64,
+    ):
+        return True
+    base, exponent = (v.const_value if v is not None else None for v in node.inputs)
+    if base is None or exponent is None:
+        return True  # nothing the folder evaluates
+    try:
+        bases, exponents = np.broadcast_arrays(base.numpy(), exponent.numpy())
+    except ValueError:
+        return True  # shapes that do not broadcast: the folder declines or fails alone
+    for b, e in zip(bases.reshape(-1).tolist(), exponents.reshape(-1).tolist()):
+        b, e = int(b), int(e)
+        if abs(b) <= 1 or e <= 0:
+            continue  # 0, 1, -1 to any power; b ** 0 == 1; b ** -n fails the reference
+        if e > 64 or abs(b) ** e > _DOUBLE_EXACT:
+            return False
+    return True
+
+
 def inexact_on_floats(node: ir.Node) -> bool:
     """True when numpy may compute the node's float results otherwise than onnxruntime."""
     if not _involves_floats(node):
@@ -191,7 +224,9 @@ def should_fold(node: ir.Node) -> bool | None:
     if node.op_type == "Unique":
         if int_attribute(node, "sorted", 1) != 1:
             return False
-    elif node.op_type == "Slice" and _slice_departs(node):
+    elif (node.op_type == "Slice" and _slice_departs(node)) or (
+        node.op_type == "Pow" and not _int_pow_is_exact(node)
+    ):
         return False
     if not _involves_floats(node):
         return None

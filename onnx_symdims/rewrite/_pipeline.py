@@ -198,6 +198,7 @@ class OptimizePass(ir.passes.InPlacePass):
                 logger.warning("%s", message)
                 result.diagnostics.append(message)
         pool_indices = _pool_indices_at_risk(model)
+        body_inputs = _set_aside_subgraph_input_shapes(model)
         self._loop(model, result)
         # The rounds' facts are not needed beyond them, but for the bounds they proved
         # on the inputs' dims (from nodes since removed, too): the fusion guard compares
@@ -232,6 +233,8 @@ class OptimizePass(ir.passes.InPlacePass):
         result.diagnostics.extend(inferred.diagnostics)
         if self.anchors:
             AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(model)
+        for value, shape in body_inputs:  # as declared (onnxruntime wants a Loop's i, c)
+            value.shape = shape
         result.after = count_nodes(model.graph)
         if self.exact_floats:
             result.kept_float_nodes = kept_float_weight_nodes(model.graph)
@@ -341,7 +344,7 @@ class OptimizePass(ir.passes.InPlacePass):
         return sum(result.fired.values()) != fired_before or _signature(model) != signature
 
 
-#: onnxscript rules left out, and why (each replaced by a sound rule of ours).
+#: onnxscript rules left out, and why (most replaced by a sound rule of ours).
 _EXCLUDED_ONNXSCRIPT_RULES = {
     # Writes -1 for the one symbolic dim next to any int dims with allowzero=1: when an
     # int dim is 0, onnxruntime cannot infer the -1 and the model fails where the
@@ -356,6 +359,13 @@ _EXCLUDED_ONNXSCRIPT_RULES = {
     # rank-1 input, which onnxruntime refuses to load). CollapseReshapeChains collapses
     # chains with a Flatten in them to a sound target; a lone Flatten stays.
     "Flatten2Reshape",
+    # Clip(Clip(x, a, b), c, d) -> Clip(x, max(a, c), min(b, d)) and Relu(Clip(x, a, b))
+    # -> Clip(x, max(a, 0), b): for disjoint ranges the merged min exceeds the max, and
+    # Clip then gives the max everywhere (the spec, onnxruntime), where the original
+    # gave c (0): Relu(Clip(x, -2, -1)) is 0, Clip(x, 0, -1) is -1. Clip(Relu(x), a, b)
+    # (FuseSuccessiveClipRelu) gives b there as the original does, and stays.
+    "FuseSuccessiveClip",
+    "FuseSuccessiveReluClip",
 }
 
 #: onnxscript rules that reassociate float math (scale and shift folded into the
@@ -537,13 +547,55 @@ def _onnxscript_rules(model: ir.Model | None = None, exact_floats: bool = True):
     if excluded is None:  # cannot tell the unsound no-op rules apart: run none of them
         return []
     names = _EXCLUDED_ONNXSCRIPT_RULES | (_FLOAT_REASSOCIATING_RULES if exact_floats else set())
-    kept = [r for r in rules if getattr(r, "name", "") not in names and id(r) not in excluded]
+    kept = [
+        _sound_cast_cast() if getattr(r, "name", "") == "CastCast" else r
+        for r in rules
+        if getattr(r, "name", "") not in names and id(r) not in excluded
+    ]
+    kept = [r for r in kept if r is not None]
     if model is None:
         return kept
     present = {
         (node.domain, node.op_type) for node in ir.traversal.RecursiveGraphIterator(model.graph)
     }
     return [r for r in kept if _can_match(r, present)]
+
+
+#: Element types whose every value a ``float`` holds exactly.
+_EXACT_IN_FLOAT = frozenset(
+    {
+        ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.BOOL,
+        ir.DataType.INT8, ir.DataType.UINT8, ir.DataType.INT16, ir.DataType.UINT16,
+        ir.DataType.FLOAT8E4M3FN, ir.DataType.FLOAT8E4M3FNUZ, ir.DataType.FLOAT8E5M2,
+        ir.DataType.FLOAT8E5M2FNUZ,
+    }
+)  # fmt: skip
+
+
+@functools.cache
+def _sound_cast_cast():
+    """The ``CastCast`` rule of onnxscript where the first cast (to ``float``) is exact.
+
+    ``Cast(Cast(x, FLOAT), FLOAT16)`` is ``Cast(x, FLOAT16)`` for a ``float16`` or
+    ``bfloat16`` ``x`` (mixed-precision exports). For a ``double`` it rounds twice: ``1 +
+    2**-11 + 2**-40`` is ``1.001`` directly but ``1.0`` through ``float`` (the spec and
+    its reference; onnxruntime converts a double to float16 through float anyway), and
+    an int32 above ``2**24`` rounds twice to ``bfloat16``. ``None`` (the rule is left
+    out) for an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter.rules.common._basic_rules import CastCast
+    except ImportError:
+        return None
+
+    class SoundCastCast(CastCast):
+        def check(self, context, x, to, to_ignored):
+            result = super().check(context, x, to, to_ignored)
+            if result and x.dtype not in _EXACT_IN_FLOAT:
+                return result.fail("the first cast to float may round")
+            return result
+
+    return SoundCastCast.rule()
 
 
 def _excluded_unnamed_rules() -> set[int] | None:
@@ -692,6 +744,33 @@ def _keep_passed_through_inputs(graph: ir.Graph, passed_through: dict[int, ir.Va
         if not output.uses():
             graph.remove(node, safe=True)
         value.name = name
+
+
+def _set_aside_subgraph_input_shapes(model: ir.Model) -> list[tuple[ir.Value, ir.Shape]]:
+    """Clears the declared shapes of every subgraph's inputs; returns them to restore.
+
+    The enclosing node computes those values (a ``Loop``'s carried ones, a ``Scan``'s
+    slices), and onnxruntime does not check them against what the body declares: a body
+    declaring ``float[N] v`` runs on a carried ``[1]``. Our facts set such a shape aside
+    (inference takes the enclosing node's), but onnxscript's folder reads the IR's:
+    ``Expand(v, Shape(x))`` of equal declared shapes became ``Identity(v)``. The rounds
+    run without them; the optimized model gets them back as declared.
+    """
+    cleared = []
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
+        for attr in node.attributes.values():
+            if attr.type is ir.AttributeType.GRAPH:
+                graphs = [attr.value]
+            elif attr.type is ir.AttributeType.GRAPHS:
+                graphs = list(attr.value)
+            else:
+                continue
+            for graph in graphs:
+                for value in graph.inputs:
+                    if value.shape is not None:
+                        cleared.append((value, value.shape))
+                        value.shape = None
+    return cleared
 
 
 def _pool_indices_at_risk(model: ir.Model) -> list[tuple[ir.Node, str, ir.TypeProtocol | None]]:

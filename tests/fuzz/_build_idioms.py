@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+from onnx import TensorProto
 
 from tests.fuzz._cases import INT64_MAX
 from tests.fuzz._generator import _Reject
@@ -193,3 +194,34 @@ class IdiomBuilders:
         else:
             flat = self.emit1("Reshape", [data, self.const([-1])])
         self.emit1("Gather", [flat, offsets], axis=0)
+
+    # Integers onnxruntime does not compute as Python ints (seeds from AUDIT_IDIOMS_FROM) -
+    def p_wide_integers(self) -> None:
+        """A dim through integer math that is not exact: a big int64 ``Pow``, a narrow wrap.
+
+        onnxruntime's integer ``Pow`` goes through a ``double`` (inexact beyond ``2**53``:
+        ``3**39``, ``99**8``); a dim cast to int32 or int8, times a large constant and
+        divided back, wraps. The result is added to the dim (an int output).
+        """
+        rng = self.rng
+        source, axis = self._some_axis()
+        d = self.dim_vec(source, axis)
+        if rng.random() < 0.5:
+            zero = self.emit1("Sub", [d, d])
+            base = self.emit1("Add", [zero, self.const([rng.choice((3, 99, -5, 7))])])
+            exponent = self.const([rng.choice((2, 3, 8, 39))])
+            result = self.emit1("Pow", [base, exponent])
+        else:
+            to, dtype, factor = rng.choice(
+                (
+                    (TensorProto.INT32, np.int32, 1 << 30),
+                    (TensorProto.INT32, np.int32, 1 << 29),
+                    (TensorProto.INT8, np.int8, 64),
+                    (TensorProto.INT8, np.int8, 32),
+                )
+            )
+            narrow = self.emit1("Cast", [d], to=to)
+            c = self.const([factor], dtype=dtype)
+            back = self.emit1("Div", [self.emit1("Mul", [narrow, c]), c])
+            result = self.emit1("Cast", [back], to=TensorProto.INT64)
+        self.emit1("Add", [result, d])

@@ -45,13 +45,21 @@ from tests.integration.backend_cases import checker_problem
 #: broadcast back, TorchScript's flat index grid); 100111 and 100843 failed when
 #: DropExpandBeforeBroadcast moved an out-of-range Gather before an empty expansion.
 #: From 200000 also masks of an arange compared with a constant (``rewrite/_uniform.py``).
+#: From 600000 to 699999 also integer math onnxruntime does not compute as Python ints
+#: (an int64 ``Pow`` beyond ``2**53``, products of dims cast to int32 or int8 that wrap).
 SEEDS = [
     *range(60), 157, 165, 438, 594, 3972, 5237, 5680, 8406, 19180,
     *range(100000, 100030), 100111, 100843, *range(200000, 200030),
+    *range(600000, 600010), 600039, 600040,
 ]  # fmt: skip
 
+_INT32_WRAP = (
+    "a dim cast to int32 times 2**30, divided back: the engine keeps symbolic int32 "
+    "elements exact (shapes/_node_context.py), onnxruntime wraps; the proven value is "
+    "published (see /work/helpers/h34_patch_int32_wrap.diff)"
+)
 #: Seeds whose difference is a known departure or an open bug: seed -> why.
-KNOWN: dict[int, str] = {}
+KNOWN: dict[int, str] = {600039: _INT32_WRAP, 600040: _INT32_WRAP}
 
 
 def differences(seed: int, ranges: bool = False, **options) -> list[str]:
@@ -294,6 +302,23 @@ def test_optimize_with_symbol_ranges_keeps_random_graphs_outputs_and_dims(seed):
     finally:
         logging.disable(logging.NOTSET)
     assert not found, f"seed {seed} (ranges): {found}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ops/conv_pool.py (not this helper's file) gives a SAME_LOWER MaxPool with a "
+    "dilated kernel onnxruntime's kernel size (d - 1), its load-time (ONNX) inference says "
+    "d: the Split sizes computed from it are published as [d - 1, 0] and onnxruntime "
+    "refuses to load the optimized model (Split: sum of 'split' 1, dimension 2); see "
+    "/work/helpers/h34_patch_pool_departures.diff",
+)
+def test_ranges_seed_49813_split_sizes_of_a_dilated_same_pool():
+    logging.disable(logging.WARNING)
+    try:
+        found = differences(49813, ranges=True)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert not found, f"seed 49813 (ranges): {found}"
 
 
 def test_wrong_dims_sees_a_declared_dim_that_a_run_contradicts():

@@ -627,6 +627,128 @@ def test_flatten_of_an_empty_tensor_stays_a_flatten():
 
 
 @pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("Clip(x, c0, c1)", "Clip(t, c2, c3)"),  # [0, 1] then [2, 3]: all 2
+        ("Clip(x, m2, m1)", "Relu(t)"),  # [-2, -1] then Relu: all 0
+        ("Clip(x, c0, c3)", "Clip(t, c2, c1)"),  # an empty second range: all 1 (its max)
+        ("Relu(x)", "Clip(t, m2, m1)"),  # all -1, fused or not: stays sound
+    ],
+)
+def test_successive_clips_with_disjoint_ranges_keep_their_outputs(first, second):
+    """onnxscript's FuseSuccessiveClip / FuseSuccessiveReluClip merge the ranges.
+
+    Merged, the min exceeds the max and Clip gives the max everywhere, where the
+    original gave the second range's min (or Relu's 0). Both rules are left out.
+    """
+    text = f"""
+        g (float[N] x) => (float[N] y) {{
+            c0 = Constant<value = float {{0.0}}>()
+            c1 = Constant<value = float {{1.0}}>()
+            c2 = Constant<value = float {{2.0}}>()
+            c3 = Constant<value = float {{3.0}}>()
+            m2 = Constant<value = float {{-2.0}}>()
+            m1 = Constant<value = float {{-1.0}}>()
+            t = {first}
+            y = {second}
+        }}
+    """
+    m = model(text)
+    before = proto(m)
+    onnx_symdims.optimize(m)
+    values = np.array([np.nan, -3.0, -0.5, 0.0, 0.5, 2.5, 4.0], np.float32)
+    given = {"x": lambda sizes: values[: sizes["N"]]}
+    assert_equivalent(before, m, [{"N": 0}, {"N": 1}, {"N": 7}], given=given)
+
+
+@pytest.mark.parametrize(("dtype", "collapsed"), [("double", False), ("float16", True)])
+def test_a_cast_through_float_to_float16_collapses_only_where_float_is_exact(dtype, collapsed):
+    """onnxscript's CastCast: ``Cast(Cast(x, FLOAT), FLOAT16)`` -> ``Cast(x, FLOAT16)``.
+
+    For a double ``1 + 2**-11 + 2**-40`` the spec (and its reference) rounds to float
+    first (``1 + 2**-11``, a tie) then to float16 (``1.0``); directly it is ``1.001``.
+    onnxruntime converts a double to float16 through float anyway, so the oracle here is
+    the reference, which the promise names too.
+    """
+    from onnx.reference import ReferenceEvaluator
+
+    m = model(
+        f"""
+        g ({dtype}[N] x) => (float16[N] y) {{
+            t = Cast<to = 1>(x)
+            y = Cast<to = 10>(t)
+        }}
+        """
+    )
+    before = proto(m)
+    onnx_symdims.optimize(m)
+    assert (ops(m).count("Cast") < 2) == collapsed
+    x = np.array([1 + 2**-11 + 2**-40, 1 + 2**-11, -3.0, 70000.0], np.float64).astype(dtype)
+    expected = ReferenceEvaluator(before).run(None, {"x": x})[0]
+    actual = ReferenceEvaluator(proto(m)).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(actual.view(np.uint16), expected.view(np.uint16))
+    np.testing.assert_array_equal(session(m).run(None, {"x": x})[0], expected)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the dims written (passes/_inference.py, the anchors: not this helper's files) "
+    "contradict onnxruntime's load-time inference where ONNX's inference departs from the "
+    "kernel: a ceil-mode pool's dropped last window (6 -> 3, ONNX says 4) is declared 3 "
+    "downstream while the pool's own output, a graph output declared [a, b, c], is inferred "
+    "4 at load; the Add between them is refused. `infer` alone writes the same (fuzz seed "
+    "590679, where SubByZero made the pool output a graph output); "
+    "/work/helpers/h34_patch_pool_departures.diff makes such a size unknown",
+)
+def test_dims_written_after_a_ceil_mode_pool_graph_output_still_load():
+    m = model(
+        """
+        g (float[N, K, 6] x) => (float[a, b, c] p, float[?, ?, ?] y) <int64[1, 1] c3 = {3}> {
+            p = AveragePool<ceil_mode = 1, dilations = [2], kernel_shape = [1], strides = [2]>(x)
+            s = Shape(p)
+            e = Expand(c3, s)
+            table = Constant<value = float[4] {0.5, 1.5, 2.5, 3.5}>()
+            g = Gather<axis = 0>(table, e)
+            y = Add(p, g)
+        }
+        """,
+        opset=21,
+    )
+    before = proto(m)
+    onnx_symdims.optimize(m)
+    assert_equivalent(before, m, [{"N": 0, "K": 1}, {"N": 2, "K": 3}])
+
+
+def test_a_loop_body_input_declared_otherwise_than_carried_is_no_proof():
+    """onnxruntime runs a body declaring ``float[N] v`` on a carried ``[1]``.
+
+    onnxscript's folder read that declared shape and made ``Expand(v, Shape(x))`` an
+    ``Identity(v)``: each scan output had 1 element instead of N. The rounds run without
+    subgraph inputs' declared shapes; the optimized model keeps them as declared
+    (onnxruntime wants the shapes of the iteration number and condition).
+    """
+    m = model(
+        """
+        g (float[N] x, float[1] v0, int64 trip, bool cond) => (float[?] vf, float[?, ?] es) {
+            vf, es = Loop(trip, cond, v0) <body = body (int64 i, bool c, float[N] v)
+                                                     => (bool c_out, float[N] v_out, float[N] e) {
+                c_out = Identity(c)
+                sx = Shape(x)
+                e = Expand(v, sx)
+                v_out = Identity(v)
+            }>
+        }
+        """
+    )
+    before = proto(m)
+    onnx_symdims.optimize(m)
+    given = {"trip": np.array(2, np.int64), "cond": np.array(True)}
+    assert_equivalent(before, m, [{"N": 0}, {"N": 1}, {"N": 3}], given=given)
+    body = m.graph.node(0).attributes["body"].value
+    assert [str(d) for d in body.inputs[2].shape] == ["N"]  # as declared
+
+
+@pytest.mark.parametrize(
     ("text", "kept"),
     [
         # an int attribute given as a list (the rules read `axis`, `perm`, `start`)

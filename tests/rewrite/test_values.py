@@ -427,6 +427,33 @@ def test_overflowing_narrow_integer_values_are_not_published_wrong(case):
     assert_equivalent(before, after, SIZES_N)
 
 
+# N * 65536 wraps in int32 from N = 32768 on; dividing back gives another value than N.
+SYMBOLIC_INT32_WRAP = """
+    g (float[N, 1] x) => (int64[2] y) {
+        s = Shape(x)
+        s32 = Cast<to = 6>(s)
+        k = Constant<value = int32[1] {65536}>()
+        p = Mul(s32, k)
+        q = Div(p, k)
+        q64 = Cast<to = 7>(q)
+        d = Sub(q64, s)
+        y = Identity(d)
+    }
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="shapes/_node_context.py (not this helper's file) keeps symbolic int32 "
+    "elements as exact integers: N*65536/65536 is proven N, so q64 - s is published "
+    "[0, 0] while onnxruntime wraps (N = 40000 gives -65536); see "
+    "/work/helpers/h34_patch_int32_wrap.diff",
+)
+def test_a_symbolic_int32_product_that_may_wrap_is_not_published_exact():
+    before, after, _ = _run_pass(SYMBOLIC_INT32_WRAP)
+    assert_equivalent(before, after, [{"N": 0}, {"N": 1}, {"N": 40000}])
+
+
 # ------------------------------------------------------------------------------------
 # New pieces go before the graph's first node: that node may have died meanwhile
 # ------------------------------------------------------------------------------------
