@@ -17,7 +17,9 @@ small cases (the tests keep a sample):
   ``min(ceil(num / s), (d + pad_begin - 1) // s) + 1`` (before opset 22, at an int size
   where a window is dropped: a fresh symbol, since ONNX's inference of those opsets, run
   by onnxruntime at load, keeps the window and would refuse the int). ``SAME_*`` pads by
-  ``(ceil(d/s) - 1)*s + k - d`` (the *undilated* kernel, as onnxruntime does).
+  ``(ceil(d/s) - 1)*s + k - d`` (the *undilated* kernel, as onnxruntime does); with a
+  dilation that is not ``ceil(d/s)``, the spec's size and ONNX's inference at load, so
+  such a dim is a fresh symbol.
 
 Known float32 limit of onnxruntime itself: ceil-mode pooling rounds through float32, so
 for sizes beyond ``2**24`` the runtime result can differ from the exact integer formula
@@ -276,6 +278,12 @@ def pool_output_dim(
     """
     extra = (dilation - 1) * (k - 1)  # dilated minus undilated kernel
     effective_kernel = extra + k
+    if auto_pad.startswith("SAME") and extra:
+        # onnxruntime's kernel pads for the undilated kernel (d - 1 for k = 2, dilation 2,
+        # stride 1) where ONNX's inference, which it runs at load, says ceil(d / s) as the
+        # spec does: a size written or published from either makes onnxruntime refuse the
+        # model (at load) or fail (a Split of the other size): not expressible.
+        return None
     if auto_pad.startswith("SAME"):
         steps = expr.ceildiv(d, stride)
         pad_needed = expr.sub(expr.mul(expr.sub(steps, 1), stride) + k, d)

@@ -119,12 +119,28 @@ _NARROW_INT_RANGES = {
 }
 
 
+#: A symbolic 32-bit element is kept as a sum of dims with coefficients below this:
+#: ``N * 65536`` wraps in int32 from ``N = 32768`` on, ``15*N`` from 143M on, a plain dim
+#: or ``N + M - 1`` only beyond sizes no tensor has.
+_NARROW_COEFFICIENT = 1 << 4
+
+
+def _fits_32_bits(e: expr.DimExpr) -> bool:
+    """Whether a symbolic int32 element stays in range wherever its dims are tensor sizes."""
+    if e.is_unknown:
+        return True
+    monomials, constant = e.coefficients()
+    return abs(constant) < _NARROW_COEFFICIENT and all(
+        m.is_symbol and abs(c) < _NARROW_COEFFICIENT for m, c in monomials.items()
+    )
+
+
 def _within(elements: Sequence[Dim], bounds: tuple[int, int, bool]) -> tuple[Dim, ...]:
     low, high, symbolic_ok = bounds
     return tuple(
         e
         if (isinstance(e, int) and low <= e <= high)
-        or (not isinstance(e, int) and (symbolic_ok or e.is_unknown))
+        or (not isinstance(e, int) and ((symbolic_ok and _fits_32_bits(e)) or e.is_unknown))
         else expr.unknown("value")
         for e in elements
     )

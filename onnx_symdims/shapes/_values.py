@@ -183,12 +183,20 @@ def element_mod(scope: expr.Scope, a: Dim, b: Dim, fmod: bool) -> Dim:
 
 
 def element_pow(a: Dim, b: Dim) -> Dim:
-    """Integer ``Pow`` for a small non-negative int exponent."""
+    """Integer ``Pow`` for a small non-negative int exponent.
+
+    onnxruntime computes an integer ``Pow`` as ``std::pow`` on ``double``s: exact only for
+    results of at most ``2**53`` in magnitude (``99**8`` is ``...201``, onnxruntime gives
+    ``...200``). A larger int, or a symbolic power (``N**3`` of a dim ``N > 208063``), is
+    unknown.
+    """
     if not isinstance(b, int) or not 0 <= b <= 8:
         return unknown_element()
     result: Dim = 1
     for _ in range(b):
         result = expr.mul(result, a)
+    if b >= 2 and not (isinstance(result, int) and abs(result) <= 1 << 53):
+        return unknown_element()
     return result
 
 

@@ -284,12 +284,6 @@ def test_an_int64_pow_beyond_two_to_the_53_is_kept_as_onnxruntime_computes_it():
     np.testing.assert_array_equal(session(after).run(None, {"x": x})[0], expected)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="shapes/_values.py element_pow (not this helper's file) computes exact powers "
-    "(99**8 = 9227446944279201) that onnxruntime's double-based integer Pow rounds "
-    "(...200): ProvenValues publishes the exact one; see /work/helpers/h34_patch_int_pow.diff",
-)
 def test_an_int64_pow_of_a_computed_value_beyond_two_to_the_53_is_not_published():
     text = """
         g (int64[N] x) => (int64[N] y) {

@@ -53,13 +53,10 @@ SEEDS = [
     *range(600000, 600010), 600039, 600040,
 ]  # fmt: skip
 
-_INT32_WRAP = (
-    "a dim cast to int32 times 2**30, divided back: the engine keeps symbolic int32 "
-    "elements exact (shapes/_node_context.py), onnxruntime wraps; the proven value is "
-    "published (see /work/helpers/h34_patch_int32_wrap.diff)"
-)
-#: Seeds whose difference is a known departure or an open bug: seed -> why.
-KNOWN: dict[int, str] = {600039: _INT32_WRAP, 600040: _INT32_WRAP}
+#: Seeds whose difference is a known departure or an open bug: seed -> why. (600039 and
+#: 600040, a dim cast to int32 times 2**30 and divided back, were until the engine stopped
+#: keeping symbolic int32 elements that may wrap exact.)
+KNOWN: dict[int, str] = {}
 
 
 def differences(seed: int, ranges: bool = False, **options) -> list[str]:
@@ -304,14 +301,6 @@ def test_optimize_with_symbol_ranges_keeps_random_graphs_outputs_and_dims(seed):
     assert not found, f"seed {seed} (ranges): {found}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ops/conv_pool.py (not this helper's file) gives a SAME_LOWER MaxPool with a "
-    "dilated kernel onnxruntime's kernel size (d - 1), its load-time (ONNX) inference says "
-    "d: the Split sizes computed from it are published as [d - 1, 0] and onnxruntime "
-    "refuses to load the optimized model (Split: sum of 'split' 1, dimension 2); see "
-    "/work/helpers/h34_patch_pool_departures.diff",
-)
 def test_ranges_seed_49813_split_sizes_of_a_dilated_same_pool():
     logging.disable(logging.WARNING)
     try:

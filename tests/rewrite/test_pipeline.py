@@ -690,16 +690,6 @@ def test_a_cast_through_float_to_float16_collapses_only_where_float_is_exact(dty
     np.testing.assert_array_equal(session(m).run(None, {"x": x})[0], expected)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the dims written (passes/_inference.py, the anchors: not this helper's files) "
-    "contradict onnxruntime's load-time inference where ONNX's inference departs from the "
-    "kernel: a ceil-mode pool's dropped last window (6 -> 3, ONNX says 4) is declared 3 "
-    "downstream while the pool's own output, a graph output declared [a, b, c], is inferred "
-    "4 at load; the Add between them is refused. `infer` alone writes the same (fuzz seed "
-    "590679, where SubByZero made the pool output a graph output); "
-    "/work/helpers/h34_patch_pool_departures.diff makes such a size unknown",
-)
 def test_dims_written_after_a_ceil_mode_pool_graph_output_still_load():
     m = model(
         """

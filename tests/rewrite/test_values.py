@@ -442,13 +442,6 @@ SYMBOLIC_INT32_WRAP = """
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="shapes/_node_context.py (not this helper's file) keeps symbolic int32 "
-    "elements as exact integers: N*65536/65536 is proven N, so q64 - s is published "
-    "[0, 0] while onnxruntime wraps (N = 40000 gives -65536); see "
-    "/work/helpers/h34_patch_int32_wrap.diff",
-)
 def test_a_symbolic_int32_product_that_may_wrap_is_not_published_exact():
     before, after, _ = _run_pass(SYMBOLIC_INT32_WRAP)
     assert_equivalent(before, after, [{"N": 0}, {"N": 1}, {"N": 40000}])
