@@ -98,34 +98,32 @@ def symbol_bound_from_lower(
     if direction > 0:
         if holds(start):
             return None  # already true at the least value
-        # Exponential search for a value where it holds, then bisection: (bad, good].
-        bad, step = start, 1
-        while not holds(bad + step):
-            bad += step
-            step *= 2
-            if bad + step > _SEARCH_LIMIT:
-                return None
-        good = bad + step
-        while good - bad > 1:
-            mid = (bad + good) // 2
-            if holds(mid):
-                good = mid
-            else:
-                bad = mid
-        return name, good, None
+        last_false = _last_alike(holds, start)
+        return None if last_false is None else (name, last_false + 1, None)
     if lowest is None or not holds(start):
         return None  # no least value to search up from, or the fact cannot hold
-    good, step = start, 1
-    while holds(good + step):
-        good += step
+    last_true = _last_alike(holds, start)
+    return None if last_true is None else (name, None, last_true)
+
+
+def _last_alike(test, start: int) -> int | None:
+    """The largest ``x >= start`` with ``test(x) == test(start)``, ``test`` monotone.
+
+    An exponential search for a value where ``test`` changes, then a bisection; ``None``
+    when it does not change up to :data:`_SEARCH_LIMIT`.
+    """
+    first = test(start)
+    last, step = start, 1
+    while test(last + step) == first:
+        last += step
         step *= 2
-        if good + step > _SEARCH_LIMIT:
+        if last + step > _SEARCH_LIMIT:
             return None
-    bad = good + step
-    while bad - good > 1:
-        mid = (bad + good) // 2
-        if holds(mid):
-            good = mid
+    beyond = last + step
+    while beyond - last > 1:
+        middle = (last + beyond) // 2
+        if test(middle) == first:
+            last = middle
         else:
-            bad = mid
-    return name, None, good
+            beyond = middle
+    return last

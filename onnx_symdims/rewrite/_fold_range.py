@@ -52,7 +52,7 @@ import math
 import numpy as np
 import onnx_ir as ir
 
-from onnx_symdims.rewrite._fold_split import _fresh_name
+from onnx_symdims.rewrite._fold_split import replace_by_initializers
 
 logger = logging.getLogger(__name__)
 
@@ -72,18 +72,9 @@ def fold_float_ranges(model: ir.Model) -> int:
         values = _range_values(node)
         if values is None:
             continue
-        (output,) = node.outputs
+        output = node.outputs[0]
         dtype = output.dtype if output.dtype is not None else node.inputs[0].dtype
-        value = ir.Value(
-            name=_fresh_name(graph, output.name or "range"),
-            shape=ir.Shape(values.shape),
-            type=ir.TensorType(dtype),
-            const_value=ir.tensor(values, dtype=dtype),
-        )
-        output.replace_all_uses_with(value)
-        graph.remove(node, safe=True)  # first: its output's name goes with it
-        value.const_value.name = value.name
-        graph.register_initializer(value)
+        replace_by_initializers(graph, node, [values], dtype)
         folded += 1
     if folded:
         logger.debug("folded %d float Range(s) of constants", folded)

@@ -66,25 +66,31 @@ def fold_constant_splits(model: ir.Model) -> int:
         chunks = _chunks(node, opset)
         if chunks is None:
             continue
-        values = []
-        dtype = node.inputs[0].const_value.dtype
-        for output, chunk in zip(node.outputs, chunks):
-            value = ir.Value(
-                name=_fresh_name(graph, output.name),
-                shape=ir.Shape(chunk.shape),
-                type=ir.TensorType(dtype),
-                const_value=ir.tensor(chunk, dtype=dtype),
-            )
-            output.replace_all_uses_with(value)
-            values.append(value)
-        graph.remove(node, safe=True)  # first: its outputs' names go with it
-        for value in values:
-            value.const_value.name = value.name
-            graph.register_initializer(value)
+        replace_by_initializers(graph, node, chunks, node.inputs[0].const_value.dtype)
         folded += 1
     if folded:
         logger.debug("folded %d Split(s) of constants", folded)
     return folded
+
+
+def replace_by_initializers(
+    graph: ir.Graph, node: ir.Node, arrays: list[np.ndarray], dtype: ir.DataType
+) -> None:
+    """Replaces each output of ``node`` by an initializer holding its array; removes it."""
+    values = []
+    for output, array in zip(node.outputs, arrays):
+        value = ir.Value(
+            name=_fresh_name(graph, output.name or node.op_type),
+            shape=ir.Shape(array.shape),
+            type=ir.TensorType(dtype),
+            const_value=ir.tensor(array, dtype=dtype),
+        )
+        output.replace_all_uses_with(value)
+        values.append(value)
+    graph.remove(node, safe=True)  # first: its outputs' names go with it
+    for value in values:
+        value.const_value.name = value.name
+        graph.register_initializer(value)
 
 
 def _chunks(node: ir.Node, opset: int) -> list[np.ndarray] | None:
