@@ -380,8 +380,6 @@ def ambiguous_labels(
             sizes.union(a, b)
     if not partners:
         return {}
-    for name in unverified:
-        labels.find(expr.sym(name))  # a label no equality names is a group of its own
     for found in partners.values():
         for partner in found:
             sizes.find(partner)  # a size only a label names is a class of its own

@@ -67,6 +67,7 @@ from onnx_symdims.rewrite._slices import MergeDisjointSlicesPass
 from onnx_symdims.rewrite._split import SlicesToSplitPass
 from onnx_symdims.rewrite._transpose import TransposeThroughBinaryPass
 from onnx_symdims.rewrite._values import ProvenValuesPass
+from onnx_symdims.shapes import node_subgraphs
 
 logger = logging.getLogger(__name__)
 
@@ -758,18 +759,11 @@ def _set_aside_subgraph_input_shapes(model: ir.Model) -> list[tuple[ir.Value, ir
     """
     cleared = []
     for node in ir.traversal.RecursiveGraphIterator(model.graph):
-        for attr in node.attributes.values():
-            if attr.type is ir.AttributeType.GRAPH:
-                graphs = [attr.value]
-            elif attr.type is ir.AttributeType.GRAPHS:
-                graphs = list(attr.value)
-            else:
-                continue
-            for graph in graphs:
-                for value in graph.inputs:
-                    if value.shape is not None:
-                        cleared.append((value, value.shape))
-                        value.shape = None
+        for graph in node_subgraphs(node):
+            for value in graph.inputs:
+                if value.shape is not None:
+                    cleared.append((value, value.shape))
+                    value.shape = None
     return cleared
 
 

@@ -116,9 +116,10 @@ class FactScope(expr.Scope):
 
     def _bound_symbol(self, d: expr.DimExpr, k: int) -> None:
         """``d >= k`` for ``d`` monotone in its one symbol bounds the symbol's range."""
-        if len(d.symbols()) != 1:
+        names = d.symbols()
+        if len(names) != 1:
             return
-        (name,) = d.symbols()
+        (name,) = names
         lowest = self._ranges.get(name, (None, None))[0]
         if self.nonnegative:
             lowest = 0 if lowest is None else max(lowest, 0)

@@ -108,7 +108,8 @@ class SubgraphEngine(Protocol):
 #: arithmetic on elements is exact (unbounded); the tensor's elements wrap. An element
 #: outside its dtype's range, or a symbolic one (a dim) in a dtype of 16 bits or fewer,
 #: is unknown: its runtime value is not the computed one. int32 keeps symbolic
-#: elements: a dim of 2**31 or more is not a tensor this engine meets.
+#: elements that are small sums of dims (:func:`_fits_32_bits`): a dim of 2**31 or more is
+#: not a tensor this engine meets, but a large multiple of one wraps.
 _NARROW_INT_RANGES = {
     ir.DataType.INT32: (-(2**31), 2**31 - 1, True),
     ir.DataType.UINT32: (0, 2**32 - 1, True),
