@@ -110,6 +110,7 @@ class SubgraphEngine(Protocol):
 #: is unknown: its runtime value is not the computed one. int32 keeps symbolic
 #: elements that are small sums of dims (:func:`_fits_32_bits`): a dim of 2**31 or more is
 #: not a tensor this engine meets, but a large multiple of one wraps.
+_INT64 = ir.DataType.INT64
 _NARROW_INT_RANGES = {
     ir.DataType.INT32: (-(2**31), 2**31 - 1, True),
     ir.DataType.UINT32: (0, 2**32 - 1, True),
@@ -134,6 +135,40 @@ def _fits_32_bits(e: expr.DimExpr) -> bool:
     return abs(constant) < _NARROW_COEFFICIENT and all(
         m.is_symbol and abs(c) < _NARROW_COEFFICIENT for m, c in monomials.items()
     )
+
+
+#: The sizes :func:`_fits_64_bits` assumes: a dim below 2**32, a product of dims (a
+#: tensor's element count) below 2**48. Beyond them no tensor this engine meets exists.
+_DIM_BOUND = 1 << 32
+_PRODUCT_BOUND = 1 << 48
+_INT64_LIMIT = 1 << 63
+
+
+def _magnitude(e: expr.DimExpr | int) -> int:
+    """An upper bound on ``|e|`` wherever its symbols are tensor sizes (see ``_DIM_BOUND``)."""
+    if isinstance(e, int):
+        return abs(e)
+    total = abs(e.const)
+    for mono, c in e.terms:
+        bound = 1
+        for atom in mono:
+            # A symbol is a size; floor, mod, max and min are no larger than their largest
+            # argument; an atom of more than one factor is a product of sizes.
+            args = atom.args
+            bound *= max(_DIM_BOUND, *(_magnitude(a) for a in args)) if args else _DIM_BOUND
+        if len(mono) > 1:
+            bound = min(bound, _PRODUCT_BOUND)
+        total += abs(c) * bound
+    return total
+
+
+def _fits_64_bits(e: expr.DimExpr) -> bool:
+    """Whether a symbolic int64 element stays in range wherever its dims are tensor sizes.
+
+    ``N * 2**40`` is ``0`` in int64 from ``N = 2**24`` on (a 64 MB float tensor): the
+    element the engine computes is not the tensor's there, so it is unknown.
+    """
+    return e.is_symbol or e.is_unknown or _magnitude(e) < _INT64_LIMIT
 
 
 def _within(elements: Sequence[Dim], bounds: tuple[int, int, bool]) -> tuple[Dim, ...]:
@@ -388,9 +423,17 @@ class NodeContext:
         if elements is None or len(elements) > MAX_VALUE_ELEMENTS:
             ctx._values[value] = None  # set_value, inline (most hooks call this)
             return
-        bounds = _NARROW_INT_RANGES.get(ctx._dtypes.get(value))  # type: ignore[arg-type]
-        if bounds is not None:
-            elements = _within(elements, bounds)
+        dtype = ctx._dtypes.get(value)
+        if dtype is _INT64:
+            if not all(e.__class__ is int or _fits_64_bits(e) for e in elements):
+                elements = tuple(
+                    e if e.__class__ is int or _fits_64_bits(e) else expr.unknown("value")
+                    for e in elements
+                )
+        else:
+            bounds = _NARROW_INT_RANGES.get(dtype)  # type: ignore[arg-type]
+            if bounds is not None:
+                elements = _within(elements, bounds)
         ctx._values[value] = elements if elements.__class__ is tuple else tuple(elements)
 
     def set_output_type(self, i: int, type_: ir.TypeProtocol) -> None:

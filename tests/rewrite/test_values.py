@@ -447,6 +447,25 @@ def test_a_symbolic_int32_product_that_may_wrap_is_not_published_exact():
     assert_equivalent(before, after, [{"N": 0}, {"N": 1}, {"N": 40000}])
 
 
+# N * 2**62 wraps in int64 from N = 2 on (0 at N = 4): dividing back does not give N.
+# Every int64 element is assumed in range only where its dims are tensor sizes.
+SYMBOLIC_INT64_WRAP = """
+    g (float[N, 1] x) => (int64[2] y) {
+        s = Shape(x)
+        k = Constant<value = int64[1] {4611686018427387904}>()
+        p = Mul(s, k)
+        q = Div(p, k)
+        d = Sub(q, s)
+        y = Identity(d)
+    }
+"""
+
+
+def test_a_symbolic_int64_product_that_may_wrap_is_not_published_exact():
+    before, after, _ = _run_pass(SYMBOLIC_INT64_WRAP)
+    assert_equivalent(before, after, [{"N": 0}, {"N": 1}, {"N": 4}, {"N": 5}])
+
+
 # ------------------------------------------------------------------------------------
 # New pieces go before the graph's first node: that node may have died meanwhile
 # ------------------------------------------------------------------------------------
