@@ -104,20 +104,23 @@ class SubgraphEngine(Protocol):
         ...
 
 
-#: Ranges of the integer dtypes narrower than int64 whose values the engine tracks. The
+#: Ranges of the integer dtypes other than int64 whose values the engine tracks. The
 #: arithmetic on elements is exact (unbounded); the tensor's elements wrap. An element
 #: outside its dtype's range, or a symbolic one (a dim) in a dtype of 16 bits or fewer,
 #: is unknown: its runtime value is not the computed one. int32 keeps symbolic
 #: elements that are small sums of dims (:func:`_fits_32_bits`): a dim of 2**31 or more is
-#: not a tensor this engine meets, but a large multiple of one wraps.
+#: not a tensor this engine meets, but a large multiple of one wraps. The unsigned types
+#: keep a symbolic element only where it is proven ``>= 0``: ``N - 5`` is
+#: ``2**64 - 3`` in uint64 at ``N = 2``, and ``Less`` of it against 3 is false there.
 _INT64 = ir.DataType.INT64
 _NARROW_INT_RANGES = {
-    ir.DataType.INT32: (-(2**31), 2**31 - 1, True),
-    ir.DataType.UINT32: (0, 2**32 - 1, True),
-    ir.DataType.INT16: (-(2**15), 2**15 - 1, False),
-    ir.DataType.UINT16: (0, 2**16 - 1, False),
-    ir.DataType.INT8: (-128, 127, False),
-    ir.DataType.UINT8: (0, 255, False),
+    ir.DataType.INT32: (-(2**31), 2**31 - 1, "32"),
+    ir.DataType.UINT32: (0, 2**32 - 1, "u32"),
+    ir.DataType.UINT64: (0, 2**64 - 1, "u64"),
+    ir.DataType.INT16: (-(2**15), 2**15 - 1, None),
+    ir.DataType.UINT16: (0, 2**16 - 1, None),
+    ir.DataType.INT8: (-128, 127, None),
+    ir.DataType.UINT8: (0, 255, None),
 }
 
 
@@ -171,12 +174,26 @@ def _fits_64_bits(e: expr.DimExpr) -> bool:
     return e.is_symbol or e.is_unknown or _magnitude(e) < _INT64_LIMIT
 
 
-def _within(elements: Sequence[Dim], bounds: tuple[int, int, bool]) -> tuple[Dim, ...]:
-    low, high, symbolic_ok = bounds
+def _symbolic_fits(e: expr.DimExpr, kind: str | None, scope: expr.Scope) -> bool:
+    """Whether a symbolic element of a dtype of ``kind`` (see ``_NARROW_INT_RANGES``) is exact."""
+    if e.is_unknown:
+        return True
+    if kind == "32":
+        return _fits_32_bits(e)
+    if kind == "u32":
+        return _fits_32_bits(e) and scope.prove_nonneg(e)
+    if kind == "u64":
+        return _fits_64_bits(e) and scope.prove_nonneg(e)
+    return False
+
+
+def _within(
+    elements: Sequence[Dim], bounds: tuple[int, int, str | None], scope: expr.Scope
+) -> tuple[Dim, ...]:
+    low, high, kind = bounds
     return tuple(
         e
-        if (isinstance(e, int) and low <= e <= high)
-        or (not isinstance(e, int) and ((symbolic_ok and _fits_32_bits(e)) or e.is_unknown))
+        if (low <= e <= high if isinstance(e, int) else _symbolic_fits(e, kind, scope))
         else expr.unknown("value")
         for e in elements
     )
@@ -433,7 +450,7 @@ class NodeContext:
         else:
             bounds = _NARROW_INT_RANGES.get(dtype)  # type: ignore[arg-type]
             if bounds is not None:
-                elements = _within(elements, bounds)
+                elements = _within(elements, bounds, ctx.scope)
         ctx._values[value] = elements if elements.__class__ is tuple else tuple(elements)
 
     def set_output_type(self, i: int, type_: ir.TypeProtocol) -> None:

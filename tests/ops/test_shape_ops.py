@@ -99,3 +99,43 @@ def _float_range(name: str, code: int, size: int) -> str:
         """,
         f"{name} y",
     )
+
+
+@pytest.mark.parametrize("unsigned", [12, 13], ids=["uint32", "uint64"])
+def test_a_symbolic_unsigned_element_that_may_be_negative_is_unknown(unsigned):
+    # N - 5 wraps to 2**64 - 3 (2**32 - 3) at N = 2: Less(u, 3) is false there, so the
+    # ConstantOfShape is empty; exact arithmetic would say N - 5 < 3 and a length of 1.
+    text = model_text(
+        18,
+        "float[N] x",
+        f"""
+        s = Shape(x)
+        d = Sub(s, c5)
+        u = Cast<to = {unsigned}>(d)
+        k = Cast<to = {unsigned}>(c3)
+        less = Less(u, k)
+        b = Cast<to = 7>(less)
+        y = ConstantOfShape(b)
+        """,
+        "float[?] y",
+        constants="int64[1] c5 = {5}, int64[1] c3 = {3}",
+    )
+    check_against_ort(text, [{"N": 2}, {"N": 7}, {"N": 0}, {"N": 9}])
+
+
+def test_a_symbolic_unsigned_element_proven_nonnegative_is_kept():
+    text = model_text(
+        18,
+        "float[N] x",
+        """
+        s = Shape(x)
+        a = Add(s, c5)
+        u = Cast<to = 13>(a)
+        b = Cast<to = 7>(u)
+        y = ConstantOfShape(b)
+        """,
+        "float[?] y",
+        constants="int64[1] c5 = {5}",
+    )
+    inferred = check_against_ort(text, [{"N": 2}, {"N": 0}])
+    assert inferred.shape("y") == ["N+5"]
