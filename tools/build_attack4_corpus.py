@@ -29,7 +29,7 @@ factories reused. Usage, from the repo root, in the build venv of ``tools/README
 
 Layout written: as ``build_probe_corpus.py`` (``OUT/models/<name>/{model.onnx,truth.json}``).
 
-Models (67): Llama (dynamo, KV cache), GPT-2 (TorchScript, KV cache), BERT (dynamo and
+Models (69): Llama (dynamo, KV cache), GPT-2 (TorchScript, KV cache), BERT (dynamo and
 TorchScript) and ResNet (dynamic height/width) as exported and after onnxscript's
 optimizer, onnxruntime's transformers optimizer (also + fp16), quantize_dynamic,
 quantize_static QDQ, version_converter (Llama to 18 and 23, GPT-2 to 20, BERT to 21, ResNet
@@ -506,6 +506,7 @@ TOOL_CHAINS = [
         [_ort_opt("gpt2", 4, 32), _ort_symbolic, _keep_value_info],
     ),
     ("gpt2_kv_legacy_ort_all", b_gpt2_kv_legacy, [_ort_offline("ORT_ENABLE_ALL")]),
+    ("gpt2_kv_legacy_stale_seq1_vi", b_gpt2_kv_legacy, [_stale_value_info("seq_len", 1)]),
     ("gpt2_kv_legacy_ortopt", b_gpt2_kv_legacy, [_ort_opt("gpt2", 4, 32)]),
     ("gpt2_kv_legacy_ortopt_fp16", b_gpt2_kv_legacy, [_ort_opt("gpt2", 4, 32, fp16=True)]),
     ("gpt2_kv_legacy_onnxsim", b_gpt2_kv_legacy, [_onnxsim]),
@@ -517,6 +518,7 @@ TOOL_CHAINS = [
     ("bert_ortopt", b_bert, [_ort_opt("bert", 4, 32)]),
     ("bert_onnxslim", b_bert, [_onnxslim]),
     ("bert_qdq", b_bert, [_qdq]),
+    ("bert_stale_batch1_vi", b_bert, [_stale_value_info("batch", 1)]),
     ("bert_legacy_ortopt", b_bert_legacy, [_ort_opt("bert", 4, 32)]),
     ("bert_legacy_onnxsim", b_bert_legacy, [_onnxsim]),
     ("bert_legacy_fp16", b_bert_legacy, [_fp16(True)]),
