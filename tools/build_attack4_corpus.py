@@ -29,7 +29,7 @@ factories reused. Usage, from the repo root, in the build venv of ``tools/README
 
 Layout written: as ``build_probe_corpus.py`` (``OUT/models/<name>/{model.onnx,truth.json}``).
 
-Models (69): Llama (dynamo, KV cache), GPT-2 (TorchScript, KV cache), BERT (dynamo and
+Models (71): Llama (dynamo, KV cache), GPT-2 (TorchScript, KV cache), BERT (dynamo and
 TorchScript) and ResNet (dynamic height/width) as exported and after onnxscript's
 optimizer, onnxruntime's transformers optimizer (also + fp16), quantize_dynamic,
 quantize_static QDQ, version_converter (Llama to 18 and 23, GPT-2 to 20, BERT to 21, ResNet
@@ -498,6 +498,7 @@ TOOL_CHAINS = [
     ("llama_kv_batch1", b_llama_kv, [_fixed("batch", 1)]),
     ("llama_kv_stale_batch3_vi", b_llama_kv, [_stale_value_info("batch", 3)]),
     ("llama_kv_stale_past1_vi", b_llama_kv, [_stale_value_info("past_seq_len", 1)]),
+    ("llama_kv_stale_past0_vi", b_llama_kv, [_stale_value_info("past_seq_len", 0)]),
     ("llama_kv_ort_extended", b_llama_kv, [_ort_offline("ORT_ENABLE_EXTENDED")]),
     ("gpt2_kv_legacy", b_gpt2_kv_legacy, []),
     (
@@ -507,6 +508,7 @@ TOOL_CHAINS = [
     ),
     ("gpt2_kv_legacy_ort_all", b_gpt2_kv_legacy, [_ort_offline("ORT_ENABLE_ALL")]),
     ("gpt2_kv_legacy_stale_seq1_vi", b_gpt2_kv_legacy, [_stale_value_info("seq_len", 1)]),
+    ("gpt2_kv_legacy_stale_past0_vi", b_gpt2_kv_legacy, [_stale_value_info("past_seq_len", 0)]),
     ("gpt2_kv_legacy_ortopt", b_gpt2_kv_legacy, [_ort_opt("gpt2", 4, 32)]),
     ("gpt2_kv_legacy_ortopt_fp16", b_gpt2_kv_legacy, [_ort_opt("gpt2", 4, 32, fp16=True)]),
     ("gpt2_kv_legacy_onnxsim", b_gpt2_kv_legacy, [_onnxsim]),
