@@ -18,8 +18,12 @@ are subgraph outputs, whose declared text is never changed):
   written (except on anchors);
 * two different symbolic dims: written canonically when proven equal; a conflict (the
   inferred dim is written) when proven different (``N`` declared, ``N+1`` inferred);
-  else the declared text stays; downstream sees the inferred dim, unless it is a bare
-  symbol the engine minted, which knows less than the declared one;
+  else the declared text stays only where the inferred dim holds a symbol the engine
+  minted (it may know less than the author): an inferred dim over the author's names
+  alone holds in every run, the declared text is not implied (a conflict, the inferred
+  dim is written: stale ``batch`` where ``batch*seq_len`` is inferred); downstream sees
+  the inferred dim, unless it is a bare symbol the engine minted, which knows less than
+  the declared one;
 * a rank mismatch: a conflict; the inferred shape is used and written.
 
 Conflict messages name both shapes; the engine records them as ``warning``s (raising in
@@ -239,9 +243,23 @@ def merge_declared_shape(
                     problems.append(
                         f"axis {axis}: declared {decl.value} but inferred {expr.to_onnx(inf)}"
                     )
+                # Not proven either way: the declared text may say more than an inferred
+                # dim holding a symbol the engine minted. Over the author's names alone
+                # the inferred dim holds in every run and the declared text is a relation
+                # nothing implies (stale value_info: ``batch`` on the Flatten of
+                # ``[batch, seq_len]``, which is ``batch*seq_len``), as a declared int is.
+                keep = relation == "Unknown" and any(
+                    ctx.is_generated(name)
+                    for name in inf.symbols()  # type: ignore[union-attr]
+                )
+                if relation == "Unknown" and not keep:
+                    problems.append(
+                        f"axis {axis}: declared {decl.value} is not implied by inferred "
+                        f"{expr.to_onnx(inf)}"
+                    )
                 dims.append(inf)
                 # Equal: the canonical spelling; provably different: the inferred dim.
-                out.append(writer.dim(inf) if relation != "Unknown" else decl)
+                out.append(decl if keep else writer.dim(inf))
     if inert:
         ctx.declarations_used -= 1
     conflicts = [f"{'; '.join(problems)} ({_both(declared, inferred)})"] if problems else []
