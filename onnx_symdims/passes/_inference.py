@@ -427,8 +427,12 @@ def _stamp(ctx: ShapesContext) -> int:
     return ctx.mutations + ctx.scope.version + untracked_reads() + expr.unknowns_made()
 
 
-#: Misses of an op type's memo before deciding whether its keys repeat.
-_MEMO_TRIAL = 32
+#: Misses of an op type's memo before deciding whether its keys repeat. Keys of a layered
+#: model start repeating only from its second layer on, and a layer may hold dozens of
+#: nodes of one type (a TorchScript decoder: ~27 Slice and ~21 Gather per layer, all
+#: distinct in the first layer, 90 % hits after): deciding after 32 misses switched
+#: those off for good. A chain of distinct shapes pays for 128 keys per op type.
+_MEMO_TRIAL = 128
 
 
 class InferenceEngine:
