@@ -38,6 +38,7 @@ def test_attribute_properties_return_their_slots():
     attr = constant.attributes.data["value"]
     assert attr._type is attr.type
     assert attr._value is attr.value
+    assert attr._ref_attr_name is attr.ref_attr_name is None
 
 
 def test_value_properties_return_their_slots_and_setters_only_store():
