@@ -19,6 +19,13 @@ How a model flows through the pass:
 5. Subgraphs (If branches, Loop/Scan bodies, model-local function bodies) are inferred
    by the hooks of the ops that carry them, with the enclosing values visible. Code
    there may not run, so no equality is recorded while inside one.
+
+Per node, the hot paths read onnx-ir's slots (``node._inputs``, ``value._shape``,
+``attr._type``...) rather than the properties that return them: a property read is a
+Python call, about 600 machine instructions, and a node of a memoized layer costs a few
+dozen reads. The slots are those of every onnx-ir release from 0.2.1 on;
+``tests/engine/test_ir_slots.py`` checks that each property still returns its slot and
+that the setters written through (``shape``, ``type``) only store it.
 """
 
 from __future__ import annotations
@@ -427,8 +434,12 @@ def _stamp(ctx: ShapesContext) -> int:
     return ctx.mutations + ctx.scope.version + untracked_reads() + expr.unknowns_made()
 
 
-#: Misses of an op type's memo before deciding whether its keys repeat.
-_MEMO_TRIAL = 32
+#: Misses of an op type's memo before deciding whether its keys repeat. Keys of a layered
+#: model start repeating only from its second layer on, and a layer may hold dozens of
+#: nodes of one type (a TorchScript decoder: ~27 Slice and ~21 Gather per layer, all
+#: distinct in the first layer, 90 % hits after): deciding after 32 misses switched
+#: those off for good. A chain of distinct shapes pays for 128 keys per op type.
+_MEMO_TRIAL = 128
 
 
 class InferenceEngine:
@@ -637,8 +648,9 @@ class InferenceEngine:
         return found
 
     def _infer_node(self, node_ctx: NodeContext, node: ir.Node) -> None:
-        domain = node.domain
-        op_type = node.op_type
+        # The slots behind onnx-ir's properties (see the module docstring): every node.
+        domain = node._domain
+        op_type = node._op_type
         ctx = self.ctx
         function = self._functions.get(node.op_identifier()) if self._functions else None
         # _dispatch's hit, inline
@@ -674,12 +686,12 @@ class InferenceEngine:
                     return
                 stamp = _stamp(ctx)
                 self._count_miss(op_type)
-        outputs = node.outputs
+        outputs = node._outputs
         # node_ctx.reset(node, opset), inline (once per node). A domain the model does
         # not import: the latest hook, seen as the latest opset.
         node_ctx.node = node
         node_ctx.opset = opset if opset is not None else _LATEST_OPSET
-        node_ctx._inputs = node.inputs
+        node_ctx._inputs = node._inputs
         node_ctx._outputs = outputs
         node_ctx._hint = None
         try:
@@ -747,7 +759,7 @@ class InferenceEngine:
         written = self._writer._shapes
         dtypes = ctx._dtypes
         for value in outputs:
-            if value.shape is not None or value.type is not None:
+            if value._shape is not None or value._type is not None:
                 self._commit(node, value)
                 continue
             # _commit's common case: nothing declared, a plain tensor type.
@@ -759,10 +771,11 @@ class InferenceEngine:
                 # No shape without a type: it is no valid value_info (onnx-ir 0.2 writes
                 # one without a type, which onnx's checker refuses; later releases drop it).
                 continue
+            # The setters' slots (an ir.Shape, a type): the setters' checks hold.
             if inferred is not None:
                 shape = written.get(inferred)
-                value.shape = self._writer.shape(inferred) if shape is None else shape
-            value.type = new_tensor_type(dtype)
+                value._shape = self._writer.shape(inferred) if shape is None else shape
+            value._type = new_tensor_type(dtype)
             self.modified = True
 
     def _constant_fast_path(self, node: ir.Node) -> bool:
@@ -774,14 +787,14 @@ class InferenceEngine:
         hook never mints, records or reads anything else. ``False``: nothing was done,
         the node takes the general path.
         """
-        attributes = node.attributes.data
-        outputs = node.outputs
+        attributes = node._attributes.data
+        outputs = node._outputs
         if len(attributes) != 1 or not outputs:
             return False
         attr = attributes.get("value")
-        if attr is None or attr.type is not _TENSOR_ATTRIBUTE or attr.is_ref():
+        if attr is None or attr._type is not _TENSOR_ATTRIBUTE or attr.is_ref():
             return False
-        read = read_int64_proto(attr.value)
+        read = read_int64_proto(attr._value)
         if read is None:
             return False
         dims, elements = read
@@ -793,12 +806,12 @@ class InferenceEngine:
         ctx._shapes[value] = dims
         ctx._dtypes[value] = _INT64
         ctx._values[value] = elements
-        if len(outputs) == 1 and value.shape is None and value.type is None:
+        if len(outputs) == 1 and value._shape is None and value._type is None:
             # _commit's common case, inline: nothing declared, a plain tensor type.
             shape = self._writer._shapes.get(dims)  # the writer's hit, inline
-            value.shape = self._writer.shape(dims) if shape is None else shape
+            value._shape = self._writer.shape(dims) if shape is None else shape
             if not ctx._other_types:
-                value.type = new_tensor_type(_INT64)
+                value._type = new_tensor_type(_INT64)
             else:
                 self._commit_type(node, value, had_shape=False)
             self.modified = True
@@ -817,7 +830,7 @@ class InferenceEngine:
         entry would settle to the same facts and record nothing either.
         """
         ctx = self.ctx
-        outputs = node.outputs
+        outputs = node._outputs
         facts, settled = entry
         if settled:
             # ctx.restore_facts for each output, inline (the usual replay of a layer).
@@ -922,30 +935,30 @@ class InferenceEngine:
         nothing else, which :meth:`_infer_node` checks) gives the same outputs again.
         """
         attributes: tuple = ()
-        data = node.attributes.data  # the UserDict's plain dict: much faster to iterate
+        data = node._attributes.data  # the UserDict's plain dict: much faster to iterate
         if data:
             # A reference attribute (only in function bodies) has value None here;
             # function bodies are never memoized (they are inferred inside a call).
             parts = []
             for name, attr in data.items():
-                kind = attr.type
+                kind = attr._type
                 if kind in _SCALAR_ATTRIBUTES:
-                    parts.append((name, kind, attr.value))
+                    parts.append((name, kind, attr._value))
                 elif kind in _LIST_ATTRIBUTES:
-                    parts.append((name, kind, tuple(attr.value)))
+                    parts.append((name, kind, tuple(attr._value)))
                 else:
                     return None  # tensors, graphs: not worth keying
             attributes = tuple(parts)
-        inputs = node.inputs
+        inputs = node._inputs
         inputs_key = self.ctx.inputs_key(inputs)
         if inputs_key is None:
             return None
         return (
             inputs_key,
             len(inputs),
-            len(node.outputs),
-            node.op_type,
-            node.domain,
+            len(node._outputs),
+            node._op_type,
+            node._domain,
             opset,
             self.ctx.scope.version,
             attributes,
@@ -1012,7 +1025,7 @@ class InferenceEngine:
         """Merges the inferred facts of ``value`` with the declared ones and writes them."""
         ctx = self.ctx
         inferred = ctx._shapes.get(value)  # peek_shape, inline (once per output)
-        if value.shape is None:  # the common case: nothing declared, nothing to merge
+        if value._shape is None:  # the common case: nothing declared, nothing to merge
             if inferred is not None:
                 # The writer's hit, inline (stored shapes are tuples).
                 shape = self._writer._shapes.get(inferred)

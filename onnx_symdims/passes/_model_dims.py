@@ -243,17 +243,19 @@ class ModelSnapshot:
         define = defined.update
         suspects: list[ir.Value] = []
         depth = 0  # the deepest subgraph nesting of the main graph
+        # The properties' slots (node._inputs for node.inputs...): a property read is a
+        # Python call, several per node (see passes/_inference.py).
         for node in main_nodes:
-            for value in node.inputs:
+            for value in node._inputs:
                 if value not in defined:  # rare: a loop, not a generator per node
                     suspects.append(value)  # type: ignore[arg-type]  # noqa: PERF401
-            outputs_ = node.outputs
+            outputs_ = node._outputs
             define(outputs_)
             extend(outputs_)
-            attributes = node.attributes.data
+            attributes = node._attributes.data
             if attributes:
                 for attr in attributes.values():
-                    kind = attr.type
+                    kind = attr._type
                     if kind is _GRAPH or kind is _GRAPHS:
                         found = _subgraphs_with_depth(node)
                         nested.extend(graph for graph, _ in found)

@@ -815,7 +815,7 @@ class ShapesContext:
             if value is None:
                 key.append(None)
                 continue
-            type_ = value.type
+            type_ = value._type  # the property's slot (see passes/_inference.py)
             if (type_ is not None and type_.__class__ is not ir.TensorType) or (
                 others and value in others
             ):
@@ -825,7 +825,7 @@ class ShapesContext:
                 shape = self.shape_of(value)
             elements = values.get(value, MISSING)
             if elements is MISSING:
-                if value.const_value is None:
+                if value._const_value is None:
                     # What value_of finds for a value no hook gave elements to.
                     elements = values[value] = None
                 else:

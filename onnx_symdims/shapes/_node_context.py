@@ -199,6 +199,16 @@ def _within(
     )
 
 
+# The attribute kinds, read once (an enum member read through its class is a lookup in
+# the enum's metaclass, on every attribute a hook reads).
+_INT = ir.AttributeType.INT
+_INTS = ir.AttributeType.INTS
+_FLOAT = ir.AttributeType.FLOAT
+_FLOATS = ir.AttributeType.FLOATS
+_STRING = ir.AttributeType.STRING
+_TENSOR = ir.AttributeType.TENSOR
+
+
 class NodeContext:
     """A cheap, reusable view of one node for op hooks.
 
@@ -226,8 +236,8 @@ class NodeContext:
         """Points the view at ``node`` (the engine does the same inline: keep in step)."""
         self.node = node
         self.opset = opset
-        self._inputs = node.inputs
-        self._outputs = node.outputs
+        self._inputs = node._inputs  # the properties' slots (see passes/_inference.py)
+        self._outputs = node._outputs
         self._hint = None
 
     # ------------------------------------------------------------------------------------
@@ -323,53 +333,56 @@ class NodeContext:
     # ------------------------------------------------------------------------------------
     # Attributes (a wrongly typed attribute fails the node)
     # ------------------------------------------------------------------------------------
+    # The attribute accessors read onnx-ir's slots (``node._attributes``, ``attr._type``,
+    # ``attr._value``) rather than the properties, a Python call each (see
+    # passes/_inference.py; tests/engine/test_ir_slots.py checks them).
     def has_attr(self, name: str) -> bool:
         """True when the node carries attribute ``name``."""
-        return name in self.node.attributes.data
+        return name in self.node._attributes.data
 
     def _attr(self, name: str, kind: ir.AttributeType) -> ir.Attr | None:
-        attr = self.node.attributes.data.get(name)  # the UserDict's dict: faster
+        attr = self.node._attributes.data.get(name)  # the UserDict's dict: faster
         if attr is None:
             return None
-        if attr.ref_attr_name is not None:  # attr.is_ref(), one call less
+        if attr._ref_attr_name is not None:  # attr.is_ref(), one call less
             self.fail(f"attribute {name!r} refers to a function attribute")
-        if attr.type != kind:
+        if attr._type != kind:
             self.fail(f"attribute {name!r} must be {kind.name}, got {attr.type.name}")
         return attr
 
     def attr_int(self, name: str, default: int | None = None) -> int | None:
         """Integer attribute ``name`` or ``default``."""
-        attr = self._attr(name, ir.AttributeType.INT)
-        return default if attr is None else attr.value
+        attr = self._attr(name, _INT)
+        return default if attr is None else attr._value
 
     def attr_ints(
         self, name: str, default: Sequence[int] | None = None
     ) -> Sequence[int] | None:
         """Integer list attribute ``name`` or ``default``."""
-        attr = self._attr(name, ir.AttributeType.INTS)
-        return default if attr is None else tuple(attr.value)
+        attr = self._attr(name, _INTS)
+        return default if attr is None else tuple(attr._value)
 
     def attr_float(self, name: str, default: float | None = None) -> float | None:
         """Float attribute ``name`` or ``default``."""
-        attr = self._attr(name, ir.AttributeType.FLOAT)
-        return default if attr is None else attr.value
+        attr = self._attr(name, _FLOAT)
+        return default if attr is None else attr._value
 
     def attr_floats(
         self, name: str, default: Sequence[float] | None = None
     ) -> Sequence[float] | None:
         """Float list attribute ``name`` or ``default``."""
-        attr = self._attr(name, ir.AttributeType.FLOATS)
-        return default if attr is None else tuple(attr.value)
+        attr = self._attr(name, _FLOATS)
+        return default if attr is None else tuple(attr._value)
 
     def attr_str(self, name: str, default: str | None = None) -> str | None:
         """String attribute ``name`` or ``default``."""
-        attr = self._attr(name, ir.AttributeType.STRING)
-        return default if attr is None else attr.value
+        attr = self._attr(name, _STRING)
+        return default if attr is None else attr._value
 
     def attr_tensor(self, name: str) -> ir.TensorProtocol | None:
         """Tensor attribute ``name`` or ``None``."""
-        attr = self._attr(name, ir.AttributeType.TENSOR)
-        return None if attr is None else attr.value
+        attr = self._attr(name, _TENSOR)
+        return None if attr is None else attr._value
 
     # ------------------------------------------------------------------------------------
     # Outputs

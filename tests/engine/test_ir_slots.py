@@ -1,0 +1,59 @@
+"""The onnx-ir slots the engine's hot paths read instead of the properties.
+
+``passes/_inference.py``, ``passes/_model_dims.py`` and ``ShapesContext.inputs_key`` read
+``node._inputs`` for ``node.inputs`` and so on (a property read is a Python call per
+access, on every node), and write ``value._shape`` / ``value._type`` where the setters
+would only store an ``ir.Shape`` or a type. An onnx-ir release that changes one of them
+fails here, not in a wrong shape.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+_MODEL = """
+<ir_version: 10, opset_import: ["" : 21]>
+g (float[N, 4] x) => (y) {
+    s = Constant<value = int64[2] {4, -1}>()
+    y = Reshape(x, s)
+}
+"""
+
+
+def _model() -> ir.Model:
+    return ir.from_onnx_text(_MODEL)
+
+
+def test_node_properties_return_their_slots():
+    reshape = next(node for node in _model().graph if node.op_type == "Reshape")
+    assert reshape._inputs is reshape.inputs
+    assert reshape._outputs is reshape.outputs
+    assert reshape._attributes is reshape.attributes
+    assert reshape._op_type is reshape.op_type
+    assert reshape._domain is reshape.domain
+
+
+def test_attribute_properties_return_their_slots():
+    constant = next(node for node in _model().graph if node.op_type == "Constant")
+    attr = constant.attributes.data["value"]
+    assert attr._type is attr.type
+    assert attr._value is attr.value
+    assert attr._ref_attr_name is attr.ref_attr_name is None
+
+
+def test_value_properties_return_their_slots_and_setters_only_store():
+    value = _model().graph.inputs[0]
+    assert value._shape is value.shape
+    assert value._type is value.type
+    assert value._const_value is value.const_value
+    shape = ir.Shape([2, 3])
+    type_ = ir.TensorType(ir.DataType.INT64)
+    value.shape = shape
+    value.type = type_
+    assert value._shape is shape
+    assert value._type is type_
+    # and the other way: what the engine writes to the slots is what is read
+    value._shape = None
+    value._type = None
+    assert value.shape is None
+    assert value.type is None
