@@ -74,6 +74,31 @@ from onnx_symdims.shapes import (
 
 logger = logging.getLogger(__name__)
 
+
+def _require_ir_slots() -> None:
+    """Fails at import, with the reason, if onnx-ir no longer has the slots read below.
+
+    A renamed slot would otherwise surface as an ``AttributeError`` deep in a node's
+    inference (reads come before every write, so a shape is never silently unwritten).
+    """
+    needed = {
+        ir.Node: ("_inputs", "_outputs", "_attributes", "_op_type", "_domain"),
+        ir.Value: ("_shape", "_type", "_const_value"),
+        ir.Attr: ("_type", "_value"),
+    }
+    for cls, names in needed.items():
+        slots = {name for base in cls.__mro__ for name in getattr(base, "__slots__", ())}
+        missing = [name for name in names if name not in slots]
+        if missing:
+            raise ImportError(
+                f"onnx-symdims reads onnx-ir's {cls.__name__} slots {missing}, which "
+                f"onnx-ir {getattr(ir, '__version__', '?')} does not have: install an "
+                "onnx-ir release that onnx-symdims supports"
+            )
+
+
+_require_ir_slots()
+
 Dim = expr.Dim
 Shape = tuple[Dim, ...]
 Policy = Literal["refine", "strict", "override", "skip"]

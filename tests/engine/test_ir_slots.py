@@ -10,6 +10,7 @@ fails here, not in a wrong shape.
 from __future__ import annotations
 
 import onnx_ir as ir
+import pytest
 
 _MODEL = """
 <ir_version: 10, opset_import: ["" : 21]>
@@ -57,3 +58,17 @@ def test_value_properties_return_their_slots_and_setters_only_store():
     value._type = None
     assert value.shape is None
     assert value.type is None
+
+
+
+def test_a_missing_slot_fails_the_import_check_with_its_name(monkeypatch):
+    from onnx_symdims.passes import _inference
+
+    _inference._require_ir_slots()  # onnx-ir as installed: nothing raised
+
+    class RenamedValue:  # a release that renamed Value._shape
+        __slots__ = ("_const_value", "_shape_renamed", "_type")
+
+    monkeypatch.setattr(ir, "Value", RenamedValue)
+    with pytest.raises(ImportError, match="_shape"):
+        _inference._require_ir_slots()
