@@ -211,7 +211,7 @@ class RangeBuilders:
         elif roll < 0.7:
             cond = self.emit1("Greater", [k, size])
         else:
-            cond = self.const(np.array(rng.random() < 0.5))
+            cond = self.const(rng.random() < 0.5, np.bool_)
         if rng.random() < 0.5:
             cond = self.emit1("Squeeze", [cond]) if cond.arrays[self.alive[0]].ndim else cond
         else_nodes, else_out = self._other_code(data, dtype)
