@@ -54,6 +54,51 @@ _SCHEMA_NAMES = {
 }
 
 
+class SpecPoolWindows:
+    """Mixin placed before the generator core: no ceil-mode pool that departs before 22.
+
+    Before opset 22 the spec's ceil-mode output size counts a last window that starts in
+    the right padding (``ceil((6 - 1) / 2 + 1) = 4`` for kernel 1, stride 2); onnxruntime's
+    kernel and the reference evaluator drop it (3), as opset 22 does, while onnxruntime's
+    load-time inference follows the spec. Such a model runs only by that departure, and a
+    constant folded next to the pool (a ``Reshape`` target) makes it fail to load (ranges
+    seed 850832): those pools are not drawn.
+    """
+
+    def emit(self, op: str, inputs, count: int = 1, outer=(), **attrs: object) -> list[_Value]:
+        outputs = super().emit(op, inputs, count, outer, **attrs)
+        if (
+            op in ("MaxPool", "AveragePool", "LpPool")
+            and attrs.get("ceil_mode")
+            and self.opset < 22
+            and attrs.get("auto_pad", "NOTSET") == "NOTSET"
+        ):
+            kernel = attrs["kernel_shape"]
+            spatial = len(kernel)
+            strides = attrs.get("strides", [1] * spatial)
+            dilations = attrs.get("dilations", [1] * spatial)
+            pads = attrs.get("pads", [0] * 2 * spatial)
+            for b in self.alive:
+                shape = inputs[0].arrays[b].shape[2:]
+                spec = [
+                    -(
+                        -(
+                            size
+                            + pads[i]
+                            + pads[i + spatial]
+                            - dilations[i] * (kernel[i] - 1)
+                            - 1
+                        )
+                        // strides[i]
+                    )
+                    + 1
+                    for i, size in enumerate(shape)
+                ]
+                if list(outputs[0].arrays[b].shape[2:]) != spec:
+                    raise _Reject(f"{op}: a last window in the padding before opset 22")
+        return outputs
+
+
 class OldOpsetForms:
     """Mixin placed before the generator core: node forms of an opset in 11, 13, 17."""
 

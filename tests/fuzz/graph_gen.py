@@ -28,7 +28,7 @@ from __future__ import annotations
 from tests.fuzz._build_computed import ComputedBuilders
 from tests.fuzz._build_float import FloatBuilders
 from tests.fuzz._build_idioms import IdiomBuilders
-from tests.fuzz._build_old import OldOpsetForms
+from tests.fuzz._build_old import OldOpsetForms, SpecPoolWindows
 from tests.fuzz._build_ranges import RangeBuilders
 from tests.fuzz._build_shapes import ShapeBuilders
 from tests.fuzz._build_wide import WideBuilders
@@ -253,7 +253,7 @@ WIDE_IDIOMS: dict[str, int] = {
 OLD_OPSET_IDIOMS: dict[str, int] = {"b_clip": 2, "b_ceil_pool": 3}
 
 
-class _WideGenerator(_Generator, RangeBuilders, WideBuilders):
+class _WideGenerator(SpecPoolWindows, _Generator, RangeBuilders, WideBuilders):
     BUILDERS = {**_Generator.BUILDERS, **REWRITE_IDIOMS, **MASK_IDIOMS, **WIDE_IDIOMS}
 
 
@@ -261,7 +261,7 @@ class _OldOpsetGenerator(OldOpsetForms, _WideGenerator):
     BUILDERS = {**_WideGenerator.BUILDERS, **OLD_OPSET_IDIOMS}
 
 
-class _WideRangesGenerator(_RangesGenerator, WideBuilders):
+class _WideRangesGenerator(SpecPoolWindows, _RangesGenerator, WideBuilders):
     BUILDERS = {**_RangesGenerator.BUILDERS, **WIDE_IDIOMS}
 
 
