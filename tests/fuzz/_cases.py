@@ -168,9 +168,39 @@ class Shape(OpRun):
         return (np.array(data.shape[lower:upper], dtype=np.int64),)
 
 
+#: From this opset on a node's reference evaluator is built from the node alone (which
+#: runs each op's latest version whatever ``opsets`` says: fine for 18 to 21, the seeds'
+#: graphs stay as they were); below, from a one-node model importing the opset, so that
+#: ``Unsqueeze`` at 11 is ``Unsqueeze_11`` (its axes an attribute).
+_NODE_ALONE_FROM = 18
+
+
 def reference(node: onnx.NodeProto, opset: int) -> ReferenceEvaluator:
     """The reference evaluator of one node, with the spec fixes above."""
-    return ReferenceEvaluator(node, opsets={"": opset}, new_ops=[Shape])
+    if opset >= _NODE_ALONE_FROM:
+        return ReferenceEvaluator(node, opsets={"": opset}, new_ops=[Shape])
+    names = [*(i for i in node.input if i), *sorted(_outer_names(node) - set(node.input))]
+    graph = onnx.helper.make_graph(
+        [node],
+        "one_node",
+        [onnx.helper.make_tensor_value_info(n, 0, None) for n in names],
+        [onnx.helper.make_tensor_value_info(n, 0, None) for n in node.output if n],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+    return ReferenceEvaluator(model, new_ops=[Shape])
+
+
+def _outer_names(node: onnx.NodeProto) -> set[str]:
+    """The names ``node``'s subgraphs read from the enclosing graph."""
+    read: set[str] = set()
+    for attr in node.attribute:
+        for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
+            defined = {v.name for v in [*graph.input, *graph.initializer]}
+            for inner in graph.node:
+                read |= {i for i in inner.input if i and i not in defined}
+                read |= _outer_names(inner) - defined
+                defined |= set(inner.output)
+    return read
 
 
 def _crashes_onnxruntime(node: onnx.NodeProto, arrays: Sequence[np.ndarray | None]) -> bool:
