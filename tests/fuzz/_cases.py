@@ -179,7 +179,7 @@ def reference(node: onnx.NodeProto, opset: int) -> ReferenceEvaluator:
     """The reference evaluator of one node, with the spec fixes above."""
     if opset >= _NODE_ALONE_FROM:
         return ReferenceEvaluator(node, opsets={"": opset}, new_ops=[Shape])
-    names = [*(i for i in node.input if i), *sorted(_outer_names(node) - set(node.input))]
+    names = [*(i for i in node.input if i), *sorted(outer_names(node) - set(node.input))]
     graph = onnx.helper.make_graph(
         [node],
         "one_node",
@@ -188,19 +188,6 @@ def reference(node: onnx.NodeProto, opset: int) -> ReferenceEvaluator:
     )
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
     return ReferenceEvaluator(model, new_ops=[Shape])
-
-
-def _outer_names(node: onnx.NodeProto) -> set[str]:
-    """The names ``node``'s subgraphs read from the enclosing graph."""
-    read: set[str] = set()
-    for attr in node.attribute:
-        for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
-            defined = {v.name for v in [*graph.input, *graph.initializer]}
-            for inner in graph.node:
-                read |= {i for i in inner.input if i and i not in defined}
-                read |= _outer_names(inner) - defined
-                defined |= set(inner.output)
-    return read
 
 
 def _crashes_onnxruntime(node: onnx.NodeProto, arrays: Sequence[np.ndarray | None]) -> bool:
