@@ -1,6 +1,7 @@
 """Random ONNX graphs that compute shapes the way exporters do, valid by construction.
 
-:func:`generate` builds a small graph (5-25 nodes, opset 18-21) over 1-3 float inputs
+:func:`generate` builds a small graph (5-25 nodes, opset 18-21; 11, 13 or 17 for the seeds of
+:data:`OLD_OPSETS_FROM` to :data:`WIDE_TO`) over 1-3 float inputs
 whose dims are symbols (``N``, ``M``, ``K``), small ints, now and then an expression
 (``N+1``, ``2*M``, ``N*K``) or an anonymous dim, together with three bindings of the
 symbols (sizes 0..7, 0 and 1 included regularly) and the input data of each. Some
