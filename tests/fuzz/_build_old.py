@@ -62,8 +62,11 @@ class SpecPoolWindows:
     kernel and the reference evaluator drop it (3), as opset 22 does, while onnxruntime's
     load-time inference follows the spec. Such a model runs only by that departure, and a
     constant folded next to the pool (a ``Reshape`` target) makes it fail to load (ranges
-    seed 850832): those pools are not drawn.
+    seed 850832): those pools are not drawn. (These generators also run ``Loop`` as the
+    spec says: ``SPEC_LOOP``.)
     """
+
+    SPEC_LOOP = True
 
     def emit(self, op: str, inputs, count: int = 1, outer=(), **attrs: object) -> list[_Value]:
         outputs = super().emit(op, inputs, count, outer, **attrs)
