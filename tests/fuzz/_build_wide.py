@@ -423,21 +423,37 @@ class WideBuilders:
         then_nodes, then_out = branch(then_kind)
         else_nodes, else_out = branch(else_kind)
 
-        def declared(name: str) -> object:
+        def branch_output(kind: str) -> _Value:
+            """What the branch computes, per binding (to declare its true shape)."""
+            out = _Value("", TensorProto.FLOAT, [None] * len(data.arrays))
+            for b in self.alive:
+                array = data.arrays[b]
+                out.arrays[b] = {
+                    "flat": lambda a: a.reshape(-1),
+                    "head": lambda a: np.take(a, range(min(1, a.shape[axis])), axis=axis),
+                    "lift": lambda a: a[None],
+                    "same": lambda a: a,
+                }[kind](array)
+            return out
+
+        def declared(name: str, kind: str) -> object:
             roll = rng.random()
             if roll < 0.5:
                 return helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
-            if roll < 0.75:
-                return self._declared(name, TensorProto.FLOAT, data, "names")
-            return self._declared(name, TensorProto.FLOAT, data, "ints")
+            how = "names" if roll < 0.75 else "ints"
+            return self._declared(name, TensorProto.FLOAT, branch_output(kind), how)
 
         (result,) = self.emit(
             "If",
             [cond],
             1,
             outer=[data, *self._constants_in(then_nodes + else_nodes)],
-            then_branch=helper.make_graph(then_nodes, "then", [], [declared(then_out)]),
-            else_branch=helper.make_graph(else_nodes, "else", [], [declared(else_out)]),
+            then_branch=helper.make_graph(
+                then_nodes, "then", [], [declared(then_out, then_kind)]
+            ),
+            else_branch=helper.make_graph(
+                else_nodes, "else", [], [declared(else_out, else_kind)]
+            ),
         )
         self.keep_output(result)
         use = rng.random()
