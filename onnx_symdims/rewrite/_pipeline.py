@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
@@ -701,6 +702,37 @@ def _tail(model: ir.Model) -> None:
     _keep_passed_through_inputs(graph, passed_through)
     if model.ir_version is not None and model.ir_version < 4:
         _constants_as_nodes(model.graph)
+    if model.opset_imports.get("", _CONSTANT_LISTS_OPSET) < _CONSTANT_LISTS_OPSET:
+        _constants_as_tensor_attributes(model.graph)
+
+
+#: First opset whose ``Constant`` takes ``value_int(s)``/``value_float(s)``: onnxscript's
+#: folder writes them (a folded ``Size``, ``Shape`` slice or ``Gather`` of a shape) at any
+#: opset, and a graph output or a subgraph's value keeps its ``Constant`` node.
+_CONSTANT_LISTS_OPSET = 12
+
+_CONSTANT_LIST_DTYPES = {
+    "value_int": np.int64,
+    "value_ints": np.int64,
+    "value_float": np.float32,
+    "value_floats": np.float32,
+}
+
+
+def _constants_as_tensor_attributes(graph: ir.Graph) -> None:
+    """Rewrites ``Constant(value_int(s)/value_float(s))`` as a ``value`` tensor.
+
+    Before opset 12 that is ``Constant``'s only form; ``graph`` and its subgraphs.
+    """
+    for node in ir.traversal.RecursiveGraphIterator(graph):
+        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+            continue
+        for name, dtype in _CONSTANT_LIST_DTYPES.items():
+            attr = node.attributes.get(name)
+            if attr is not None:
+                node.attributes.pop(name)
+                array = np.array(attr.value, dtype=dtype)
+                node.attributes["value"] = ir.AttrTensor("value", ir.tensor(array))
 
 
 @contextlib.contextmanager

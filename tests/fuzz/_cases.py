@@ -19,6 +19,7 @@ import onnx
 from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
+from onnx.reference.ops.op_loop import Loop as _ReferenceLoop
 
 logger = logging.getLogger(__name__)
 
@@ -168,9 +169,80 @@ class Shape(OpRun):
         return (np.array(data.shape[lower:upper], dtype=np.int64),)
 
 
-def reference(node: onnx.NodeProto, opset: int) -> ReferenceEvaluator:
-    """The reference evaluator of one node, with the spec fixes above."""
-    return ReferenceEvaluator(node, opsets={"": opset}, new_ops=[Shape])
+class Loop(_ReferenceLoop):
+    """``Loop`` as the spec says where onnx 1.23's reference evaluator departs.
+
+    Its ``Loop`` runs no iteration when the condition input is absent (the trip count
+    alone bounds the loop), ``vstack``s the scan outputs (``[2, 3]`` per iteration, twice,
+    gives ``[4, 3]``, not ``[2, 2, 3]``) and raises on the scan outputs of zero iterations
+    (their per-iteration shape is unknown: ``[0]``, as onnxruntime gives where its own
+    inference did not shape the body's output).
+    """
+
+    op_domain = ""
+
+    def _run(self, trip, cond, *args, context=None, body=None, attributes=None, bindings=None):
+        body = self.body
+        names = body.input_names
+        inputs = dict.fromkeys(names)
+        for name, value in zip(names[2:], args):
+            inputs[name] = value
+        if context is not None:
+            inputs.update(context)
+        carried = len(names) - 2
+        count = self.K  # scan outputs
+        scans: list[list[np.ndarray]] = [[] for _ in range(count)]
+        it = 0
+        cond = np.array(True) if cond is None else cond
+        while bool(cond) and (trip is None or it < int(trip)):
+            if names[0]:
+                inputs[names[0]] = np.array(it, dtype=np.int64)
+            if names[1]:
+                inputs[names[1]] = cond
+            computed = self._run_body(inputs, attributes=attributes, bindings=bindings)
+            outputs = [computed[self.output_index[o]] for o in body.output_names]
+            cond = outputs[0]
+            for name, value in zip(names[2:], outputs[1 : 1 + carried]):
+                inputs[name] = value
+            for k in range(count):
+                scans[k].append(outputs[1 + carried + k])
+            it += 1
+        results = [inputs[name] for name in names[2:]]
+        graph = next(a.g for a in self.onnx_node.attribute if a.name == "body")
+        for k, steps in enumerate(scans):
+            if steps:
+                results.append(np.stack(steps))
+            else:
+                elem = graph.output[1 + carried + k].type.tensor_type.elem_type
+                results.append(np.zeros((0,), onnx.helper.tensor_dtype_to_np_dtype(elem)))
+        return self._check_and_fix_outputs(tuple(results))
+
+
+#: From this opset on a node's reference evaluator is built from the node alone (which
+#: runs each op's latest version whatever ``opsets`` says: fine for 18 to 21, the seeds'
+#: graphs stay as they were); below, from a one-node model importing the opset, so that
+#: ``Unsqueeze`` at 11 is ``Unsqueeze_11`` (its axes an attribute).
+_NODE_ALONE_FROM = 18
+
+
+def reference(node: onnx.NodeProto, opset: int, spec_loop: bool = True) -> ReferenceEvaluator:
+    """The reference evaluator of one node, with the spec fixes above.
+
+    ``spec_loop=False`` keeps the reference evaluator's own ``Loop`` (the generator of
+    the seeds below ``WIDE_FROM``, so that they keep naming the same graphs).
+    """
+    fixes = [Shape, Loop] if spec_loop else [Shape]
+    if opset >= _NODE_ALONE_FROM:
+        return ReferenceEvaluator(node, opsets={"": opset}, new_ops=fixes)
+    names = [*(i for i in node.input if i), *sorted(outer_names(node) - set(node.input))]
+    graph = onnx.helper.make_graph(
+        [node],
+        "one_node",
+        [onnx.helper.make_tensor_value_info(n, 0, None) for n in names],
+        [onnx.helper.make_tensor_value_info(n, 0, None) for n in node.output if n],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+    return ReferenceEvaluator(model, new_ops=fixes)
 
 
 def _crashes_onnxruntime(node: onnx.NodeProto, arrays: Sequence[np.ndarray | None]) -> bool:

@@ -1,6 +1,7 @@
 """Random ONNX graphs that compute shapes the way exporters do, valid by construction.
 
-:func:`generate` builds a small graph (5-25 nodes, opset 18-21) over 1-3 float inputs
+:func:`generate` builds a small graph (5-25 nodes, opset 18-21; 11, 13 or 17 for the seeds of
+:data:`OLD_OPSETS_FROM` to :data:`WIDE_TO`) over 1-3 float inputs
 whose dims are symbols (``N``, ``M``, ``K``), small ints, now and then an expression
 (``N+1``, ``2*M``, ``N*K``) or an anonymous dim, together with three bindings of the
 symbols (sizes 0..7, 0 and 1 included regularly) and the input data of each. Some
@@ -28,8 +29,10 @@ from __future__ import annotations
 from tests.fuzz._build_computed import ComputedBuilders
 from tests.fuzz._build_float import FloatBuilders
 from tests.fuzz._build_idioms import IdiomBuilders
+from tests.fuzz._build_old import OldOpsetForms, SpecPoolWindows
 from tests.fuzz._build_ranges import RangeBuilders
 from tests.fuzz._build_shapes import ShapeBuilders
+from tests.fuzz._build_wide import WideBuilders
 from tests.fuzz._cases import (
     ANONYMOUS,
     CRASHES_ON_EMPTY,
@@ -234,11 +237,50 @@ class _AuditIdiomsGenerator(_Generator):
     BUILDERS = {**_Generator.BUILDERS, **REWRITE_IDIOMS, **MASK_IDIOMS, **AUDIT_IDIOMS}
 
 
+#: Seeds from here to :data:`WIDE_TO` draw the graphs of :mod:`tests.fuzz._build_wide`
+#: (int tables, int64 wrap, Loop/Scan/If with declared body shapes); from
+#: :data:`OLD_OPSETS_FROM` on, at opsets 11, 13 and 17 (:mod:`tests.fuzz._build_old`).
+WIDE_FROM = 800_000
+OLD_OPSETS_FROM = 850_000
+WIDE_TO = 900_000
+WIDE_IDIOMS: dict[str, int] = {
+    "p_torch_pad_table": 3,
+    "p_int_table": 4,
+    "p_int_wrap": 4,
+    "p_loop_carried": 3,
+    "p_scan": 2,
+    "p_if_ranks": 3,
+}
+OLD_OPSET_IDIOMS: dict[str, int] = {"b_clip": 2, "b_ceil_pool": 3}
+
+
+class _WideGenerator(SpecPoolWindows, _Generator, RangeBuilders, WideBuilders):
+    BUILDERS = {**_Generator.BUILDERS, **REWRITE_IDIOMS, **MASK_IDIOMS, **WIDE_IDIOMS}
+
+
+class _OldOpsetGenerator(OldOpsetForms, _WideGenerator):
+    BUILDERS = {**_WideGenerator.BUILDERS, **OLD_OPSET_IDIOMS}
+
+
+class _WideRangesGenerator(SpecPoolWindows, _RangesGenerator, WideBuilders):
+    BUILDERS = {**_RangesGenerator.BUILDERS, **WIDE_IDIOMS}
+
+
+class _OldOpsetRangesGenerator(OldOpsetForms, _WideRangesGenerator):
+    BUILDERS = {**_WideRangesGenerator.BUILDERS, **OLD_OPSET_IDIOMS}
+
+
 def generate(seed: int, ranges: bool = False) -> FuzzCase:
     """A random graph with its bindings and input data, determined by ``seed``.
 
     With ``ranges``, another graph for the seed, drawn by :class:`_RangesGenerator`.
     """
+    if WIDE_FROM <= seed < WIDE_TO:
+        if ranges:
+            old = seed >= OLD_OPSETS_FROM
+            return (_OldOpsetRangesGenerator if old else _WideRangesGenerator)(seed).generate()
+        old = seed >= OLD_OPSETS_FROM
+        return (_OldOpsetGenerator if old else _WideGenerator)(seed).generate()
     if ranges:
         return _RangesGenerator(seed).generate()
     if AUDIT_IDIOMS_FROM <= seed < AUDIT_IDIOMS_TO:

@@ -955,3 +955,25 @@ def test_onnx_irs_notes_to_its_own_users_are_not_printed(caplog):
     with caplog.at_level(logging.DEBUG, logger="onnx_ir"):
         onnx_symdims.optimize(m)
     assert not [r for r in caplog.records if r.name.startswith("onnx_ir") and r.levelno >= logging.WARNING]
+
+
+@pytest.mark.parametrize("opset", [11, 12])
+def test_a_folded_graph_output_is_a_constant_of_its_opsets_form(opset):
+    """onnxscript's folder writes ``Constant(value_int(s))`` (from opset 12) for a folded
+    ``Size`` or ``Shape`` slice; a graph output keeps its ``Constant`` node: at opset 11
+    it is a ``value`` tensor (fuzz seeds 850090, 850398: the checker rejected the model)."""
+    m = model(
+        """
+        g (float[2, 3] x) => (int64 n, int64[1] d) <int64[1] one = {1}, int64[1] two = {2}> {
+            n = Size(x)
+            s = Shape(x)
+            d = Slice(s, one, two)
+        }
+        """,
+        opset=opset,
+    )
+    onnx_symdims.optimize(m)
+    optimized = ir.serde.serialize_model(m)
+    onnx.checker.check_model(optimized)
+    n, d = session(optimized).run(None, {"x": np.ones((2, 3), np.float32)})
+    assert (int(n), d.tolist()) == (6, [3])
