@@ -132,7 +132,8 @@ def _with_declared(shape: list) -> ir.Model:
             ["N", 3],
             ["N", 3],
         ),  # ONNX's anonymous name declares nothing
-        ("refine", ["M", 3], ["M", 3], ["N", 3]),  # a declared name stays, inferred flows on
+        # N holds in every run, M == N is implied by nothing: the inferred dim, a warning
+        ("refine", ["M", 3], ["N", 3], ["N", 3]),
         # N may be anything: the declared 7 is not implied (stale value_info), a warning
         ("refine", [7, 3], ["N", 3], ["N", 3]),
         ("skip", ["N", None], ["N", None], ["N", 3]),

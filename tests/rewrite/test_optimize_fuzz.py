@@ -58,16 +58,11 @@ SEEDS = [
     *range(800000, 800020), 800103, 800360, *range(850000, 850020), 850398,
 ]  # fmt: skip
 
-_INT64_WRAP = (
-    "open (shapes/_node_context.py): the engine keeps a symbolic int64 element that wraps "
-    "(Div(Mul(N, 2**61), 2**61) is N, onnxruntime's is not from N = 4 on), and optimize "
-    "replaces the computation by Shape(x)[0:1]"
-)
-
 #: Seeds whose difference is a known departure or an open bug: seed -> why. (600039 and
 #: 600040, a dim cast to int32 times 2**30 and divided back, were until the engine stopped
-#: keeping symbolic int32 elements that may wrap exact.)
-KNOWN: dict[int, str] = {800103: _INT64_WRAP, 800360: _INT64_WRAP}
+#: keeping symbolic int32 elements that may wrap exact; 800103 and 800360, the same in
+#: int64 with 2**61, until it stopped keeping int64 ones.)
+KNOWN: dict[int, str] = {}
 
 
 def differences(seed: int, ranges: bool = False, **options) -> list[str]:
@@ -299,11 +294,14 @@ def test_optimize_with_options_keeps_random_graphs_outputs(seed, options):
 #: 241 when GatherNDOfIndexGrid takes a constant-0 component on a data axis not proven
 #: of size 1; 125 when place_on_size_one_axes takes an axis not proven of size 1; 385
 #: when GatherOfFlatIndexGrid lets a data axis not of size 1 go without a term.
-RANGES_SEEDS = [*range(20), 125, 241, 385, 910, *range(800000, 800010), *range(850000, 850010)]
+RANGES_SEEDS = [
+    *range(20), 125, 241, 385, 910, *range(800000, 800010), 800071, *range(850000, 850010)
+]  # fmt: skip
 
 
-#: Ranges seeds whose difference is an open bug: seed -> why.
-RANGES_KNOWN: dict[int, str] = {800006: _INT64_WRAP, 800071: _INT64_WRAP}
+#: Ranges seeds whose difference is an open bug: seed -> why (800006 and 800071 were the
+#: int64 wrap of KNOWN's note).
+RANGES_KNOWN: dict[int, str] = {}
 
 
 @pytest.mark.parametrize(
