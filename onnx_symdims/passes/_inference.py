@@ -46,6 +46,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr, ops
 from onnx_symdims.passes._deep import nesting_bound, run_deep
+from onnx_symdims.passes._exporter_names import clear_exporter_output_names
 from onnx_symdims.passes._gc import without_gc
 from onnx_symdims.passes._model_dims import ModelSnapshot, topological_order
 from onnx_symdims.shapes import (
@@ -230,12 +231,18 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         # Deeply nested valid models (hundreds of nested Ifs or function calls) get the
         # stack they need; others run here as they are.
         with without_gc():
+            # TorchScript's invented output dim names declare nothing (before the
+            # snapshot, which records the declared dims).
+            cleared = clear_exporter_output_names(model)
             # The snapshot's walk also finds the nesting bound (no walk of its own).
             snapshot = ModelSnapshot.of(model)
             bound = snapshot.nesting
             if bound is None:
                 bound = nesting_bound(model)
-            return run_deep(lambda: self._call(model, snapshot), bound)
+            result = run_deep(lambda: self._call(model, snapshot), bound)
+        if cleared:
+            result.modified = True
+        return result
 
     def _call(
         self, model: ir.Model, snapshot: ModelSnapshot | None = None

@@ -534,3 +534,53 @@ def test_an_input_size_name_declared_for_another_size_is_not_used():
         AnchorConstraintPropagationPass(SymbolicShapeInferencePass()(strict).context, strict=True)(
             strict
         )
+
+
+# TorchScript's own names, exactly as its exporter spells them: ``{op}{output}_dim_{axis}``
+# of the first output its inference met the size on, reused where it equates sizes.
+EXPORTER_NAMES = """
+g (float[B, L] x) => (float[Uniqueu_dim_0] u, float[B, Subd_dim_1] d, float[B, Subd_dim_1] y) {
+  u = Unique(x)
+  one = Constant<value = int64[1] {1}>()
+  big = Constant<value = int64[1] {9223372036854775807}>()
+  ax = Constant<value = int64[1] {1}>()
+  s = Slice(x, one, big, ax)
+  zero = Constant<value = int64[1] {0}>()
+  m = Constant<value = int64[1] {-1}>()
+  t = Slice(x, zero, m, ax)
+  d = Sub(s, t)
+  y = Concat <axis = 1> (x, x)
+}"""
+
+
+def test_the_exporters_invented_output_names_declare_nothing():
+    model = build(EXPORTER_NAMES)
+    inferred = SymbolicShapeInferencePass()(model)
+    assert inferred.modified
+    result = AnchorConstraintPropagationPass(inferred.context)(model)
+    u, d, y = (dims_text(v) for v in model.graph.outputs)
+    # The computed dims, not the exporter's claim that d and y have the same size.
+    assert d == ["B", "max(L-1,0)"] and y == ["B", "2*L"], (d, y)
+    assert u[0] != "Uniqueu_dim_0" and inferred.context.is_generated(u[0]), u
+    assert not any("names sizes that differ" in g.message for g in result.diagnostics)
+    rng = np.random.default_rng(0)
+    for batch, length in ((3, 2), (1, 1), (2, 0), (3, 5)):
+        bindings = {"B": batch, "L": length}
+        actual = runtime_shapes(model, make_feeds(model, bindings, rng))
+        check_against_runtime(model, actual, bindings)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["seq_dim_1", "Subseq_dim_1", "Fooy_dim_0", "Subd_dim_x", "Subd_dims_1", "Subd"],
+)
+def test_names_the_exporter_would_not_write_stay(text):
+    # Op type + a graph output + _dim_k only: no Sub node makes "Subseq" an op prefix of
+    # an output named "seq", no output is "y" after "Foo" (an op the graph lacks) ...
+    model = build(f"""
+    g (float[B, L] x) => (float[B, {text}] d) {{
+      d = Sub(x, x)
+    }}""")
+    SymbolicShapeInferencePass()(model)
+    (d,) = (dims_text(v) for v in model.graph.outputs)
+    assert d[1] == text, d
