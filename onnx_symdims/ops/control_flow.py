@@ -71,12 +71,12 @@ MAX_IDENTITY_CHAIN = 64
 # Shared helpers
 # ----------------------------------------------------------------------------------------
 def _graph_attr(ctx: NodeContext, name: str) -> ir.Graph:
-    attr = ctx.node.attributes.get(name)
+    attr = ctx.node._attributes.get(name)  # slots, not properties (see _require_ir_slots)
     if attr is None:
         ctx.fail(f"missing graph attribute {name!r}")
-    if attr.type != ir.AttributeType.GRAPH:
-        ctx.fail(f"attribute {name!r} must be GRAPH, got {attr.type.name}")
-    return attr.value
+    if attr._type != ir.AttributeType.GRAPH:
+        ctx.fail(f"attribute {name!r} must be GRAPH, got {attr._type.name}")
+    return attr._value
 
 
 def copy_type(ctx: NodeContext, i: int, source: ir.Value) -> None:
@@ -105,7 +105,7 @@ def _nested_nodes(graph: ir.Graph) -> list[ir.Node]:
     while pending:
         for node in pending.pop():
             nodes.append(node)
-            if node.attributes.data:
+            if node._attributes.data:  # the slot: bodies are walked several times
                 pending.extend(node_subgraphs(node))
     return nodes
 
@@ -136,10 +136,10 @@ class _Body:
     def __init__(self, graph: ir.Graph) -> None:
         self.graph = graph
         self.nodes = _nested_nodes(graph)
-        self.outputs = [value for node in self.nodes for value in node.outputs]
+        self.outputs = [value for node in self.nodes for value in node._outputs]
         self.values = list(graph_values(graph.inputs)) + self.outputs
         for node in self.nodes:
-            if node.attributes.data:
+            if node._attributes.data:
                 for sub in node_subgraphs(node):
                     self.values.extend(graph_values(sub.inputs))
 
@@ -171,7 +171,8 @@ class _Transaction:
             if store is not None
         ]
         self._diagnostics = len(shapes.diagnostics)
-        self._annotations = [(v, v.type, v.shape) for v in body.values]
+        # The slots (see _require_ir_slots): a body's every value, every probe round.
+        self._annotations = [(v, v._type, v._shape) for v in body.values]
 
     def __enter__(self) -> _Transaction:
         return self
@@ -191,8 +192,8 @@ class _Transaction:
         # Inference adds no value to the body: the values saved at the start are all.
         forget = shapes.forget
         for value, type_, shape in self._annotations:
-            value.type = type_
-            value.shape = shape
+            value._type = type_  # what the setters store: the values read at the start
+            value._shape = shape
             forget(value)
 
 

@@ -193,7 +193,7 @@ class _Rewriter:
         ``protected`` dims (main-graph inputs and outputs) are rewritten only when they
         contain a renamable symbol, i.e. when the engine wrote them.
         """
-        if shape.frozen:
+        if shape._frozen:  # slots, not properties: every shape of the model
             key = (id(shape), protected)
             hit = self._frozen.get(key)
             if hit is None:
@@ -213,10 +213,10 @@ class _Rewriter:
         # Most shapes keep every dim: find the first one that changes (one cached lookup
         # per named dim) before building anything.
         texts = self._texts
-        for axis, d in enumerate(shape.dims):
+        for axis, d in enumerate(shape._dims):  # slots, not properties: every shape
             if d.__class__ is int or isinstance(d, int):
                 continue
-            text = d.value
+            text = d._value
             if not text:
                 continue
             key = (text, protected and axis not in filled)
@@ -272,7 +272,7 @@ def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesCont
     # The engine writes one shared frozen shape per distinct dims: rewrite each once.
     by_id: dict[int, tuple[ir.Shape, ir.Shape | None]] = {}
     for value in snapshot.values:
-        shape = value.shape
+        shape = value._shape  # slots, not properties: every value of the model
         if shape is None:
             continue
         hit = by_id.get(id(shape))
@@ -282,10 +282,10 @@ def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesCont
             protected = value in anchors
             filled = ctx.filled_axes(value) if protected else frozenset()
             if filled:  # dims the engine wrote on a declared anchor: its own, rewritten
-                new = rewriter._rewrite_shape(shape, True, shape.frozen, filled)
+                new = rewriter._rewrite_shape(shape, True, shape._frozen, filled)
             else:
                 new = rewriter.ir_shape(shape, protected)
-            if shape.frozen and not protected:
+            if shape._frozen and not protected:
                 by_id[id(shape)] = (shape, new)
         if new is not None:
             value.shape = new

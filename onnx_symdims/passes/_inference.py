@@ -86,6 +86,8 @@ def _require_ir_slots() -> None:
         ir.Node: ("_inputs", "_outputs", "_attributes", "_op_type", "_domain"),
         ir.Value: ("_shape", "_type", "_const_value"),
         ir.Attr: ("_type", "_value"),
+        ir.Shape: ("_dims", "_frozen"),
+        ir.SymbolicDim: ("_value",),
     }
     for cls, names in needed.items():
         slots = {name for base in cls.__mro__ for name in getattr(base, "__slots__", ())}
@@ -346,7 +348,7 @@ def _declares_nothing(d: int | ir.SymbolicDim, ctx: ShapesContext) -> bool:
     """
     if isinstance(d, int):
         return d < 0
-    text = d.value
+    text = d._value  # the slot: every declared dim
     if not text or is_anonymous_dim_text(text):
         return True
     parsed = ctx.read_dim_text(text)
@@ -376,7 +378,7 @@ def _empty_or_exact(
             else:
                 return None
             continue
-        text = old.value
+        text = old._value  # the slot: every declared dim
         if not text or is_anonymous_dim_text(text):
             empty.append(True)
             continue
@@ -422,7 +424,7 @@ def _declared_written(
             else:
                 return None
             continue
-        text = old.value
+        text = old._value  # the slot: every declared dim
         if not text or is_anonymous_dim_text(text) or (not anchor and text.startswith("unk__")):
             written.append(writer.dim(inf))
             continue
@@ -586,11 +588,11 @@ class InferenceEngine:
         texts: set[str] = set()
         add = texts.add
         for value in self.snapshot.values:
-            shape = value.shape
+            shape = value._shape  # slots, not properties: every value of the model
             if shape is not None:
-                for d in shape:  # _dim_params(shape), inline: every value of the model
+                for d in shape._dims:  # _dim_params(shape), inline
                     if d.__class__ is not int and not isinstance(d, int):
-                        text = d.value
+                        text = d._value
                         if text:
                             add(text)
         names = set(texts)
@@ -1061,15 +1063,15 @@ class InferenceEngine:
             if inferred is not None:
                 # The writer's hit, inline (stored shapes are tuples).
                 shape = self._writer._shapes.get(inferred)
-                value.shape = self._writer.shape(inferred) if shape is None else shape
+                value._shape = self._writer.shape(inferred) if shape is None else shape
                 self.modified = True
             else:
                 ctx._shapes[value] = None  # set_shape(value, None)
-            if value.type is None and not ctx._other_types:
+            if value._type is None and not ctx._other_types:
                 # _commit_type's common case: an untyped tensor gets the inferred dtype.
                 dtype = ctx._dtypes.get(value)  # peek_dtype
                 if dtype is not None:
-                    value.type = new_tensor_type(dtype)
+                    value._type = new_tensor_type(dtype)
                     self.modified = True
                 return
             self._commit_type(node, value, had_shape=False)
@@ -1158,7 +1160,7 @@ class InferenceEngine:
         Only an empty declared dim is filled with the inferred one (it declares nothing).
         """
         ctx = self.ctx
-        declared = value.shape
+        declared = value._shape
         declared_ir = declared.dims  # a new tuple on every read: read once
         empty = _empty_or_exact(declared_ir, inferred, ctx)
         if empty is not None:
@@ -1181,7 +1183,7 @@ class InferenceEngine:
         # minted nothing and said nothing; its equalities were recorded the first time.
         key = (
             inferred,
-            tuple(d if isinstance(d, int) else d.value for d in declared_ir),
+            tuple(d if isinstance(d, int) else d._value for d in declared_ir),
             what,
             ctx.conditional_depth,  # equalities are only recorded at depth 0
         )
@@ -1227,14 +1229,14 @@ class InferenceEngine:
         if ctx.has_non_tensor_types():
             other = ctx.non_tensor_type_of(value)
             if other is not None:
-                if value.type is None:
+                if value._type is None:
                     value.type = other
                     self.modified = True
                 return
         dtype = ctx.peek_dtype(value)
         if dtype is None:
             return
-        type_ = value.type
+        type_ = value._type
         declared = None if type_ is None else type_.dtype
         if declared is None or declared == ir.DataType.UNDEFINED:
             if self.policy == "skip" and had_shape:

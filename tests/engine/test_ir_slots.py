@@ -1,9 +1,10 @@
 """The onnx-ir slots the engine's hot paths read instead of the properties.
 
-``passes/_inference.py``, ``passes/_model_dims.py`` and ``ShapesContext.inputs_key`` read
-``node._inputs`` for ``node.inputs`` and so on (a property read is a Python call per
-access, on every node), and write ``value._shape`` / ``value._type`` where the setters
-would only store an ``ir.Shape`` or a type. An onnx-ir release that changes one of them
+``passes/_inference.py``, ``passes/_model_dims.py``, ``passes/_anchors.py``,
+``ops/control_flow.py`` and ``ShapesContext.inputs_key`` read ``node._inputs`` for
+``node.inputs`` and so on (a property read is a Python call per access, on every node),
+and write ``value._shape`` / ``value._type`` where the setters would only store an
+``ir.Shape`` or a type. An onnx-ir release that changes one of them
 fails here, not in a wrong shape.
 """
 
@@ -59,6 +60,16 @@ def test_value_properties_return_their_slots_and_setters_only_store():
     assert value.shape is None
     assert value.type is None
 
+
+def test_shape_and_symbolic_dim_properties_return_their_slots():
+    # passes/_anchors.py and the anchor merges read shape._dims, shape._frozen, dim._value
+    shape = _model().graph.inputs[0].shape
+    assert list(shape._dims) == list(shape.dims) == [ir.SymbolicDim("N"), 4]
+    assert shape._frozen is shape.frozen
+    frozen = ir.Shape(["N"], frozen=True)
+    assert frozen._frozen is frozen.frozen is True
+    dim = shape.dims[0]
+    assert dim._value is dim.value == "N"
 
 
 def test_a_missing_slot_fails_the_import_check_with_its_name(monkeypatch):
