@@ -114,8 +114,8 @@ def body_values(graph: ir.Graph) -> Iterator[ir.Value]:
     """Every value defined in ``graph`` and its nested subgraphs."""
     yield from graph_values(graph.inputs)
     for node in _nested_nodes(graph):
-        yield from node.outputs
-        if node.attributes.data:
+        yield from node._outputs  # the slots: every node of the body
+        if node._attributes.data:
             for sub in node_subgraphs(node):
                 yield from graph_values(sub.inputs)
 
@@ -212,7 +212,7 @@ def _probe(
     """
     with _Transaction(ctx, body):
         for value in body.outputs:
-            value.shape = None
+            value._shape = None  # the slot (the setter stores it): every probe round
         return ctx.infer_subgraph(body.graph, shapes, dtypes)
 
 
@@ -385,7 +385,7 @@ def _outer_symbols(ctx: NodeContext, body: _Body) -> frozenset[str]:
         names |= _symbols(ctx.input_shape(i)) | _symbols(ctx.input_value(i))
     inner = set(body.values)
     for node in body.nodes:
-        for value in node.inputs:
+        for value in node._inputs:  # the slot: every node of the body
             if value is not None and value not in inner:
                 names |= _symbols(shapes.shape_of(value)) | _symbols(shapes.value_of(value))
     return frozenset(names)
