@@ -144,6 +144,10 @@ def _fits_32_bits(e: expr.DimExpr) -> bool:
 #: tensor's element count) below 2**48. Beyond them no tensor this engine meets exists.
 _DIM_BOUND = 1 << 32
 _PRODUCT_BOUND = 1 << 48
+#: A factor bounded below this is a count (a size, an element count, such a count plus or
+#: minus small terms): a product of counts is capped at ``_PRODUCT_BOUND``. A factor
+#: beyond it (``floor(N*2**24/3)``) is a multiple of one, and the product is not capped.
+_COUNT_FACTOR = 1 << 56
 _INT64_LIMIT = 1 << 63
 
 
@@ -154,12 +158,15 @@ def _magnitude(e: expr.DimExpr | int) -> int:
     total = abs(e.const)
     for mono, c in e.terms:
         bound = 1
+        counts = True  # every factor at most an element count: so is the product
         for atom in mono:
             # A symbol is a size; floor, mod, max and min are no larger than their largest
-            # argument; an atom of more than one factor is a product of sizes.
+            # argument.
             args = atom.args
-            bound *= max(_DIM_BOUND, *(_magnitude(a) for a in args)) if args else _DIM_BOUND
-        if len(mono) > 1:
+            factor = max(_DIM_BOUND, *(_magnitude(a) for a in args)) if args else _DIM_BOUND
+            counts = counts and factor < _COUNT_FACTOR
+            bound *= factor
+        if counts and len(mono) > 1:
             bound = min(bound, _PRODUCT_BOUND)
         total += abs(c) * bound
     return total

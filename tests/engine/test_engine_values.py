@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,3 +50,24 @@ def test_scalar_and_vector_broadcast():
         (expr.add(a, 1), 3, 4),
     )
     assert _values.broadcast_elements(expr.add, [((2,), [1, 2]), ((3,), [1, 2, 3])]) is None
+
+
+_N, _M = expr.sym("N"), expr.sym("M")
+
+
+@pytest.mark.parametrize(
+    ("element", "kept"),
+    [
+        (_N * 2**20, True),  # in range for every dim below 2**32
+        (_N * 2**40, False),  # 0 in int64 at N = 2**24
+        (_N * _M * 64, True),  # an element count (below 2**48) times 64
+        (expr.floordiv(_N * 2**24, 3) * _M, False),  # a factor beyond a count (2**56)
+        (expr.floordiv(_N * _M, 2) * expr.dmin(1, expr.dmax(_N - 1, 0)), True),  # counts
+        (expr.dmax(_N * 2**40, 1), False),  # max is as large as its largest argument
+    ],
+    ids=str,
+)
+def test_int64_elements_are_kept_only_where_they_cannot_wrap(element, kept):
+    from onnx_symdims.shapes._node_context import _fits_64_bits
+
+    assert _fits_64_bits(element) is kept
