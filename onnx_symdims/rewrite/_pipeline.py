@@ -223,15 +223,15 @@ class OptimizePass(ir.passes.InPlacePass):
         # The shapes written are proven by the optimized model alone: what a round
         # wrote may rest on facts of a node a later rewrite removed (they hold for the
         # original model's runs, not for every run of this one).
-        clear_computed_shapes(model)
-        for value in model.graph.outputs:
-            if value.name in declared:
-                if value.type is None and declared_types[value.name] is not None:
-                    # A rewrite handed the output to a value inference could not type (a
-                    # Conv window larger than its input): a graph output needs its type.
-                    value.type = _copy_type(declared_types[value.name])
-                value.shape = declared[value.name]
-        inferred = SymbolicShapeInferencePass(symbol_ranges=ranges)(model)
+        inferred = _final_shapes(model, declared, declared_types, ranges)
+        if ranges and _decide_branches(model, inferred.context, result):
+            # The ranges decided an If the rounds could not (they do not use them): its
+            # branch taken in every run within them replaces it. Left, the dead branch
+            # may fail onnxruntime's load-time checks on the shapes written from the
+            # ranges (TopK of k = 1 over a tensor now declared empty).
+            fold_constants(model, self.exact_floats, result.diagnostics)
+            _tail(model)
+            inferred = _final_shapes(model, declared, declared_types, ranges)
         result.diagnostics.extend(inferred.diagnostics)
         if self.anchors:
             AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(model)
@@ -681,9 +681,62 @@ def _merge_counts(result: OptimizeResult, fired: Mapping, declined: Mapping, rul
         result.declined[f"{rule}: {reason}"] += n
 
 
+def _final_shapes(
+    model: ir.Model,
+    declared: Mapping[str, ir.Shape | None],
+    declared_types: Mapping[str, ir.TypeProtocol | None],
+    ranges: Mapping[str, tuple[int | None, int | None]],
+):
+    """Infers the optimized model's shapes afresh, over its outputs' declared shapes."""
+    # The shapes written are proven by the optimized model alone: what a round wrote
+    # may rest on facts of a node a later rewrite removed (they hold for the original
+    # model's runs, not for every run of this one).
+    clear_computed_shapes(model)
+    for value in model.graph.outputs:
+        if value.name in declared:
+            if value.type is None and declared_types[value.name] is not None:
+                # A rewrite handed the output to a value inference could not type (a
+                # Conv window larger than its input): a graph output needs its type.
+                value.type = _copy_type(declared_types[value.name])
+            value.shape = declared[value.name]
+    return SymbolicShapeInferencePass(symbol_ranges=ranges)(model)
+
+
+def _decide_branches(model: ir.Model, context, result: OptimizeResult) -> int:
+    """Gives each ``If`` whose condition ``context`` proves a constant condition.
+
+    Proof: the condition's only element is an int in ``context`` (inferred under the
+    symbol ranges), so the same branch runs in every run within them; onnxscript's
+    folder then inlines it. Returns how many were decided.
+    """
+    decided = 0
+    for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        if node.op_type != "If" or node.domain not in ("", "ai.onnx") or not node.inputs:
+            continue
+        condition = node.inputs[0]
+        if condition is None or condition.const_value is not None:
+            continue
+        elements = context.value_of(condition)
+        if elements is None or len(elements) != 1 or not isinstance(elements[0], int):
+            continue
+        constant = ir.node(
+            "Constant",
+            [],
+            attributes={"value": ir.tensor(np.array(bool(elements[0])))},
+            name=f"{node.name or 'If'}_decided_condition",
+        )
+        node.graph.insert_before(node, constant)
+        node.replace_input_with(0, constant.outputs[0])
+        decided += 1
+    if decided:
+        result.fired["DecideIfByRanges"] += decided
+    return decided
+
+
 def _tail(model: ir.Model) -> None:
     """The tail of onnxscript's optimizer: dead nodes, functions, opsets out; constants lifted."""
     graph = model.graph
+    _detach_discarded_nodes(graph)
     # Graph inputs that are also graph outputs, by output position.
     passed_through = {i: v for i, v in enumerate(graph.outputs) if v.is_graph_input()}
     for tail in (
@@ -704,6 +757,26 @@ def _tail(model: ir.Model) -> None:
         _constants_as_nodes(model.graph)
     if model.opset_imports.get("", _CONSTANT_LISTS_OPSET) < _CONSTANT_LISTS_OPSET:
         _constants_as_tensor_attributes(model.graph)
+
+
+def _detach_discarded_nodes(graph: ir.Graph) -> None:
+    """Drops the uses main-graph values keep from nodes no longer in the model.
+
+    onnxscript's folder inlines an ``If`` of a constant condition and discards the other
+    branch, whose nodes still read the values they read: those uses kept an initializer
+    or a node only the discarded branch needed.
+    """
+    live = None
+    values = [*graph.inputs, *graph.initializers.values()]
+    values.extend(output for node in graph for output in node.outputs)
+    for value in values:
+        for node, index in list(value.uses()):
+            if node.graph is graph:
+                continue
+            if live is None:
+                live = frozenset(ir.traversal.RecursiveGraphIterator(graph))
+            if node not in live:
+                node.replace_input_with(index, None)
 
 
 #: First opset whose ``Constant`` takes ``value_int(s)``/``value_float(s)``: onnxscript's

@@ -977,3 +977,33 @@ def test_a_folded_graph_output_is_a_constant_of_its_opsets_form(opset):
     onnx.checker.check_model(optimized)
     n, d = session(optimized).run(None, {"x": np.ones((2, 3), np.float32)})
     assert (int(n), d.tolist()) == (6, [3])
+
+
+def test_values_only_a_discarded_branch_read_are_removed():
+    """The folder inlines an ``If`` of a proven condition; its other branch's reads went too.
+
+    ``kk`` (2) is proven greater than ``k`` (1): the then-branch never runs; the constant
+    it read stayed as an unused initializer (onnxruntime warned about it at load).
+    """
+    m = model(
+        """
+        g (float[K] x, float[N] w) => (float[?] y) <int64[1] one = {1}> {
+            ws = Shape(w)
+            z = Sub(ws, ws)
+            k = Add(z, one)
+            kk = Add(k, one)
+            c = Less(kk, k)
+            zero = Constant<value = int64 {0}>()
+            cond = Gather(c, zero)
+            y = If(cond) <
+                then_branch = then () => (float[?] t) { t, ti = TopK<axis = 0>(x, kk) },
+                else_branch = else () => (float[?] f) { f = Identity(x) }
+            >
+        }
+        """
+    )
+    before = proto(m)
+    OptimizePass()(m)
+    assert "If" not in ops(m)
+    assert not m.graph.initializers
+    assert_equivalent(before, m, [{"K": k, "N": n} for k in (0, 1, 4) for n in (0, 1, 3)])

@@ -138,3 +138,48 @@ def test_the_guard_gets_the_tighter_of_proven_bounds_and_ranges(bounds, ranges, 
     from onnx_symdims.rewrite._pipeline import _tighter
 
     assert _tighter(bounds, ranges) == expected
+
+
+#: ``e`` is empty for every ``K`` within 0..2 (a backward slice from 2 to the end), ``k`` is
+#: 1 for every ``N``: the then-branch (``TopK(e, k)``) never runs, and onnxruntime's load-time
+#: inference refuses it once the written shapes say ``e: [0]`` and ``k`` is the constant 1.
+_BRANCH_DECIDED_BY_RANGES = """
+    g (float[K] x, float[N] w) => (float[?] y)
+        <int64[1] one = {1}, int64[1] two = {2}, int64[1] big = {9223372036854775807},
+         int64[1] back = {-1}> {
+        e = Slice(x, two, big, back)
+        ws = Shape(w)
+        z = Sub(ws, ws)
+        k = Add(z, one)
+        se = Shape(e)
+        c = LessOrEqual(k, se)
+        zero = Constant<value = int64 {0}>()
+        cond = Gather(c, zero)
+        y = If(cond) <
+            then_branch = then () => (float[?] t) { t, ti = TopK<axis = 0>(e, k) },
+            else_branch = else () => (float[?] f) { f = Identity(e) }
+        >
+    }
+"""
+
+
+def test_an_if_the_ranges_decide_becomes_its_branch():
+    """Found by the rewrite fuzz (``--ranges``, seed 851168): the optimized model did not load."""
+    m = model(_BRANCH_DECIDED_BY_RANGES)
+    before = proto(m)
+    result = OptimizePass(symbol_ranges={"K": (0, 2)})(m)
+    assert result.fired["DecideIfByRanges"] == 1
+    assert "If" not in ops(m)
+    assert not [v for v in m.graph.initializers.values() if not v.uses()]
+    bindings = [{"K": k, "N": n} for k in (0, 1, 2) for n in (0, 1, 3)]
+    assert_equivalent(before, m, bindings)
+
+
+def test_an_if_the_ranges_do_not_decide_stays():
+    m = model(_BRANCH_DECIDED_BY_RANGES)
+    before = proto(m)
+    result = OptimizePass(symbol_ranges={"K": (0, 5)})(m)
+    assert result.fired["DecideIfByRanges"] == 0
+    assert "If" in ops(m)
+    bindings = [{"K": k, "N": n} for k in (0, 1, 2, 3, 5) for n in (0, 1, 3)]
+    assert_equivalent(before, m, bindings)
