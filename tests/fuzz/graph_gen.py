@@ -270,11 +270,30 @@ class _OldOpsetRangesGenerator(OldOpsetForms, _WideRangesGenerator):
     BUILDERS = {**_WideRangesGenerator.BUILDERS, **OLD_OPSET_IDIOMS}
 
 
+#: Seeds from here to :data:`ZERO_TRIPS_TO` draw the wide graphs with more loops, and
+#: loops that may run no iteration get scan outputs too (the earlier seeds never drew
+#: them: their dims past the first are onnxruntime's choice when no iteration runs).
+ZERO_TRIPS_FROM = 900_000
+ZERO_TRIPS_TO = 950_000
+
+
+class _ZeroTripGenerator(_WideGenerator):
+    BUILDERS = {**_WideGenerator.BUILDERS, "p_loop_carried": 8, "p_scan": 3}
+    ZERO_TRIP_SCANS = True
+
+
+class _ZeroTripRangesGenerator(_WideRangesGenerator):
+    BUILDERS = {**_WideRangesGenerator.BUILDERS, "p_loop_carried": 8, "p_scan": 3}
+    ZERO_TRIP_SCANS = True
+
+
 def generate(seed: int, ranges: bool = False) -> FuzzCase:
     """A random graph with its bindings and input data, determined by ``seed``.
 
     With ``ranges``, another graph for the seed, drawn by :class:`_RangesGenerator`.
     """
+    if ZERO_TRIPS_FROM <= seed < ZERO_TRIPS_TO:
+        return (_ZeroTripRangesGenerator if ranges else _ZeroTripGenerator)(seed).generate()
     if WIDE_FROM <= seed < WIDE_TO:
         if ranges:
             old = seed >= OLD_OPSETS_FROM

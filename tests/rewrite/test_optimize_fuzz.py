@@ -51,11 +51,13 @@ from tests.integration.backend_cases import checker_problem
 #: with declared body shapes (``tests/fuzz/_build_wide.py``); from 850000 at opsets 11, 13
 #: and 17 (``tests/fuzz/_build_old.py``): 850398 failed onnx.checker until a
 #: folded graph output's ``Constant(value_int(s))`` was written as a tensor before opset 12.
+#: From 900000 to 949999 more loops, and scan outputs of loops that may run no iteration.
 SEEDS = [
     *range(60), 157, 165, 438, 594, 3972, 5237, 5680, 8406, 19180,
     *range(100000, 100030), 100111, 100843, *range(200000, 200030),
     *range(600000, 600010), 600039, 600040,
     *range(800000, 800020), 800103, 800360, *range(850000, 850020), 850398,
+    *range(900000, 900010),
 ]  # fmt: skip
 
 #: Seeds whose difference is a known departure or an open bug: seed -> why. (600039 and
@@ -111,6 +113,8 @@ def differences(seed: int, ranges: bool = False, **options) -> list[str]:
             found.append(f"binding {b}: optimized model fails: {str(error)[:160]}")
             continue
         for i, (a, e) in enumerate(zip(actual, expected)):
+            if a.shape != e.shape and a.size == e.size == 0 and _ran_no_iteration(case, b):
+                continue  # dims past the first of an empty scan output: the runtime's choice
             if a.shape != e.shape or a.dtype != e.dtype:
                 found.append(
                     f"binding {b} output {i}: {a.dtype}{a.shape} vs {e.dtype}{e.shape}"
@@ -129,6 +133,22 @@ def differences(seed: int, ranges: bool = False, **options) -> list[str]:
             if wrong and not _slice_departs(case, b):
                 found += [f"binding {b}: {w}" for w in wrong]
     return found
+
+
+def _ran_no_iteration(case: graph_gen.FuzzCase, b: int) -> bool:
+    """Whether a ``Loop`` with scan outputs of the original runs no iteration in binding ``b``.
+
+    The spec leaves a scan output's dims past the first undefined then; onnxruntime takes
+    them from the body output's static type, which the shapes optimize writes make known
+    (``oracle._departure``): an empty output's shape may change, its (no) elements not.
+    """
+    model = oracle.exposed(case)
+    names = [o.name for o in model.graph.output]
+    try:
+        values = oracle._session(model).run(names, case.feeds[b])
+    except Exception:
+        return False
+    return oracle.ran_no_iteration(case.model.graph, {n: v.shape for n, v in zip(names, values)})
 
 
 def _slice_departs(case: graph_gen.FuzzCase, b: int) -> bool:

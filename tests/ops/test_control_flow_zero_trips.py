@@ -1,0 +1,99 @@
+"""A ``Loop`` that may run no iteration: its scan outputs' dims, checked in onnxruntime.
+
+The ONNX spec leaves a scan output's dims past the first undefined when no iteration runs
+(onnx/onnxruntime#1233). onnxruntime builds that empty output from the body output's
+*static* type: an int dim stays, any other dim is 0, and without a known rank the result
+is ``[0]``. So the annotations a tool writes into the body change onnxruntime's result
+(``[0]`` before, ``[0, 3]`` once the body output reads ``float[3]``). The engine follows
+the spec's natural reading, the stack of zero values of the body output's shape, and
+writes the body output's shape, so that onnxruntime gives on the model written exactly
+the dims written: an int dim stays, a symbolic one is ``d*min(1, count)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from onnx_symdims import expr, infer_symbolic_shapes
+
+
+def _loop_model(per_iteration_input: list | None) -> ir.Model:
+    """``ys`` stacks ``Relu(x)`` once per element of ``t``; the body declares no shapes."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["c"], ["co"]),
+            helper.make_node("Identity", ["a"], ["ao"]),
+            helper.make_node("Relu", ["a"], ["so"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("a", TensorProto.FLOAT, None),
+        ],
+        [
+            helper.make_tensor_value_info("co", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("ao", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("so", TensorProto.FLOAT, None),
+        ],
+    )
+    zero = helper.make_tensor("zero_value", TensorProto.INT64, [], [0])
+    graph = helper.make_graph(
+        [
+            helper.make_node("Shape", ["t"], ["ms"]),
+            helper.make_node("Constant", [], ["zero"], value=zero),
+            helper.make_node("Gather", ["ms", "zero"], ["m"]),
+            helper.make_node("Loop", ["m", "", "x"], ["y", "ys"], body=body),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("t", TensorProto.FLOAT, ["M"]),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, per_iteration_input),
+        ],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("ys", TensorProto.FLOAT, None),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return ir.serde.deserialize_model(model)
+
+
+def _shapes(model: ir.Model, sizes: dict[str, int]) -> tuple[int, ...]:
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    session = ort.InferenceSession(ir.to_proto(model).SerializeToString(), options)
+    n = sizes.get("N", 3)
+    feeds = {"t": np.zeros(sizes["M"], np.float32), "x": np.ones(n, np.float32)}
+    return session.run(["ys"], feeds)[0].shape
+
+
+def _bind(shape: ir.Shape, sizes: dict[str, int]) -> tuple[int, ...]:
+    return tuple(
+        d if isinstance(d, int) else expr.evaluate(expr.parse_dim(d.value), sizes)
+        for d in shape.dims
+    )
+
+
+@pytest.mark.parametrize(
+    ("declared", "written"),
+    [([3], ["M", 3]), (["N"], ["M", "N*min(1,M)"])],
+    ids=["int_dim_stays", "symbolic_dim_is_zero_without_iterations"],
+)
+def test_zero_iterations_give_the_dims_written_on_the_model_written(declared, written):
+    original = _loop_model(declared)
+    before_zero = _shapes(original, {"M": 0, "N": 3})
+    model = _loop_model(declared)
+    infer_symbolic_shapes(model)
+    ys = model.graph.outputs[1]
+    assert [d if isinstance(d, int) else d.value for d in ys.shape.dims] == written
+    # onnxruntime on the original knows no static shape of the body output: [0].
+    assert before_zero == (0,)
+    for sizes in ({"M": 0, "N": 3}, {"M": 1, "N": 3}, {"M": 2, "N": 0}, {"M": 0, "N": 1}):
+        if declared == [3] and sizes["N"] != 3:
+            continue  # x is float[3]
+        assert _shapes(model, sizes) == _bind(ys.shape, sizes), sizes
