@@ -595,18 +595,7 @@ class InferenceEngine:
                         text = d._value
                         if text:
                             add(text)
-        names = set(texts)
-        for text in texts:
-            parsed = expr.parse_dim(text)
-            if isinstance(parsed, expr.DimExpr):
-                names.update(parsed.symbols())
-        ctx = self.ctx
-        ctx.reserve_names(names)
-        # Every text is read once now, in byte order: the readable names of opaque texts
-        # (``7/:2`` -> ``d7_2``) then depend only on the model, not on the walk.
-        for text in sorted(texts):
-            if not is_anonymous_dim_text(text):
-                ctx.read_dim_text(text)
+        self.ctx.reserve_model_texts(texts)
 
     def _seed_inputs(
         self,
@@ -626,8 +615,8 @@ class InferenceEngine:
                 continue
             if shapes is not None and i < len(shapes):
                 ctx.set_shape(value, shapes[i])
-            elif value.shape is not None:
-                ctx.set_shape(value, ctx.dims_from_ir(value.shape, value.name or f"in{i}"))
+            elif value._shape is not None:  # the slot: every graph input
+                ctx.set_shape(value, ctx.dims_from_ir(value._shape, value.name or f"in{i}"))
             else:
                 ctx.set_shape(value, ctx.read_declared_shape(value))
             if dtypes is not None and i < len(dtypes) and dtypes[i] is not None:

@@ -1,0 +1,50 @@
+"""The shortcuts that cut a small model's fixed cost do what the long way did."""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from onnx_symdims import expr
+from onnx_symdims.shapes import ShapesContext, is_anonymous_dim_text
+
+_TEXTS = ["7/:2", "batch size", "N", "2*M + K", "?", "d7_2", "batch_size", "-1", "a.b", " * "]
+
+
+def _reserved_the_long_way(texts: list[str]) -> ShapesContext:
+    """What the inference pass did before ``reserve_model_texts``."""
+    ctx = ShapesContext()
+    names = set(texts)
+    for text in texts:
+        parsed = expr.parse_dim(text)
+        if isinstance(parsed, expr.DimExpr):
+            names.update(parsed.symbols())
+    ctx.reserve_names(names)
+    for text in sorted(texts):
+        if not is_anonymous_dim_text(text):
+            ctx.read_dim_text(text)
+    return ctx
+
+
+def test_reserve_model_texts_names_and_reads_as_the_long_way():
+    for texts in (_TEXTS, _TEXTS[::-1], ["x y", "x_y", "x-y"]):
+        long_way = _reserved_the_long_way(texts)
+        ctx = ShapesContext()
+        ctx.reserve_model_texts(texts)
+        assert ctx.opaque_dim_names == long_way.opaque_dim_names
+        assert ctx._reserved == long_way._reserved
+        assert ctx.mutations == long_way.mutations
+        for text in texts:  # texts read later read the same
+            assert ctx.read_dim_text(text) is long_way.read_dim_text(text)
+        # fresh symbols avoid the same names
+        assert [ctx.new_symbol(h).name for h in ("N", "d7_2", "K")] == [
+            long_way.new_symbol(h).name for h in ("N", "d7_2", "K")
+        ]
+
+
+def test_dims_from_ir_reads_declared_text_and_mints_for_empty_dims():
+    ctx = ShapesContext()
+    shape = ir.Shape([2, "N", None, -1, "?", "2*N"])
+    dims = ctx.dims_from_ir(shape, "x")
+    assert dims[:2] == (2, expr.sym("N"))
+    assert [d.name for d in dims[2:5]] == ["x_d2", "x_d3", "x_d4"]
+    assert dims[5] is expr.parse_dim("2*N")
