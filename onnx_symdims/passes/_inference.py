@@ -230,18 +230,22 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         self.known_nodes = known_nodes
 
     def call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
+        with without_gc():
+            return self.call_without_gc(model)
+
+    def call_without_gc(self, model: ir.Model) -> SymbolicShapeInferenceResult:
+        """:meth:`call` for a caller that has disabled the cyclic collector already."""
+        # TorchScript's invented output dim names declare nothing (before the snapshot,
+        # which records the declared dims).
+        cleared = clear_exporter_output_names(model) if _has_axis_suffix(model) else 0
+        # The snapshot's walk also finds the nesting bound (no walk of its own).
+        snapshot = ModelSnapshot.of(model)
+        bound = snapshot.nesting
+        if bound is None:
+            bound = nesting_bound(model)
         # Deeply nested valid models (hundreds of nested Ifs or function calls) get the
         # stack they need; others run here as they are.
-        with without_gc():
-            # TorchScript's invented output dim names declare nothing (before the
-            # snapshot, which records the declared dims).
-            cleared = clear_exporter_output_names(model)
-            # The snapshot's walk also finds the nesting bound (no walk of its own).
-            snapshot = ModelSnapshot.of(model)
-            bound = snapshot.nesting
-            if bound is None:
-                bound = nesting_bound(model)
-            result = run_deep(lambda: self._call(model, snapshot), bound)
+        result = run_deep(lambda: self._call(model, snapshot), bound)
         if cleared:
             result.modified = True
         return result
@@ -283,6 +287,23 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         return SymbolicShapeInferenceResult(
             model, engine.modified, ctx, ctx.diagnostics[first_diagnostic:], engine.snapshot
         )
+
+
+def _has_axis_suffix(model: ir.Model) -> bool:
+    """Whether a dim text of a main-graph output contains ``_dim_``.
+
+    Every name :func:`clear_exporter_output_names` clears does (``{op}{output}_dim_{axis}``):
+    the usual model has none, and this check reads slots only.
+    """
+    for value in graph_values(model.graph.outputs):
+        shape = value._shape
+        if shape is not None:
+            for d in shape._dims:
+                if d.__class__ is not int and not isinstance(d, int):
+                    text = d._value
+                    if text and "_dim_" in text:
+                        return True
+    return False
 
 
 def _has_new_inner_node(node: ir.Node, known: Collection[ir.Node]) -> bool:
@@ -516,7 +537,8 @@ class InferenceEngine:
         self.progress = progress
         self.modified = False
         self._writer = IRDimWriter()
-        self._onnx = ops.OnnxFallback(model)
+        # ONNX's per-node inference, made on first use (most models send it no node).
+        self._onnx_fallback: ops.OnnxFallback | None = None
         self._functions = model.functions
         self._opsets = {
             ops.normalize_domain(domain): version
@@ -990,7 +1012,7 @@ class InferenceEngine:
     def _fallback_after_bug(self, node_ctx: NodeContext) -> None:
         """Coverage never drops below ONNX's: a crashed hook hands over to the fallback."""
         try:
-            self._onnx.infer(node_ctx)
+            self._onnx().infer(node_ctx)
         except NodeInferenceFailure:
             self._forget_outputs(node_ctx.node)
         except Exception:  # the fallback itself is defensive; stay safe anyway
@@ -1007,7 +1029,14 @@ class InferenceEngine:
         """ONNX per-node inference for the node; subgraphs are inferred first."""
         for graph in node_subgraphs(node_ctx.node):
             self.infer_subgraph(graph, None, None)
-        self._onnx.infer(node_ctx)
+        self._onnx().infer(node_ctx)
+
+    def _onnx(self) -> ops.OnnxFallback:
+        """ONNX's per-node inference for this model (made once, on first use)."""
+        fallback = self._onnx_fallback
+        if fallback is None:
+            fallback = self._onnx_fallback = ops.OnnxFallback(self.model)
+        return fallback
 
     def infer_subgraph(
         self,

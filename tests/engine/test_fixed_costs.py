@@ -48,3 +48,22 @@ def test_dims_from_ir_reads_declared_text_and_mints_for_empty_dims():
     assert dims[:2] == (2, expr.sym("N"))
     assert [d.name for d in dims[2:5]] == ["x_d2", "x_d3", "x_d4"]
     assert dims[5] is expr.parse_dim("2*N")
+
+
+def test_axis_suffix_check_finds_every_text_the_clearing_changes():
+    from onnx_symdims.passes._exporter_names import clear_exporter_output_names
+    from onnx_symdims.passes._inference import _has_axis_suffix
+
+    text = """
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[N, 4] x) => (float[{dims}] y) {{ y = Relu(x) }}
+    """
+    for dims, invented in (
+        ("Reluy_dim_0, 4", True),
+        ("N, Reluy_dim_1", True),
+        ("N, 4", False),
+        ("a_dim_x, 4", False),
+    ):
+        model = ir.from_onnx_text(text.format(dims=dims))
+        assert _has_axis_suffix(model) or not invented
+        assert bool(clear_exporter_output_names(model)) == invented
