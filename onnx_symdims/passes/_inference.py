@@ -84,7 +84,7 @@ def _require_ir_slots() -> None:
     """
     needed = {
         ir.Node: ("_inputs", "_outputs", "_attributes", "_op_type", "_domain"),
-        ir.Value: ("_shape", "_type", "_const_value"),
+        ir.Value: ("_shape", "_type", "_const_value", "_producer"),
         ir.Attr: ("_type", "_value"),
         ir.Shape: ("_dims", "_frozen"),
         ir.SymbolicDim: ("_value",),
