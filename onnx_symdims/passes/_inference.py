@@ -786,9 +786,33 @@ class InferenceEngine:
         shapes = ctx._shapes
         for value in outputs:  # _settle without refining: note the compound dims
             shape = shapes.get(value)
-            if shape is not None and not _all_plain(shape):
-                self._note_compound_dims(shape)
-        self._commit_outputs(node, outputs)
+            if shape is not None:
+                for d in shape:  # not _all_plain(shape), inline
+                    if d.__class__ is int or isinstance(d, int) or d.is_symbol:
+                        continue
+                    self._note_compound_dims(shape)
+                    break
+        if ctx._other_types:
+            self._commit_outputs(node, outputs)
+            return
+        # _commit_outputs, inline (the same steps).
+        written = self._writer._shapes
+        dtypes = ctx._dtypes
+        for value in outputs:
+            if value._shape is not None or value._type is not None:
+                self._commit(node, value)
+                continue
+            inferred = shapes.get(value)
+            if inferred is None:
+                shapes[value] = None  # set_shape(value, None)
+            dtype = dtypes.get(value)
+            if dtype is None:
+                continue  # no type: no shape either (see _commit_outputs)
+            if inferred is not None:
+                shape = written.get(inferred)
+                value._shape = self._writer.shape(inferred) if shape is None else shape
+            value._type = new_tensor_type(dtype)
+            self.modified = True
 
     def _commit_outputs(self, node: ir.Node, outputs: Sequence[ir.Value]) -> None:
         """:meth:`_commit` of each output; the usual one inline.
