@@ -67,3 +67,26 @@ def test_axis_suffix_check_finds_every_text_the_clearing_changes():
         model = ir.from_onnx_text(text.format(dims=dims))
         assert _has_axis_suffix(model) or not invented
         assert bool(clear_exporter_output_names(model)) == invented
+
+
+def test_set_output_checks_a_cached_shape_as_the_first_time():
+    from onnx_symdims.shapes import NodeContext
+
+    model = ir.from_onnx_text(
+        """
+        <ir_version: 8, opset_import: ["" : 17]>
+        g (float[N, 4] x) => (y) { y = Relu(x) }
+        """
+    )
+    node = next(iter(model.graph))
+    ctx = ShapesContext()
+    node_ctx = NodeContext(ctx, None)
+    node_ctx.reset(node, 17)
+    n = expr.sym("N")
+    for _ in range(2):  # the second time the tuple is known valid
+        node_ctx.set_output(0, (n, 4))
+        assert ctx.peek_shape(node.outputs[0]) == (n, 4)
+    for _ in range(2):  # an unknown dim is never cached as valid: a fresh symbol each time
+        node_ctx.set_output(0, (expr.unknown("x"), 4))
+        minted = ctx.peek_shape(node.outputs[0])[0]
+        assert minted.is_symbol and ctx.is_generated(minted.name)
