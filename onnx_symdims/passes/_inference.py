@@ -84,7 +84,7 @@ def _require_ir_slots() -> None:
     """
     needed = {
         ir.Node: ("_inputs", "_outputs", "_attributes", "_op_type", "_domain"),
-        ir.Value: ("_shape", "_type", "_const_value", "_producer"),
+        ir.Value: ("_shape", "_type", "_const_value", "_producer", "_is_graph_output"),
         ir.Attr: ("_type", "_value"),
         ir.Shape: ("_dims", "_frozen"),
         ir.SymbolicDim: ("_value",),
@@ -432,7 +432,7 @@ def _declared_written(
     """
     if inferred is None:
         return None
-    dims = declared.dims
+    dims = declared._dims  # the slot (read, never changed)
     if len(dims) != len(inferred):
         return None
     written: list[int | ir.SymbolicDim] = []
@@ -1118,21 +1118,19 @@ class InferenceEngine:
                 return
             self._commit_type(node, value, had_shape=False)
             return
-        if value.graph is self.model.graph and (
-            value.is_graph_output() or self.value_info_anchors
-        ):
+        anchor = value._is_graph_output  # the slots: every declared output
+        if (anchor or self.value_info_anchors) and value.graph is self.model.graph:
             self._commit_anchor(node, value, inferred)
             return
-        anchor = value.is_graph_output()
         written = (
-            _declared_written(value.shape, inferred, anchor, ctx, self._writer)
+            _declared_written(value._shape, inferred, anchor, ctx, self._writer)
             if self.policy == "refine"
             else None
         )
         if written is not None:
             # What the merge below ends in for such a value (the usual subgraph output):
             # the inferred dims downstream, nothing recorded, counted or said.
-            if not same_ir_dims(written, value.shape):
+            if not same_ir_dims(written, value._shape):
                 value.shape = new_ir_shape(written)
                 self.modified = True
             self._commit_type(node, value, had_shape=True)
@@ -1203,7 +1201,7 @@ class InferenceEngine:
         """
         ctx = self.ctx
         declared = value._shape
-        declared_ir = declared.dims  # a new tuple on every read: read once
+        declared_ir = declared._dims  # the slot (read, never changed here)
         empty = _empty_or_exact(declared_ir, inferred, ctx)
         if empty is not None:
             # What the merge below ends in for such an anchor (the usual graph output):
@@ -1268,14 +1266,14 @@ class InferenceEngine:
 
     def _commit_type(self, node: ir.Node, value: ir.Value, had_shape: bool) -> None:
         ctx = self.ctx
-        if ctx.has_non_tensor_types():
+        if ctx._other_types:  # has_non_tensor_types(), inline
             other = ctx.non_tensor_type_of(value)
             if other is not None:
                 if value._type is None:
                     value.type = other
                     self.modified = True
                 return
-        dtype = ctx.peek_dtype(value)
+        dtype = ctx._dtypes.get(value)  # peek_dtype, inline
         if dtype is None:
             return
         type_ = value._type

@@ -114,3 +114,9 @@ def test_graph_nodes_reads_the_linked_list_as_iteration_does():
     assert graph_nodes(graph) == list(graph) and len(list(graph)) == 3
     function = next(iter(model.functions.values()))
     assert graph_nodes(function) == list(function) and len(list(function)) == 2
+
+
+def test_graph_output_flag_slot_is_is_graph_output():
+    graph = _model().graph
+    assert graph.outputs[0]._is_graph_output is graph.outputs[0].is_graph_output() is True
+    assert graph.inputs[0]._is_graph_output is graph.inputs[0].is_graph_output() is False
