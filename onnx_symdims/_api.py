@@ -28,10 +28,10 @@ def _infer(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None:
 
 
 def _run_passes(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None:
-    # ``call`` rather than ``__call__``: the pass infrastructure's checks (no pre- or
-    # post-conditions, in place, a PassResult) hold by construction here, and cost a
-    # dozen Python calls of every small model's fixed cost.
-    inferred = SymbolicShapeInferencePass(**options).call(model)
+    # ``call_without_gc`` rather than ``__call__``: the pass infrastructure's checks (no
+    # pre- or post-conditions, in place, a PassResult) hold by construction here, the
+    # collector is off already (see _infer), and both cost every small model's run.
+    inferred = SymbolicShapeInferencePass(**options).call_without_gc(model)
     if anchors:
         strict = bool(options.get("strict")) or options.get("policy") == "strict"
         AnchorConstraintPropagationPass(
@@ -40,7 +40,7 @@ def _run_passes(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None
             snapshot=inferred.snapshot,
             # The context is dropped here unless the caller passed in their own.
             rewrite_context=options.get("context") is not None,
-        ).call(model)
+        ).call_without_gc(model)
 
 
 @overload

@@ -524,6 +524,10 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         with without_gc():
             return self._call(model)
 
+    def call_without_gc(self, model: ir.Model) -> AnchorPropagationResult:
+        """:meth:`call` for a caller that has disabled the cyclic collector already."""
+        return self._call(model)
+
     def _call(self, model: ir.Model) -> AnchorPropagationResult:
         if self.context is not None:
             ctx = self.context

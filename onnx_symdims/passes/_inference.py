@@ -84,7 +84,7 @@ def _require_ir_slots() -> None:
     """
     needed = {
         ir.Node: ("_inputs", "_outputs", "_attributes", "_op_type", "_domain"),
-        ir.Value: ("_shape", "_type", "_const_value"),
+        ir.Value: ("_shape", "_type", "_const_value", "_producer", "_is_graph_output"),
         ir.Attr: ("_type", "_value"),
         ir.Shape: ("_dims", "_frozen"),
         ir.SymbolicDim: ("_value",),
@@ -230,18 +230,22 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         self.known_nodes = known_nodes
 
     def call(self, model: ir.Model) -> SymbolicShapeInferenceResult:
+        with without_gc():
+            return self.call_without_gc(model)
+
+    def call_without_gc(self, model: ir.Model) -> SymbolicShapeInferenceResult:
+        """:meth:`call` for a caller that has disabled the cyclic collector already."""
+        # TorchScript's invented output dim names declare nothing (before the snapshot,
+        # which records the declared dims).
+        cleared = clear_exporter_output_names(model) if _has_axis_suffix(model) else 0
+        # The snapshot's walk also finds the nesting bound (no walk of its own).
+        snapshot = ModelSnapshot.of(model)
+        bound = snapshot.nesting
+        if bound is None:
+            bound = nesting_bound(model)
         # Deeply nested valid models (hundreds of nested Ifs or function calls) get the
         # stack they need; others run here as they are.
-        with without_gc():
-            # TorchScript's invented output dim names declare nothing (before the
-            # snapshot, which records the declared dims).
-            cleared = clear_exporter_output_names(model)
-            # The snapshot's walk also finds the nesting bound (no walk of its own).
-            snapshot = ModelSnapshot.of(model)
-            bound = snapshot.nesting
-            if bound is None:
-                bound = nesting_bound(model)
-            result = run_deep(lambda: self._call(model, snapshot), bound)
+        result = run_deep(lambda: self._call(model, snapshot), bound)
         if cleared:
             result.modified = True
         return result
@@ -283,6 +287,23 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         return SymbolicShapeInferenceResult(
             model, engine.modified, ctx, ctx.diagnostics[first_diagnostic:], engine.snapshot
         )
+
+
+def _has_axis_suffix(model: ir.Model) -> bool:
+    """Whether a dim text of a main-graph output contains ``_dim_``.
+
+    Every name :func:`clear_exporter_output_names` clears does (``{op}{output}_dim_{axis}``):
+    the usual model has none, and this check reads slots only.
+    """
+    for value in graph_values(model.graph.outputs):
+        shape = value._shape
+        if shape is not None:
+            for d in shape._dims:
+                if d.__class__ is not int and not isinstance(d, int):
+                    text = d._value
+                    if text and "_dim_" in text:
+                        return True
+    return False
 
 
 def _has_new_inner_node(node: ir.Node, known: Collection[ir.Node]) -> bool:
@@ -411,7 +432,7 @@ def _declared_written(
     """
     if inferred is None:
         return None
-    dims = declared.dims
+    dims = declared._dims  # the slot (read, never changed)
     if len(dims) != len(inferred):
         return None
     written: list[int | ir.SymbolicDim] = []
@@ -516,7 +537,8 @@ class InferenceEngine:
         self.progress = progress
         self.modified = False
         self._writer = IRDimWriter()
-        self._onnx = ops.OnnxFallback(model)
+        # ONNX's per-node inference, made on first use (most models send it no node).
+        self._onnx_fallback: ops.OnnxFallback | None = None
         self._functions = model.functions
         self._opsets = {
             ops.normalize_domain(domain): version
@@ -595,18 +617,7 @@ class InferenceEngine:
                         text = d._value
                         if text:
                             add(text)
-        names = set(texts)
-        for text in texts:
-            parsed = expr.parse_dim(text)
-            if isinstance(parsed, expr.DimExpr):
-                names.update(parsed.symbols())
-        ctx = self.ctx
-        ctx.reserve_names(names)
-        # Every text is read once now, in byte order: the readable names of opaque texts
-        # (``7/:2`` -> ``d7_2``) then depend only on the model, not on the walk.
-        for text in sorted(texts):
-            if not is_anonymous_dim_text(text):
-                ctx.read_dim_text(text)
+        self.ctx.reserve_model_texts(texts)
 
     def _seed_inputs(
         self,
@@ -626,8 +637,8 @@ class InferenceEngine:
                 continue
             if shapes is not None and i < len(shapes):
                 ctx.set_shape(value, shapes[i])
-            elif value.shape is not None:
-                ctx.set_shape(value, ctx.dims_from_ir(value.shape, value.name or f"in{i}"))
+            elif value._shape is not None:  # the slot: every graph input
+                ctx.set_shape(value, ctx.dims_from_ir(value._shape, value.name or f"in{i}"))
             else:
                 ctx.set_shape(value, ctx.read_declared_shape(value))
             if dtypes is not None and i < len(dtypes) and dtypes[i] is not None:
@@ -775,9 +786,33 @@ class InferenceEngine:
         shapes = ctx._shapes
         for value in outputs:  # _settle without refining: note the compound dims
             shape = shapes.get(value)
-            if shape is not None and not _all_plain(shape):
-                self._note_compound_dims(shape)
-        self._commit_outputs(node, outputs)
+            if shape is not None:
+                for d in shape:  # not _all_plain(shape), inline
+                    if d.__class__ is int or isinstance(d, int) or d.is_symbol:
+                        continue
+                    self._note_compound_dims(shape)
+                    break
+        if ctx._other_types:
+            self._commit_outputs(node, outputs)
+            return
+        # _commit_outputs, inline (the same steps).
+        written = self._writer._shapes
+        dtypes = ctx._dtypes
+        for value in outputs:
+            if value._shape is not None or value._type is not None:
+                self._commit(node, value)
+                continue
+            inferred = shapes.get(value)
+            if inferred is None:
+                shapes[value] = None  # set_shape(value, None)
+            dtype = dtypes.get(value)
+            if dtype is None:
+                continue  # no type: no shape either (see _commit_outputs)
+            if inferred is not None:
+                shape = written.get(inferred)
+                value._shape = self._writer.shape(inferred) if shape is None else shape
+            value._type = new_tensor_type(dtype)
+            self.modified = True
 
     def _commit_outputs(self, node: ir.Node, outputs: Sequence[ir.Value]) -> None:
         """:meth:`_commit` of each output; the usual one inline.
@@ -1001,7 +1036,7 @@ class InferenceEngine:
     def _fallback_after_bug(self, node_ctx: NodeContext) -> None:
         """Coverage never drops below ONNX's: a crashed hook hands over to the fallback."""
         try:
-            self._onnx.infer(node_ctx)
+            self._onnx().infer(node_ctx)
         except NodeInferenceFailure:
             self._forget_outputs(node_ctx.node)
         except Exception:  # the fallback itself is defensive; stay safe anyway
@@ -1018,7 +1053,14 @@ class InferenceEngine:
         """ONNX per-node inference for the node; subgraphs are inferred first."""
         for graph in node_subgraphs(node_ctx.node):
             self.infer_subgraph(graph, None, None)
-        self._onnx.infer(node_ctx)
+        self._onnx().infer(node_ctx)
+
+    def _onnx(self) -> ops.OnnxFallback:
+        """ONNX's per-node inference for this model (made once, on first use)."""
+        fallback = self._onnx_fallback
+        if fallback is None:
+            fallback = self._onnx_fallback = ops.OnnxFallback(self.model)
+        return fallback
 
     def infer_subgraph(
         self,
@@ -1076,21 +1118,19 @@ class InferenceEngine:
                 return
             self._commit_type(node, value, had_shape=False)
             return
-        if value.graph is self.model.graph and (
-            value.is_graph_output() or self.value_info_anchors
-        ):
+        anchor = value._is_graph_output  # the slots: every declared output
+        if (anchor or self.value_info_anchors) and value.graph is self.model.graph:
             self._commit_anchor(node, value, inferred)
             return
-        anchor = value.is_graph_output()
         written = (
-            _declared_written(value.shape, inferred, anchor, ctx, self._writer)
+            _declared_written(value._shape, inferred, anchor, ctx, self._writer)
             if self.policy == "refine"
             else None
         )
         if written is not None:
             # What the merge below ends in for such a value (the usual subgraph output):
             # the inferred dims downstream, nothing recorded, counted or said.
-            if not same_ir_dims(written, value.shape):
+            if not same_ir_dims(written, value._shape):
                 value.shape = new_ir_shape(written)
                 self.modified = True
             self._commit_type(node, value, had_shape=True)
@@ -1161,7 +1201,7 @@ class InferenceEngine:
         """
         ctx = self.ctx
         declared = value._shape
-        declared_ir = declared.dims  # a new tuple on every read: read once
+        declared_ir = declared._dims  # the slot (read, never changed here)
         empty = _empty_or_exact(declared_ir, inferred, ctx)
         if empty is not None:
             # What the merge below ends in for such an anchor (the usual graph output):
@@ -1226,14 +1266,14 @@ class InferenceEngine:
 
     def _commit_type(self, node: ir.Node, value: ir.Value, had_shape: bool) -> None:
         ctx = self.ctx
-        if ctx.has_non_tensor_types():
+        if ctx._other_types:  # has_non_tensor_types(), inline
             other = ctx.non_tensor_type_of(value)
             if other is not None:
                 if value._type is None:
                     value.type = other
                     self.modified = True
                 return
-        dtype = ctx.peek_dtype(value)
+        dtype = ctx._dtypes.get(value)  # peek_dtype, inline
         if dtype is None:
             return
         type_ = value._type

@@ -109,6 +109,36 @@ def sanitize_symbol_name(hint: str) -> str:
     return name
 
 
+#: dim text -> (the text and the symbol names in it, whether it is opaque), see
+#: _text_names: a function of the text, shared by every context of the process.
+_TEXT_NAMES: dict[str, tuple[frozenset[str], bool]] = {}
+
+
+def _text_names(text: str) -> tuple[frozenset[str], bool]:
+    """The names a model's dim ``text`` reserves, and whether it is opaque.
+
+    The names: the text and the symbols of its parse. Opaque: not anonymous (``?``) and
+    read as one symbol whose name the grammar would not read back
+    (:meth:`ShapesContext.read_dim_text` gives it a readable name).
+    """
+    found = _TEXT_NAMES.get(text)
+    if found is None:
+        parsed = expr.parse_dim(text)
+        names = {text}
+        opaque = False
+        if isinstance(parsed, expr.DimExpr):
+            names.update(parsed.symbols())
+            opaque = (
+                parsed.is_symbol
+                and not is_anonymous_dim_text(text)
+                and not _READABLE_NAME.fullmatch(parsed.name)  # type: ignore[arg-type]
+            )
+        if len(_TEXT_NAMES) > 100_000:
+            _TEXT_NAMES.clear()
+        found = _TEXT_NAMES[text] = (frozenset(names), opaque)
+    return found
+
+
 def _is_bare_symbol(d: Dim) -> bool:
     return isinstance(d, expr.DimExpr) and d.is_symbol
 
@@ -201,6 +231,26 @@ class ShapesContext:
         before inference starts.
         """
         self._reserved.update(names)
+
+    def reserve_model_texts(self, texts: Iterable[str]) -> None:
+        """Reserves a model's ``dim_param`` texts and their symbols, and reads the opaque ones.
+
+        What :meth:`reserve_names` of every text and every symbol in it, then
+        :meth:`read_dim_text` of each non-anonymous text in byte order does: the readable
+        names of opaque texts (``7/:2`` -> ``d7_2``) then depend only on the model, not on
+        the walk. Other texts read the same whenever they are read (their dim is their
+        parse), so only the opaque ones are read here; what a text holds is found once
+        per process (:func:`_text_names`).
+        """
+        reserved = self._reserved
+        opaque = []
+        for text in texts:
+            names, is_opaque = _text_names(text)
+            reserved.update(names)
+            if is_opaque:
+                opaque.append(text)
+        for text in sorted(opaque):
+            self.read_dim_text(text)
 
     @property
     def generated_symbols(self) -> frozenset[str]:
@@ -687,12 +737,13 @@ class ShapesContext:
         if shape is None:
             return None
         dims: list[Dim] = []
-        for i, d in enumerate(shape.dims):
+        # The slots behind shape.dims and d.value (see passes/_inference.py).
+        for i, d in enumerate(shape._dims):
             if isinstance(d, int):
                 # Some producers write dim_value -1 for "unknown": not a dim.
                 dims.append(d if d >= 0 else self.new_symbol(f"{hint}_d{i}"))
                 continue
-            text = d.value
+            text = d._value
             if not text or is_anonymous_dim_text(text):
                 dims.append(self.new_symbol(f"{hint}_d{i}"))
                 continue

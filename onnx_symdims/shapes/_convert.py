@@ -187,7 +187,7 @@ def same_ir_dims(written: Sequence[int | ir.SymbolicDim], shape: ir.Shape | None
     """
     if shape is None:
         return False
-    current = shape.dims
+    current = shape._dims  # the slots of shape.dims and d.value (read only)
     if len(current) != len(written):
         return False
     for a, b in zip(written, current):
@@ -196,6 +196,6 @@ def same_ir_dims(written: Sequence[int | ir.SymbolicDim], shape: ir.Shape | None
         if isinstance(a, int) or isinstance(b, int):
             if not (isinstance(a, int) and isinstance(b, int) and a == b):
                 return False
-        elif a.value != b.value:
+        elif a._value != b._value:
             return False
     return True

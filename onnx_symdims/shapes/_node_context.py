@@ -113,6 +113,12 @@ class SubgraphEngine(Protocol):
 #: keep a symbolic element only where it is proven ``>= 0``: ``N - 5`` is
 #: ``2**64 - 3`` in uint64 at ``N = 2``, and ``Less`` of it against 3 is false there.
 _INT64 = ir.DataType.INT64
+#: Shapes (tuples of ints and interned ``DimExpr``) that passed set_output's check: a
+#: shape's validity is a function of its dims, and hooks pass the same tuples again
+#: (an elementwise op its input's). A tuple lookup is one C call; the check, a Python
+#: loop over the dims.
+_VALID_SHAPES: set[tuple] = set()
+
 _NARROW_INT_RANGES = {
     ir.DataType.INT32: (-(2**31), 2**31 - 1, "32"),
     ir.DataType.UINT32: (0, 2**32 - 1, "u32"),
@@ -416,19 +422,27 @@ class NodeContext:
                 self.ctx._dtypes[value] = dtype
             return
         valid = True
-        for d in dims:  # _valid_dims(dims), inline (every hook sets its outputs)
-            cls = d.__class__
-            if cls is int:
-                if d < 0:
-                    valid = False
-                    break
-            elif cls is _DIM_EXPR:
-                if d.unknown_reason is not None:  # type: ignore[union-attr]
-                    valid = False
-                    break
-            elif not _valid_dim(d):
-                valid = False
-                break
+        if dims.__class__ is not tuple or dims not in _VALID_SHAPES:
+            exact = True  # every dim an int or a DimExpr (not a subclass): cacheable
+            for d in dims:  # _valid_dims(dims), inline (every hook sets its outputs)
+                cls = d.__class__
+                if cls is int:
+                    if d < 0:
+                        valid = False
+                        break
+                elif cls is _DIM_EXPR:
+                    if d.unknown_reason is not None:  # type: ignore[union-attr]
+                        valid = False
+                        break
+                else:
+                    exact = False
+                    if not _valid_dim(d):
+                        valid = False
+                        break
+            if valid and exact and dims.__class__ is tuple:
+                if len(_VALID_SHAPES) > 100_000:
+                    _VALID_SHAPES.clear()
+                _VALID_SHAPES.add(dims)
         if not valid:
             checked: list[Dim] = []
             for k, d in enumerate(dims):

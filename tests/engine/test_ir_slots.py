@@ -83,3 +83,40 @@ def test_a_missing_slot_fails_the_import_check_with_its_name(monkeypatch):
     monkeypatch.setattr(ir, "Value", RenamedValue)
     with pytest.raises(ImportError, match="_shape"):
         _inference._require_ir_slots()
+
+
+def test_value_producer_slot_is_the_producer():
+    reshape = next(node for node in _model().graph if node.op_type == "Reshape")
+    assert reshape.outputs[0]._producer is reshape.outputs[0].producer() is reshape
+    assert reshape.inputs[0]._producer is None
+
+
+def test_graph_nodes_reads_the_linked_list_as_iteration_does():
+    from onnx_symdims.passes._model_dims import graph_nodes
+
+    model = ir.from_onnx_text(
+        """
+        <ir_version: 10, opset_import: ["" : 21, "local" : 1]>
+        g (float[N, 4] x) => (y) {
+            a = Relu(x)
+            b = Neg(a)
+            c = Abs(b)
+            y = local.F(c)
+        }
+        <domain: "local", opset_import: ["" : 21]>
+        F (t) => (u) { v = Relu(t)  u = Neg(v) }
+        """
+    )
+    graph = model.graph
+    assert graph._nodes._root.next.value is graph[0]  # the layout graph_nodes reads
+    assert graph_nodes(graph) == list(graph)
+    graph.remove(graph[1], safe=False)  # an erased box is skipped
+    assert graph_nodes(graph) == list(graph) and len(list(graph)) == 3
+    function = next(iter(model.functions.values()))
+    assert graph_nodes(function) == list(function) and len(list(function)) == 2
+
+
+def test_graph_output_flag_slot_is_is_graph_output():
+    graph = _model().graph
+    assert graph.outputs[0]._is_graph_output is graph.outputs[0].is_graph_output() is True
+    assert graph.inputs[0]._is_graph_output is graph.inputs[0].is_graph_output() is False
