@@ -62,6 +62,7 @@ from onnx_symdims.shapes import (
     declared_dims,
     graph_values,
     is_anonymous_dim_text,
+    is_tool_minted_dim_text,
     merge_declared_shape,
     merge_with_anchor,
     new_ir_shape,
@@ -423,8 +424,9 @@ def _declared_written(
     """The dims the ``refine`` merge writes on ``declared``, when it only fills or keeps.
 
     That is when each declared dim is the inferred int, text that reads as the inferred
-    (symbolic) dim, or a dim that declares nothing (empty, ``?``, ``unk__N`` on a
-    non-anchor, a negative int): the merge (:func:`merge_declared_shape`) then keeps the
+    (symbolic) dim, or a dim that declares nothing (empty, ``?``, on a non-anchor a name
+    another tool minted: ``unk__N``, ``Flatten_35_o0__d0``; a negative int): the merge
+    (:func:`merge_declared_shape`) then keeps the
     inferred dims downstream, finds no conflict, counts no use of the declaration and
     writes the inferred dim where nothing is declared and, on a non-anchor, the
     canonical spelling of each dim (an anchor keeps its text). ``None``: any other case,
@@ -446,7 +448,7 @@ def _declared_written(
                 return None
             continue
         text = old._value  # the slot: every declared dim
-        if not text or is_anonymous_dim_text(text) or (not anchor and text.startswith("unk__")):
+        if not text or is_anonymous_dim_text(text) or (not anchor and is_tool_minted_dim_text(text)):
             written.append(writer.dim(inf))
             continue
         read = ctx.read_dim_text(text)

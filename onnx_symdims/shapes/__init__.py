@@ -41,6 +41,7 @@ __all__ = [
     "initializer_values",
     "int_elements",
     "is_anonymous_dim_text",
+    "is_tool_minted_dim_text",
     "is_fully_unknown",
     "merge_declared_shape",
     "merge_with_anchor",
@@ -62,6 +63,7 @@ from onnx_symdims.shapes._context import (
     MISSING,
     ShapesContext,
     is_anonymous_dim_text,
+    is_tool_minted_dim_text,
     sanitize_symbol_name,
 )
 from onnx_symdims.shapes._convert import (

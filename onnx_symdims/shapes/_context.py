@@ -29,6 +29,7 @@ __all__ = [
     "constant_tensor",
     "int_elements",
     "is_anonymous_dim_text",
+    "is_tool_minted_dim_text",
     "note_untracked_read",
     "read_int64_proto",
     "sanitize_symbol_name",
@@ -89,6 +90,28 @@ ANONYMOUS_DIM_TEXTS = frozenset({"?", "*"})
 def is_anonymous_dim_text(text: str) -> bool:
     """True for a ``dim_param`` that only says "unknown" (``?``, ``*``)."""
     return text.strip() in ANONYMOUS_DIM_TEXTS
+
+
+#: The names tools mint for a size they do not know, on values they annotate: ONNX's
+#: ``unk__N`` and onnxruntime's symbolic shape inference's ``{op}{scope}_{node}_o{out}__d
+#: {axis}`` (``Flatten_35_o0__d0``, ``Reshape_1_12_o0__d1`` in a subgraph).
+_MINTED_BY_TOOLS = re.compile(r"unk__\d+|[A-Za-z][A-Za-z0-9]*(?:_\d+)*_\d+_o\d+__d\d+")
+
+
+def is_tool_minted_dim_text(text: str) -> bool:
+    """True for a name another tool minted for an unknown size (``unk__3``).
+
+    On a value no author declared (not a graph input or output), such a name declares
+    nothing: the tool knew no more than that the size is some size.
+
+    Example::
+
+        >>> is_tool_minted_dim_text("Flatten_35_o0__d0"), is_tool_minted_dim_text("unk__7")
+        (True, True)
+        >>> is_tool_minted_dim_text("seq_len"), is_tool_minted_dim_text("Flatten_o0_d0")
+        (False, False)
+    """
+    return text.startswith("unk__") or _MINTED_BY_TOOLS.fullmatch(text) is not None
 
 
 def sanitize_symbol_name(hint: str) -> str:

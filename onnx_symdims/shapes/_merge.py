@@ -6,7 +6,8 @@ shape holds in every run, so a declared dim is only kept where it agrees with it
 adds what inference does not know. The rules (per dim, same rank; ``anchor`` values
 are subgraph outputs, whose declared text is never changed):
 
-* an empty declared dim (or ONNX's anonymous ``unk__N`` on a non-anchor, or a negative
+* an empty declared dim (or, on a non-anchor, a name another tool minted for an unknown
+  size: ONNX's ``unk__N``, onnxruntime's ``Flatten_35_o0__d0``; or a negative
   ``dim_value`` or text such as ``-1``) declares nothing: the inferred dim is written;
 * equal dims: the canonical (inferred) spelling is written (the declared one on
   anchors): ``((batch*total_seq_len)//batch)`` becomes ``total_seq_len``;
@@ -46,7 +47,7 @@ from typing import TYPE_CHECKING
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.shapes._context import is_anonymous_dim_text
+from onnx_symdims.shapes._context import is_anonymous_dim_text, is_tool_minted_dim_text
 
 if TYPE_CHECKING:
     from onnx_symdims.shapes._context import ShapesContext
@@ -108,7 +109,7 @@ def _declares_nothing(d: ir.SymbolicDim, anchor: bool) -> bool:
     return (
         not text
         or is_anonymous_dim_text(text)
-        or (not anchor and text.startswith("unk__"))
+        or (not anchor and is_tool_minted_dim_text(text))
     )
 
 

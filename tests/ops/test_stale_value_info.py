@@ -76,3 +76,14 @@ def test_a_declared_name_for_a_minted_count_stays():
     inferred = infer(DECLARED_COUNT)
     assert _written(inferred, "y") == [1, "K"]
     assert not inferred.warnings, inferred.warnings
+
+
+# Names another tool minted for a size it did not know declare nothing on an intermediate:
+# the inferred dim is written, without a conflict (onnxruntime's symbolic shape inference
+# writes ``{op}{scope}_{node}_o{output}__d{axis}``; found on attack4's
+# ``gpt2_kv_legacy_ortopt_vi``, where each was a "not implied" warning).
+@pytest.mark.parametrize("declared", ["unk__3", "Flatten_35_o0__d0", "Reshape_1_12_o0__d1"])
+def test_a_name_another_tool_minted_declares_nothing(declared):
+    inferred = _infer_declaring(STALE_FLATTEN, "y", [declared, 1])
+    assert _written(inferred, "y") == ["batch*seq_len", 1]
+    assert not inferred.warnings, inferred.warnings
