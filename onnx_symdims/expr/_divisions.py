@@ -219,6 +219,8 @@ def _floordiv_by_int(a: DimExpr, d: int) -> Dim:
     lo, hi = _range(numerator)
     if lo is not None and hi is not None and lo // d == hi // d:
         return add(q, lo // d)  # the reduced numerator may be bounded where a was not
+    if (rounded := _rounded_multiple_quotient(numerator, d)) is not None:
+        return add(q, rounded)  # (h + h%2) // 2 == (h+1) // 2
     return add(q, _term(FLOOR, (numerator, d)))
 
 
@@ -244,6 +246,27 @@ def _split_exact_quotient(a: DimExpr, d: int) -> Dim | None:
     )
     r: Dim = _from_terms(rest, 0 if const_divides else a.const)
     return add(q, exact_div(r, d))
+
+
+def _rounded_multiple_quotient(a: DimExpr, d: int) -> Dim | None:
+    """``(X - X%d) /: d == X // d`` and ``(X + (-X)%d) /: d == ceildiv(X, d)``, ``d > 1``.
+
+    ``X - X%d`` is ``d*floor(X/d)`` and ``X + (-X)%d`` is ``d*ceil(X/d)`` for every
+    integer ``X`` (floor modulo), so both divisions are exact everywhere: TorchScript pads
+    ``h`` to ``h + h%2`` and halves it, which is ``(h+1)//2``, the form a stride-2
+    convolution or pooling writes for the same size. Also a floor division's numerator.
+    None when ``a`` has no such shape.
+    """
+    for m, c in a.terms:
+        if c not in (1, -1) or len(m) != 1 or m[0].kind != MOD or m[0].args[1] != d:
+            continue
+        residue = _from_terms({m: 1}, 0)
+        x = sub(a, mul(c, residue))
+        if c == -1 and mod(x, d) is residue:
+            return floordiv(x, d)
+        if c == 1 and mod(neg(x), d) is residue:
+            return ceildiv(x, d)
+    return None
 
 
 def _unwrap_mods(a: DimExpr, b: int) -> Dim:
@@ -556,6 +579,8 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
     split = _split_exact_quotient(a, b)
     if split is not None:
         return split
+    if (rounded := _rounded_multiple_quotient(a, b)) is not None:
+        return rounded
     # Pull the numerator's content and sign out: (c*N)/:d == c*(N/:d) because
     # gcd(c, d) == 1 here (the common factor was cancelled), so d | c*N implies d | N.
     content, _ = _content_and_common_monomial(a)

@@ -20,6 +20,7 @@ from onnx_symdims.expr import (
     dmax,
     evaluate,
     exact_div,
+    floordiv,
     mod,
     mul,
     sym,
@@ -179,6 +180,8 @@ def test_the_mask_ops_legacy_reshape_chain_cancels():
     assert cols is exact_div(w2, 2)
     channels = exact_div(_product([batch, 4, 2, 2, rows, cols]), _product([batch, rows, cols]))
     assert channels == 16
+    # (h + h%2) /: 2 is ceil(h/2) for every integer h.
+    assert rows is floordiv(add(height, 1), 2)
 
 
 def test_a_symbolic_quotient_in_a_divisor_moves_up():
@@ -205,3 +208,23 @@ def test_past_the_size_cap_the_quotient_stays_uncancelled():
         return  # the size guard of the algebra itself
     result = exact_div(num, mul(big, add(b, 1)))
     assert isinstance(result, DimExpr) and result.function == "exact_div"
+
+
+@PROPERTY_SETTINGS
+@given(polys, st.integers(2, 5))
+def test_a_rounded_multiple_divides_to_its_floor_or_ceiling(x, d):
+    # X - X%d == d*floor(X/d) and X + (-X)%d == d*ceil(X/d) for every integer X.
+    down, up = add(x, mul(-1, mod(x, d))), add(x, mod(mul(-1, x), d))
+    for numerator, expected in ((down, floordiv(x, d)), (up, floordiv(add(x, d - 1), d))):
+        for divided in (exact_div(numerator, d), floordiv(numerator, d)):
+            for env in POINTS:
+                value = _value(x, env)
+                if value is not None:
+                    assert evaluate(divided, env) == evaluate(expected, env), (to_onnx(divided), env)
+
+
+def test_a_padded_to_even_size_halves_to_a_ceiling():
+    h = sym("h")
+    assert exact_div(add(h, mod(h, 2)), 2) is floordiv(add(h, 1), 2)
+    assert floordiv(add(h, mod(h, 2)), 2) is floordiv(add(h, 1), 2)
+    assert exact_div(add(h, mul(-1, mod(h, 3))), 3) is floordiv(h, 3)
