@@ -38,8 +38,9 @@ Poly = dict  # dict[Monomial, int], no zero coefficient; {} is the zero polynomi
 MAX_GCD_TERMS = 64
 #: Inputs over more distinct atoms than this are not examined (the recursion is per atom).
 MAX_GCD_VARIABLES = 12
-#: Term multiplications one gcd or division may spend before it gives up.
-BUDGET = 20_000
+#: Term multiplications one gcd or division may spend before it gives up (a few
+#: milliseconds at most; dims share their factors far below it).
+BUDGET = 4_000
 
 
 class _OutOfBudget(Exception):
@@ -286,6 +287,9 @@ def poly_gcd(a: Poly, b: Poly) -> Poly | None:
     """
     if not _small_enough(a, b):
         return None
+    if not _variables(a) & _variables(b):
+        # A common factor is free of every variable of a or of b: a constant.
+        return {(): math.gcd(_int_content(a), _int_content(b))} if a and b else None
     try:
         return _gcd(a, b, _Budget(BUDGET))
     except _OutOfBudget:
