@@ -36,6 +36,7 @@ from onnx_symdims.expr._dimexpr import (
     unknown,
 )
 from onnx_symdims.expr._extremum import dmax
+from onnx_symdims.expr._polygcd import poly_divide, poly_gcd
 from onnx_symdims.expr._ring import _finish, add, mul, neg, sub
 
 
@@ -218,6 +219,8 @@ def _floordiv_by_int(a: DimExpr, d: int) -> Dim:
     lo, hi = _range(numerator)
     if lo is not None and hi is not None and lo // d == hi // d:
         return add(q, lo // d)  # the reduced numerator may be bounded where a was not
+    if (rounded := _rounded_multiple_quotient(numerator, d)) is not None:
+        return add(q, rounded)  # (h + h%2) // 2 == (h+1) // 2
     return add(q, _term(FLOOR, (numerator, d)))
 
 
@@ -243,6 +246,27 @@ def _split_exact_quotient(a: DimExpr, d: int) -> Dim | None:
     )
     r: Dim = _from_terms(rest, 0 if const_divides else a.const)
     return add(q, exact_div(r, d))
+
+
+def _rounded_multiple_quotient(a: DimExpr, d: int) -> Dim | None:
+    """``(X - X%d) /: d == X // d`` and ``(X + (-X)%d) /: d == ceildiv(X, d)``, ``d > 1``.
+
+    ``X - X%d`` is ``d*floor(X/d)`` and ``X + (-X)%d`` is ``d*ceil(X/d)`` for every
+    integer ``X`` (floor modulo), so both divisions are exact everywhere: TorchScript pads
+    ``h`` to ``h + h%2`` and halves it, which is ``(h+1)//2``, the form a stride-2
+    convolution or pooling writes for the same size. Also a floor division's numerator.
+    None when ``a`` has no such shape.
+    """
+    for m, c in a.terms:
+        if c not in (1, -1) or len(m) != 1 or m[0].kind != MOD or m[0].args[1] != d:
+            continue
+        residue = _from_terms({m: 1}, 0)
+        x = sub(a, mul(c, residue))
+        if c == -1 and mod(x, d) is residue:
+            return floordiv(x, d)
+        if c == 1 and mod(neg(x), d) is residue:
+            return ceildiv(x, d)
+    return None
 
 
 def _unwrap_mods(a: DimExpr, b: int) -> Dim:
@@ -420,6 +444,78 @@ def _mod_impl(a: Dim, b: Dim) -> Dim:
     return _term(MOD, (a, b))
 
 
+def _as_poly(d: DimExpr) -> dict[Monomial, int]:
+    poly = dict(d.terms)
+    if d.const:
+        poly[()] = d.const
+    return poly
+
+
+def _from_poly(poly: dict[Monomial, int]) -> Dim:
+    const = poly.pop((), 0)
+    return _finish(poly, const) if poly else const
+
+
+def _parts(d: Dim) -> int:
+    return 1 if isinstance(d, int) else len(d.terms) + bool(d.const)
+
+
+def _cancel_polynomial_factor(a: Dim, b: DimExpr) -> tuple[Dim, Dim] | None:
+    """``(a / G, b / G)`` for ``G`` the polynomial gcd of ``a`` and ``b``, if it is a sum.
+
+    Integer and monomial common factors are cancelled before (:func:`_cancel_common_factor`);
+    this finds a common factor that is a sum, such as ``w + w%2`` in
+    ``(h + h%2)*(w + w%2) /: (2*(w + w%2))``. ``a == G*A'`` and ``b == G*B'`` are identities
+    of polynomials, so wherever ``b != 0`` (then ``G != 0``) the rational quotients agree:
+    ``a/b == A'/B'``. None when there is none, when it is too costly to find
+    (:mod:`._polygcd` caps the work), or when a cofactor leaves int64.
+    """
+    if isinstance(a, int) or _parts(a) < 2 or _parts(b) < 2:
+        return None  # a monomial shares only monomial factors, cancelled already
+    pa, pb = _as_poly(a), _as_poly(b)
+    g = poly_gcd(pa, pb)
+    if g is None or all(not m for m in g):
+        return None
+    qa, qb = poly_divide(pa, g), poly_divide(pb, g)
+    if qa is None or qb is None:
+        return None
+    na, nb = _from_poly(qa), _from_poly(qb)
+    if any(isinstance(d, DimExpr) and d.unknown_reason is not None for d in (na, nb)):
+        return None
+    if isinstance(na, int) and isinstance(nb, int) and na % nb:
+        # (x+y) /: (2*x+2*y) is undefined everywhere; like (2*x+3) /: 2 it stays as
+        # written rather than raising (a sum that absorbs such a quotient must not raise).
+        return None
+    return na, nb
+
+
+def _clear_divisor_quotient(a: Dim, b: Dim) -> Dim | None:
+    """``a /: (c*m*(N /: D)) == (a*D) /: (c*m*N)``: no exact quotient stays in a divisor.
+
+    Where the left side is defined, ``b = c*m*N/D`` is a non-zero integer (so ``N != 0``)
+    dividing ``a``: ``a = k*b`` gives ``a*D = k*c*m*N``, and the quotients are equal. The
+    right side may be defined at more points (its condition is weaker). None when the
+    divisor is not one monomial with one exact quotient, or the products leave the size or
+    int64 guards (the quotient then stays as written).
+    """
+    if isinstance(b, int) or b.const or len(b.terms) != 1:
+        return None
+    ((mono, coeff),) = b.terms
+    inner = [atom for atom in mono if atom.kind == EXACT]
+    if len(inner) != 1:
+        return None
+    rest = list(mono)
+    rest.remove(inner[0])
+    num, den = inner[0].args
+    outside: Dim = _from_terms({tuple(rest): coeff}, 0) if rest else coeff
+    new_a, new_b = mul(a, den), mul(outside, num)
+    if any(isinstance(d, DimExpr) and d.unknown_reason is not None for d in (new_a, new_b)):
+        return None
+    if new_b == 0:
+        return None  # pragma: no cover - b != 0 as an expression, so N != 0
+    return exact_div(new_a, new_b)
+
+
 def _exact_div_impl(a: Dim, b: Dim) -> Dim:
     """Exact division ``a /: b``: the caller asserts that ``b`` divides ``a``.
 
@@ -455,12 +551,18 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
             return exact_div(
                 mul(_from_terms({tuple(rest): coeff}, 0) if rest else coeff, num), mul(den, b)
             )
+    if (moved := _clear_divisor_quotient(a, b)) is not None:
+        return moved
     a, b = _cancel_common_factor(a, b)
     if isinstance(a, int) and isinstance(b, int):
         return exact_div(a, b)
     if not isinstance(b, int):
         if isinstance(a, DimExpr) and (q := _as_multiple(a, b)) is not None:
             return q
+        if (cancelled := _cancel_polynomial_factor(a, b)) is not None:
+            a, b = cancelled
+            if isinstance(b, int):
+                return exact_div(a, b)
         if _leading_sign(b) < 0:
             a, b = neg(a), neg(b)
         # Nothing is pulled out of a symbolic quotient: c*(N/:D) is exact only when D | N,
@@ -477,6 +579,8 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
     split = _split_exact_quotient(a, b)
     if split is not None:
         return split
+    if (rounded := _rounded_multiple_quotient(a, b)) is not None:
+        return rounded
     # Pull the numerator's content and sign out: (c*N)/:d == c*(N/:d) because
     # gcd(c, d) == 1 here (the common factor was cancelled), so d | c*N implies d | N.
     content, _ = _content_and_common_monomial(a)
@@ -511,6 +615,20 @@ def exact_div(a: Dim, b: Dim) -> Dim:
 
     Because the quotient is exact it cancels across multiplication:
     ``2 * (H /: 2) == H`` (unlike ``2 * (H // 2)``).
+
+    Semantics: ``a /: b`` has a value only where ``b != 0`` and ``b`` divides ``a``. It
+    stands for a division a run performs (a Reshape's ``-1``: onnxruntime fails when the
+    other dims' product is 0 or does not divide, ``reshape_helper.h``; a split into equal
+    parts), so a run where ``b == 0`` fails and has no dims to describe. Every rewrite
+    gives the same value wherever the original is defined and may be defined at more
+    points: common factors cancel, integer, monomial and polynomial ones
+    (``(h*w + h*(w%2)) /: (2*w + 2*(w%2)) == h /: 2``: where the divisor is non-zero so is
+    the common factor ``G``, and the rational quotients agree), so at a zero of ``G`` the
+    result has a value where the original had none. Nothing may be concluded from that
+    value alone (no run has it), nor from a missing one: the result does not encode
+    ``b != 0`` or ``b | a`` (a caller that knows them records them as facts). A caller may
+    rely on the extra definedness only where the value does not matter, as
+    ``A * min(1, t)`` (0 at ``t == 0`` whatever ``A`` is) does.
 
     Raises:
         ZeroDivisionError: ``b`` is 0.

@@ -17,7 +17,17 @@ from __future__ import annotations
 
 import math
 
-from onnx_symdims.expr._atoms import _ATOMS, EXACT, FLOOR, MAX, MIN, MOD, Atom, Monomial
+from onnx_symdims.expr._atoms import (
+    _ATOMS,
+    EXACT,
+    FLOOR,
+    MAX,
+    MIN,
+    MOD,
+    Atom,
+    ExprError,
+    Monomial,
+)
 from onnx_symdims.expr._dimexpr import Dim, DimExpr, _atom_expr, _from_terms, _split
 from onnx_symdims.expr._divisions import exact_div
 from onnx_symdims.expr._extremum import _extremum
@@ -59,12 +69,58 @@ def _fold_sum_into_extremum(terms: dict[Monomial, int], const: int) -> Dim | Non
     return None
 
 
+def _merge_same_divisor(terms: dict[Monomial, int], const: int) -> Dim | None:
+    """``N1 /: D + N2 /: D == (N1 + N2) /: D`` for a symbolic divisor ``D``.
+
+    Where the left side is defined, ``D != 0`` divides both numerators, hence their sum,
+    and the rational quotients add up; the right side is defined there too (and maybe at
+    more points: its condition is weaker). One quotient per symbolic divisor is also one
+    spelling, and the merged numerator may cancel with ``D``
+    (``(a*w+a)/:(w+1) + (b*w+b)/:(w+1) == a+b``). A symbolic quotient has absorbed every
+    factor outside it (:func:`_absorb_exact_divisions`), so the terms are single atoms.
+    Returns None when no divisor has two quotients, or the merged one leaves the guards.
+    """
+    by_divisor: dict[object, list[Monomial]] = {}
+    for m in terms:
+        if len(m) == 1 and m[0].kind == EXACT and not isinstance(m[0].args[1], int):
+            by_divisor.setdefault(m[0].args[1], []).append(m)
+    groups = [ms for ms in by_divisor.values() if len(ms) >= 2]
+    if not groups:
+        return None
+    rest = dict(terms)
+    merged: list[Dim] = []
+    for ms in groups:
+        numerator: Dim = 0
+        for m in ms:
+            numerator = add(numerator, mul(rest.pop(m), m[0].args[0]))
+        try:
+            quotient = exact_div(numerator, ms[0][0].args[1])
+        except (ArithmeticError, ExprError):  # pragma: no cover - defensive: a sum never raises
+            return None
+        if isinstance(quotient, DimExpr) and quotient.unknown_reason is not None:
+            return None
+        merged.append(quotient)
+    result: Dim = _from_terms(rest, const) if rest else const
+    for q in merged:
+        result = add(result, q)
+    return result
+
+
 def _absorb_exact_divisions(terms: dict[Monomial, int], const: int) -> Dim | None:
     """Cancels ``c * m * (N /: D)`` when c or m shares a factor with D.
 
-    Holds because ``N /: D`` is the exact quotient: ``c*(N/:D) == (c*N)/:D``.
-    Returns None when nothing cancels.
+    Holds because ``N /: D`` is the exact quotient: ``c*(N/:D) == (c*N)/:D``. Then
+    quotients over the same symbolic divisor are merged (:func:`_merge_same_divisor`).
+    Returns None when nothing changes.
     """
+    absorbed = _absorb_factors(terms, const)
+    if absorbed is not None:
+        return absorbed
+    return _merge_same_divisor(terms, const)
+
+
+def _absorb_factors(terms: dict[Monomial, int], const: int) -> Dim | None:
+    """``c * m * (N /: D) == (c*m*N) /: D`` when c or m shares a factor with D, or None."""
     changed = False
     out: dict[Monomial, int] = {}
     extra: list[Dim] = []

@@ -3,8 +3,9 @@
 Output shapes follow numpy broadcasting (:meth:`NodeContext.broadcast_shapes`): two
 different symbolic dims give a ``broadcast(a, b)`` term, never a guess. Integer
 "values as shape" are propagated through the arithmetic, comparison, logical, ``Max``,
-``Min``, ``Where``, ``Clip`` and ``Neg``/``Abs`` ops, so shape computations exported
-from PyTorch (``Shape -> Gather -> Add -> Concat -> Reshape``) stay symbolic.
+``Min``, ``Where``, ``Clip`` and ``Neg``/``Abs``/``Relu``/``Sign`` ops, so shape
+computations exported from PyTorch (``Shape -> Gather -> Add -> Concat -> Reshape``)
+stay symbolic.
 """
 
 from __future__ import annotations
@@ -57,11 +58,32 @@ def _value_neg(ctx: NodeContext, a: Dim) -> Dim:
 def _value_abs(ctx: NodeContext, a: Dim) -> Dim:
     if isinstance(a, int):
         return abs(a)
+    if a.is_unknown:
+        return unknown_element()
     if ctx.scope.prove_nonneg(a):
         return a
     if ctx.scope.prove_nonneg(expr.neg(a)):
         return expr.neg(a)
-    return unknown_element()
+    # |x| == max(x, -x) for every integer (Abs(Sub(a, b)) of two dims).
+    return expr.dmax(a, expr.neg(a), scope=ctx.scope)
+
+
+def _value_relu(ctx: NodeContext, a: Dim) -> Dim:
+    if isinstance(a, int):
+        return max(a, 0)
+    if a.is_unknown:
+        return unknown_element()
+    return expr.dmax(a, 0, scope=ctx.scope)
+
+
+def _value_sign(ctx: NodeContext, a: Dim) -> Dim:
+    if isinstance(a, int):
+        return (a > 0) - (a < 0)
+    if a.is_unknown:
+        return unknown_element()
+    # For an integer, sign(x) == min(max(x, -1), 1); the scope folds what it proves
+    # (a dim's sign is min(1, d), a dim >= 1 has sign 1).
+    return expr.dmin(expr.dmax(a, -1, scope=ctx.scope), 1, scope=ctx.scope)
 
 
 def _value_not(ctx: NodeContext, a: Dim) -> Dim:
@@ -75,6 +97,8 @@ def _value_not(ctx: NodeContext, a: Dim) -> Dim:
 _UNARY_VALUE_FNS: dict[str, Callable[[NodeContext, Dim], Dim]] = {
     "Neg": _value_neg,
     "Abs": _value_abs,
+    "Relu": _value_relu,
+    "Sign": _value_sign,
     "Not": _value_not,
 }
 
@@ -159,7 +183,7 @@ def _binary_value_fn(scope: expr.Scope, op: str, fmod: bool) -> ElementFn | None
     if op == "Mul":
         return expr.mul
     if op == "Div":
-        return functools.partial(element_div, scope)
+        return functools.partial(_element_div, scope)
     if op == "Mod":
         return functools.partial(element_mod, scope, fmod=fmod)
     if op == "Pow":
@@ -171,6 +195,21 @@ def _binary_value_fn(scope: expr.Scope, op: str, fmod: bool) -> ElementFn | None
     if op == "Or":
         return _or
     return None
+
+
+def _element_div(scope: expr.Scope, a: Dim, b: Dim) -> Dim:
+    """Integer ``Div``, which truncates toward zero (C++ ``/`` in onnxruntime).
+
+    Truncation is odd, ``trunc(a / -c) == -trunc(a / c)``, so a negative constant divisor
+    is the negation of the division by ``-c`` (``Div(Sub(a, b), -2)`` of two dims).
+    """
+    if isinstance(b, int) and b < 0 and not isinstance(a, int) and b != _INT64_MIN:
+        q = element_div(scope, a, -b)
+        return q if isinstance(q, expr.DimExpr) and q.is_unknown else expr.neg(q)
+    return element_div(scope, a, b)
+
+
+_INT64_MIN = -(2**63)
 
 
 def _and(a: Dim, b: Dim) -> Dim:
