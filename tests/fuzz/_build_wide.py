@@ -345,7 +345,10 @@ class WideBuilders:
         for out in outs[2:] if never else ():
             # Its rank where no iteration runs is the runtime's choice too (onnxruntime:
             # 1 when its inference does not know the body output's): nothing reads it.
-            out.arrays = [None if int(trip.arrays[b]) == 0 else a for b, a in enumerate(out.arrays)]
+            out.arrays = [
+                None if trip.arrays[b] is None or int(trip.arrays[b]) == 0 else a
+                for b, a in enumerate(out.arrays)
+            ]
         final = outs[0]
         if rng.random() < 0.6:  # the grown dim used: a Reshape to it, a Shape
             self.emit1("Reshape", [final, self.emit1("Shape", [final])])
