@@ -18,7 +18,10 @@ int ``n``                   symbolic ``e``         ``n``; records ``e == n``
 symbolic ``e``              int ``n``              ``n``; records ``e == n``; but conflict
                                                    when ``e`` is over declared names only
                                                    and not provably ``n`` (below)
-symbolic ``e``              symbolic ``f != e``    ``f``; records ``e == f`` with leaf derivation
+symbolic ``e``              symbolic ``f != e``    ``f``; records ``e == f`` with leaf derivation;
+                                                   but conflict when ``e`` and ``f`` are over
+                                                   the same declared names and a point
+                                                   separates them (below)
 =========================== ====================== =========================================
 
 Every equality goes through
@@ -44,15 +47,29 @@ does not check declared output shapes): a conflict, so the inferred dim is writt
 expression with a symbol the engine minted (a ``NonZero`` count) says nothing against
 the declared int, which stays the fact it is.
 
+The same for a declared expression over exactly the names of an inferred one that holds
+in every run: torch.export declares a ``ceil_mode`` pooling's output ``H//3`` where it is
+``(H+1)//3`` (attack5 ``pool_ops_dynamo``). The declared text then restates, as another
+formula of the same sizes, a size the inferred dim already gives, falsely at ``H = 5``: a
+conflict, and the inferred dim is written. Only a point within the symbols' bounds, with
+every size at least 2, where both are defined and differ makes it one
+(:func:`_separating_point`): two spellings the scope cannot prove equal stay the author's,
+and so do the formulas exporters write without the clamps at sizes 0 and 1
+(``(h-1)//8 + 1`` for ``max(h-1,0)//8 + 1``). A declared expression over other names, or
+over fewer (``total`` of ``past + seq``, ``e`` of ``broadcast(b+c, e)``), relates sizes:
+a relation the author states, recorded as before.
+
 The same rules apply to value-as-shape (the elements of a small integer tensor), where
-elements are integers that may be negative.
+elements are integers that may be negative (there only the int rule).
 """
 
 from __future__ import annotations
 
 __all__ = ["declared_dims", "merge_value_with_anchor", "merge_with_anchor"]
 
+import itertools
 import logging
+import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -136,11 +153,14 @@ def _plan(
     declared: Sequence[Dim | None],
     what: str,
     differs: Callable[[expr.DimExpr, int], bool] | None = None,
+    separated: Callable[[expr.DimExpr, expr.DimExpr], str | None] | None = None,
 ) -> tuple[list[Dim | None], list[tuple[Dim, Dim]], list[str]]:
     """Per-dim merge without side effects: (result, equalities, conflicts).
 
     ``differs(e, n)``: whether an inferred expression ``e`` may differ from a declared
-    int ``n`` in a run (a conflict then).
+    int ``n`` in a run (a conflict then). ``separated(e, f)``: a point (printed) where
+    an inferred ``e`` that holds in every run differs from a declared ``f`` over its
+    names, or ``None`` (a conflict when there is one).
     """
     result: list[Dim | None] = []
     equalities: list[tuple[Dim, Dim]] = []
@@ -169,9 +189,61 @@ def _plan(
             equalities.append((inf, decl))
             result.append(decl)
         else:
+            point = separated(inf, decl) if separated is not None else None
+            if point is not None:
+                conflicts.append(
+                    f"{what} {axis}: declared {expr.to_onnx(decl)} but inferred "
+                    f"{expr.to_onnx(inf)}, which differs at {point}"
+                )
+                result.append(inf)
+                continue
             equalities.append((inf, decl))
             result.append(decl)
     return result, equalities, conflicts
+
+
+#: Values tried per symbol above its lower bound, itself at least 2 (all combinations up
+#: to three symbols).
+_OFFSETS = (3, 5, 1, 4, 0, 2, 6, 10, 29, 98)
+#: The smallest size tried: exporters' formulas disagree with the clamps a runtime applies
+#: at 0 and 1 (``(h-1)//8 + 1`` is 0 at ``h = 0``, where the model fails), and torch.export
+#: assumes a dynamic size is at least 2 when it writes them.
+_SMALLEST_SIZE_TRIED = 2
+#: Points tried for more symbols (a fixed walk: the diagnostic is the same every run).
+_MANY_SYMBOL_POINTS = 400
+
+
+def _separating_point(
+    scope: expr.Scope, names: Sequence[str], e: expr.DimExpr, f: expr.DimExpr
+) -> str | None:
+    """``"H=5"``: a point within the symbols' bounds where ``e`` and ``f`` differ, or None.
+
+    Every size is at least :data:`_SMALLEST_SIZE_TRIED`. Points where either is undefined
+    (an exact division that does not divide, a broadcast that fails) are skipped: only a
+    value both give can show them apart.
+    """
+    ranges = []
+    for name in names:
+        lower, upper = scope.bounds(expr.sym(name))
+        low = max(lower or 0, _SMALLEST_SIZE_TRIED)
+        ranges.append(
+            [low + k for k in _OFFSETS if upper is None or low + k <= upper] or [low]
+        )
+    if len(names) <= 3:
+        points = itertools.product(*ranges)
+    else:
+        walk = random.Random(len(names))
+        points = (
+            tuple(walk.choice(r) for r in ranges) for _ in range(_MANY_SYMBOL_POINTS)
+        )
+    for point in points:
+        binding = dict(zip(names, point))
+        try:
+            if expr.evaluate(e, binding) != expr.evaluate(f, binding):
+                return ", ".join(f"{n}={v}" for n, v in binding.items())
+        except (ArithmeticError, expr.ExprError):
+            continue
+    return None
 
 
 def _merge(
@@ -195,7 +267,7 @@ def _merge(
         result: Sequence[Dim | None] = inferred
         equalities: list[tuple[Dim, Dim]] = []
     else:
-        differs = None
+        differs = separated = None
         if what == "axis":
             generated, scope = ctx.is_generated, ctx.scope
 
@@ -204,7 +276,17 @@ def _merge(
                     return False  # a size the engine could not name: the int tells it
                 return not scope.prove_eq(e, n)
 
-        result, equalities, conflicts = _plan(inferred, declared, what, differs)
+            def separated(e: expr.DimExpr, f: expr.DimExpr) -> str | None:
+                names = e.symbols()
+                if f.symbols() != names or any(generated(name) for name in names):
+                    # A relation to other sizes (f names fewer or other sizes: e of
+                    # broadcast(b+c, e) says b+c is e), or a size the engine minted.
+                    return None
+                if scope.prove_eq(e, f):
+                    return None
+                return _separating_point(scope, sorted(names), e, f)
+
+        result, equalities, conflicts = _plan(inferred, declared, what, differs, separated)
     if conflicts:
         kind = "shape" if what == "axis" else "value"
         message = (
