@@ -79,6 +79,8 @@ Export failures (torch 2.13, transformers 5.24, onnxruntime 1.32), registered as
   onnxruntime fails a Gather at other lengths (the chunk count baked).
 * bigbird_sparse24_dynamo, prophetnet_dynamo: ConversionError (no ``aten.sub`` overload);
   bigbird_sparse24_legacy: onnxruntime fails a Reshape at other lengths (blocks baked).
+* led_legacy: onnxruntime fails a Reshape of the Longformer encoder at other lengths
+  (the chunk count baked; led_dynamo fails in attack3).
 * mobilevit_odd_dynamo: onnxruntime fails a Reshape at odd sizes (the example took no
   interpolation branch); mobilevitv2_odd_dynamo: torch.export NotImplementedError;
   mobilevitv2_odd_legacy: ``col2im`` needs opset 18, where its TorchScript symbolic fails.
@@ -88,7 +90,8 @@ example: onnxruntime's Gather fails at width 3; TorchScript refuses sizes that d
 divide), ``nearest-exact`` (TorchScript opset 17), ``topk(min(20, anchors))`` (TorchScript
 bakes k = 20: onnxruntime fails on small images), ``masked_select`` (dynamo). Also tried and
 left out: SAM's prompt encoder and mask decoder (the dynamo export fails an Expand at any
-batch / point count but the example's), RT-DETR and Mask2Former (too slow to export here),
+batch / point count but the example's), RT-DETR (the dynamo export takes 90 s, then onnxruntime fails a Concat of the anchor grid
+even at the example's size with batch 1), Mask2Former (not tried: too slow to export here),
 torchvision's roi_align / nms (torchvision is not installed in the build venv).
 """
 
@@ -1546,6 +1549,36 @@ b_mobilevitv2 = image(
     bindings=MOBILEVIT_ODD,
 )
 b_prophetnet_legacy = as_legacy(b_prophetnet)
+LED = HF(
+    "LEDForConditionalGeneration",
+    "LEDConfig",
+    vocab_size=400,
+    d_model=32,
+    encoder_layers=1,
+    decoder_layers=1,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=64,
+    decoder_ffn_dim=64,
+    attention_window=4,
+    max_encoder_position_embeddings=64,
+    max_decoder_position_embeddings=64,
+    pad_token_id=1,
+    bos_token_id=0,
+    eos_token_id=2,
+    decoder_start_token_id=2,
+)
+b_led_legacy = with_bindings(
+    as_legacy(
+        cc.encdec(
+            LED,
+            "LEDForConditionalGeneration 1+1 layers, Longformer encoder attention window 4 "
+            "(input padded to a multiple of 4)",
+            attn="eager",
+        )
+    ),
+    ENCDEC1_BINDINGS,
+)
 b_mobilevitv2_legacy = as_legacy(b_mobilevitv2, opset=18)  # col2im: opset 18
 CONVNEXT_ODD = [
     {"batch": 1, "height": 35, "width": 45},
@@ -1635,6 +1668,7 @@ EXTRA = [
     ("prophetnet_dynamo", b_prophetnet),
     ("mobilevitv2_odd_dynamo", b_mobilevitv2),
     ("mobilevitv2_odd_legacy", b_mobilevitv2_legacy),
+    ("led_legacy", b_led_legacy),
 ]
 
 dc.MODELS.clear()
