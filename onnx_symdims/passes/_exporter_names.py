@@ -7,8 +7,9 @@ output it meets the symbol on (``Subout0_dim_1``, ``Squeezewaveform_dim_0``; tor
 inference met the same symbol. These are the exporter's engine symbols, not names the
 author chose, and its inference equates sizes that differ in some runs (a ``Unique``
 count named as the batch). Read as the author's labels they hide what inference computes
-(``seq_len-1``) behind an opaque name. :func:`clear_exporter_output_names` empties them
-before inference, which then writes its own dims there (a fresh symbol where it computes
+(``seq_len-1``) behind an opaque name. :func:`clear_exporter_output_names` empties them,
+on the main graph's outputs and on subgraph outputs where the exporter reused them, before
+inference, which then writes its own dims there (a fresh symbol where it computes
 none), as onnxruntime's symbolic shape inference does.
 
 Example::
@@ -50,28 +51,50 @@ def _is_exporter_name(text: str, output_names: frozenset[str], op_types: frozens
 
 
 def clear_exporter_output_names(model: ir.Model) -> int:
-    """Empties the exporter-invented dim names of the main graph's outputs.
+    """Empties the exporter-invented dim names of the graphs' outputs.
+
+    The main graph's, and those of the subgraphs (``If`` branches, ``Loop`` bodies), where
+    the exporter reuses its names (a branch output of ``[Ifout0_dim_1, 8]``): a subgraph's
+    declared output text is otherwise kept as the author's.
 
     Returns:
         How many output shapes changed.
     """
     graph = model.graph
     output_names = frozenset(value.name for value in graph.outputs if value.name)
-    op_types: frozenset[str] | None = None
+    op_types: list[frozenset[str]] = []
+    changed = _clear(graph.outputs, graph, output_names, op_types)
+    if op_types:  # a main output had such a name: the exporter may have reused it below
+        for node in ir.traversal.RecursiveGraphIterator(graph):
+            for attr in node.attributes.values():
+                if attr.type is ir.AttributeType.GRAPH:
+                    changed += _clear(attr.value.outputs, graph, output_names, op_types)
+                elif attr.type is ir.AttributeType.GRAPHS:
+                    for subgraph in attr.value:
+                        changed += _clear(subgraph.outputs, graph, output_names, op_types)
+    return changed
+
+
+def _clear(
+    values, graph: ir.Graph, output_names: frozenset[str], op_types: list[frozenset[str]]
+) -> int:
+    """Empties the invented names on ``values``; ``op_types`` caches the graph's op types."""
     changed = 0
-    for value in graph.outputs:
+    for value in values:
         shape = value.shape
         if shape is None:
             continue
         texts = [d.value for d in shape.dims if isinstance(d, ir.SymbolicDim) and d.value]
         if not any(_AXIS_SUFFIX.search(text) for text in texts):
             continue  # the common case: no text ends as the exporter's names do
-        if op_types is None:
-            op_types = frozenset(node.op_type for node in graph if node.domain in ("", "ai.onnx"))
+        if not op_types:
+            op_types.append(
+                frozenset(node.op_type for node in graph if node.domain in ("", "ai.onnx"))
+            )
         invented = [
             isinstance(d, ir.SymbolicDim)
             and bool(d.value)
-            and _is_exporter_name(d.value, output_names, op_types)
+            and _is_exporter_name(d.value, output_names, op_types[0])
             for d in shape.dims
         ]
         if any(invented):

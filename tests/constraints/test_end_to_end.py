@@ -573,6 +573,35 @@ def test_the_exporters_invented_output_names_declare_nothing():
         check_against_runtime(model, actual, bindings)
 
 
+# The exporter reuses its names on subgraph outputs (attack5 ``if_shape_legacy``: both
+# branches of an If declared ``[Ifout0_dim_1, 8]``, the name of a dim of another output).
+EXPORTER_NAMES_IN_BRANCHES = """
+g (float[B, L] x, bool c) => (float[B, Ifout0_dim_1] out0, float[Ifout0_dim_1] out1) {
+  out0 = Concat <axis = 1> (x, x)
+  zero = Constant<value = int64[1] {0}>()
+  out1 = If(c) <
+    then_branch = t () => (float[Ifout0_dim_1] a) { a = ReduceSum <keepdims = 0> (x, zero) },
+    else_branch = e () => (float[Ifout0_dim_1] b) { b = ReduceMax <keepdims = 0> (x, zero) }
+  >
+}"""
+
+
+def test_the_exporters_names_on_subgraph_outputs_declare_nothing():
+    model = build(EXPORTER_NAMES_IN_BRANCHES)
+    inferred = SymbolicShapeInferencePass()(model)
+    AnchorConstraintPropagationPass(inferred.context)(model)
+    out0, out1 = (dims_text(v) for v in model.graph.outputs)
+    assert out0 == ["B", "2*L"] and out1 == ["L"], (out0, out1)
+    branches = model.graph.node(-1).attributes
+    written = [dims_text(branches[b].value.outputs[0]) for b in ("then_branch", "else_branch")]
+    assert written == [["L"], ["L"]], written  # not the name of out0's 2*L
+    rng = np.random.default_rng(0)
+    for batch, length in ((3, 2), (1, 1), (2, 0)):
+        bindings = {"B": batch, "L": length}
+        feeds = make_feeds(model, bindings, rng, {"c": np.array(batch > 1)})
+        check_against_runtime(model, runtime_shapes(model, feeds), bindings)
+
+
 @pytest.mark.parametrize(
     "text",
     ["seq_dim_1", "Subseq_dim_1", "Fooy_dim_0", "Subd_dim_x", "Subd_dims_1", "Subd"],
