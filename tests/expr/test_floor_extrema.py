@@ -18,8 +18,10 @@ from onnx_symdims.expr import (
     evaluate,
     floordiv,
     mul,
+    parse_dim,
     simplify_expression,
     sym,
+    to_onnx,
 )
 from onnx_symdims.expr._floor_bounds import difference_bounds
 from tests.expr.test_properties import PROPERTY_SETTINGS
@@ -72,6 +74,28 @@ def test_an_extremum_of_floor_quotients_keeps_its_value(op, first, second):
         assert evaluate(built, {"h": h}) == pick(fx(h), fy(h))
 
 
+@PROPERTY_SETTINGS
+@given(
+    st.sampled_from([dmax, dmin]),
+    st.tuples(coefficients, shifts, divisors, shifts),
+    st.integers(-12, 12),
+    shifts,
+    divisors,
+    divisors,
+)
+def test_a_floored_extremum_keeps_its_value(op, inner, bound, k, d, d2):
+    g, fg = _floor_affine(*inner)
+    pick = max if op is dmax else min
+    for numerator, f in (
+        (op(g, bound), lambda h: pick(fg(h), bound)),
+        (op(add(sym("h"), inner[1]), bound), lambda h: pick(h + inner[1], bound)),
+    ):
+        built = floordiv(floordiv(add(numerator, k), d), d2)
+        assert parse_dim(to_onnx(built)) is built
+        for h in VALUES:
+            assert evaluate(built, {"h": h}) == (f(h) + k) // d // d2
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -83,6 +107,16 @@ def test_an_extremum_of_floor_quotients_keeps_its_value(op, first, second):
         ("64*min(4*((seq_len+3)//4),seq_len)//seq_len", 64),
         ("min(2*(h//2),h-1)", "h-1"),
         ("max(2*(h//2),h)", "h"),
+        # one spelling of a floored max: ceil-mode pooling, conv and a max of quotients
+        ("max(height-1,0)//8+1", "(8^7+height)//8"),
+        ("max((height+7)//4,2)//2", "(8^7+height)//8"),
+        ("max((height+31)//4,8)//8", "(32^31+height)//32"),
+        ("max(height+7,8)//16", "(8^7+height)//16"),
+        (
+            "max(height-1,0)//8+(max(height-1,0)//8)*(max(width-1,0)//8)+max(width-1,0)//8+1",
+            "((8^7+height)//8)*((8^7+width)//8)",
+        ),
+        ("max(3-h,0)//2", "(0^3-h)//2"),
     ],
 )
 def test_seen_in_the_corpora(text, expected):
