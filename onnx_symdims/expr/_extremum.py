@@ -85,7 +85,7 @@ def _drop_floor_dominated(kind: str, kept: list[Dim]) -> list[Dim]:
         for j, y in enumerate(ordered):
             if i == j or not (has_floor_term(x) or has_floor_term(y)):
                 continue
-            bounds = difference_bounds(sub(y, x) if kind == MAX else sub(x, y))
+            bounds = difference_bounds(y, x) if kind == MAX else difference_bounds(x, y)
             if bounds is None or bounds[0] < 0:
                 continue  # y does not dominate x everywhere
             if bounds[1] > 0 or j < i:  # on ties (equal everywhere) keep the earlier one

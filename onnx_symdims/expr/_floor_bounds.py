@@ -40,20 +40,35 @@ def has_floor_term(d: Dim) -> bool:
     return False
 
 
-def difference_bounds(d: Dim) -> tuple[int, int] | None:
-    """``(lo, hi)`` with ``lo <= d <= hi`` for every integer value of the symbols, or None.
+def difference_bounds(x: Dim, y: Dim) -> tuple[int, int] | None:
+    """``(lo, hi)`` with ``lo <= x - y <= hi`` for every integer value of the symbols, or None.
 
     Only sums of floor groups (see the module docstring) and a constant are bounded here;
-    anything else gives None.
+    anything else gives None. The difference is taken term by term, without building it
+    (building a sum may fold it into an extremum, which compares its arguments here).
     """
-    if isinstance(d, int):
-        return d, d
-    if d.unknown_reason is not None:
-        return None
+    for d in (x, y):
+        if isinstance(d, DimExpr) and d.unknown_reason is not None:
+            return None
+    terms: dict[Monomial, int] = {}
+    const = 0
+    for d, sign in ((x, 1), (y, -1)):
+        if isinstance(d, int):
+            const += sign * d
+            continue
+        const += sign * d.const
+        for mono, coeff in d.terms:
+            terms[mono] = terms.get(mono, 0) + sign * coeff
+    return _bounds(terms, const)
+
+
+def _bounds(terms: dict[Monomial, int], const: int) -> tuple[int, int] | None:
     groups: dict[tuple[tuple, int], list[tuple[int, int]]] = {}
     rest: dict[Monomial, int] = {}
     floors = 0
-    for mono, coeff in d.terms:
+    for mono, coeff in terms.items():
+        if not coeff:
+            continue
         atom = mono[0] if len(mono) == 1 else None
         if atom is not None and atom.kind == FLOOR:
             num, den = atom.args
@@ -64,7 +79,7 @@ def difference_bounds(d: Dim) -> tuple[int, int] | None:
         rest[mono] = coeff
     if not groups or floors > _MAX_FLOOR_TERMS:
         return None
-    lo = hi = d.const
+    lo = hi = const
     for (base_terms, den), shifted in groups.items():
         total = sum(c for _, c in shifted)
         if total % den:
