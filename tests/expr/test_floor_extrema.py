@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from onnx_symdims.expr import (
+    Scope,
     add,
     dmax,
     dmin,
@@ -171,3 +172,27 @@ def test_comparing_arguments_does_not_build_new_extrema():
 
     model = onnx_symdims.infer_symbolic_shapes(ir.from_onnx_text(_FUZZ_382))
     assert model.graph.outputs[0].shape is not None
+
+
+@PROPERTY_SETTINGS
+@given(
+    st.sampled_from([dmax, dmin]),
+    shifts,
+    st.integers(-12, 12),
+    divisors,
+    st.integers(-3, 3),
+    st.integers(-3, 3),
+    shifts,
+)
+def test_a_case_split_on_a_shifted_symbol_proves_only_what_holds(op, c, k, d, x, y, z):
+    # Scope proofs split on min(s+c, k) / max(s+c, k): the spelling of a floored extremum.
+    h = sym("h")
+    candidate = add(add(mul(x, floordiv(op(add(h, c), k), d)), mul(y, floordiv(h, d))), z)
+    if Scope(nonnegative=True).prove_nonneg(candidate):
+        assert all(evaluate(candidate, {"h": v}) >= 0 for v in range(81))
+
+
+def test_a_case_split_on_a_shifted_symbol():
+    scope = Scope(nonnegative=True)
+    assert scope.prove_nonneg(parse_dim("(h+3)//4 - max(h+3,4)//4 + 1"))
+    assert not scope.prove_nonneg(parse_dim("(h+3)//4 - max(h+3,4)//4"))  # -1 at h = 0
