@@ -18,6 +18,7 @@ from onnx_symdims.expr._atoms import (
     FLOOR,
     INT64_MIN,
     MAX,
+    MIN,
     MOD,
     SYM,
     Atom,
@@ -35,7 +36,7 @@ from onnx_symdims.expr._dimexpr import (
     _term,
     unknown,
 )
-from onnx_symdims.expr._extremum import dmax
+from onnx_symdims.expr._extremum import _extremum, dmax
 from onnx_symdims.expr._polygcd import poly_divide, poly_gcd
 from onnx_symdims.expr._ring import _finish, add, mul, neg, sub
 
@@ -181,6 +182,8 @@ def _floordiv_by_int(a: DimExpr, d: int) -> Dim:
     if lo is not None and hi is not None and lo // d == hi // d:
         # lo <= a <= hi for every value of the symbols: (x % 2) // 2 == 0.
         return lo // d
+    if (normalized := _extremum_numerator(a, d)) is not None:
+        return normalized
     quotient: dict[Monomial, int] = {}
     rest: dict[Monomial, int] = {}
     for m, c in a.terms:
@@ -222,6 +225,73 @@ def _floordiv_by_int(a: DimExpr, d: int) -> Dim:
     if (rounded := _rounded_multiple_quotient(numerator, d)) is not None:
         return add(q, rounded)  # (h + h%2) // 2 == (h+1) // 2
     return add(q, _term(FLOOR, (numerator, d)))
+
+
+def _extremum_numerator(a: DimExpr, d: int) -> Dim | None:
+    """``(ext(Y, K) + k) // d`` in one canonical spelling, ``ext`` a max or min, or None.
+
+    Two identities, for every integer value of the symbols:
+
+    * a constant shift moves through an extremum, ``max(Y, K) + k == max(Y-s, K-s) + k+s``;
+      ``s`` is chosen so that ``k + s`` is a multiple of ``d`` (it leaves the quotient) and
+      the constant of ``Y - s`` lies in ``[0, d)`` (the constant argument, when ``Y``'s
+      leading coefficient is negative): ``max(h-1, 0)//8 + 1`` and ``max(h+7, 8)//8``
+      are both ``max(h+7, 8)//8``;
+    * a monotone non-decreasing ``f`` commutes with an extremum,
+      ``max(f(X), f(x0)) == f(max(X, x0))``: with ``f(x) == c*((x+a)//e) + p``, ``c, e > 0``
+      and ``K == f(x0)`` for ``x0 = q*e - a``, ``max((h+7)//4, 2)//2`` is
+      ``(max(h, 1)+7)//4//2``, hence ``max(h+7, 8)//8`` too.
+
+    Applies to a numerator that is one extremum (coefficient 1) of one constant and one
+    expression, plus a constant; None when it has another shape or is canonical already.
+    """
+    if len(a.terms) != 1:
+        return None
+    ((mono, coeff),) = a.terms
+    if coeff != 1 or len(mono) != 1 or mono[0].kind not in (MAX, MIN) or len(mono[0].args) != 2:
+        return None
+    kind = mono[0].kind
+    bound, inner = mono[0].args
+    if isinstance(inner, int):
+        bound, inner = inner, bound
+    if not isinstance(bound, int) or not isinstance(inner, DimExpr):
+        return None
+    k = a.const
+    if (pushed := _extremum_through_floor(kind, inner, bound)) is not None:
+        return floordiv(add(pushed, k), d)
+    if inner.terms[0][1] > 0:
+        shift = inner.const - (inner.const + k) % d  # Y's constant in [0, d)
+    else:
+        shift = bound - (bound + k) % d  # a decreasing Y: the constant argument in [0, d)
+    if shift == 0:
+        return None
+    shifted = _extremum(kind, (sub(inner, shift), bound - shift), None)
+    return floordiv(add(shifted, k + shift), d)
+
+
+def _extremum_through_floor(kind: str, g: DimExpr, bound: int) -> Dim | None:
+    """``ext(c*((X+a)//e) + p, bound)`` as ``c*((ext(X, x0)+a)//e) + p``, or None.
+
+    ``f(x) = c*((x+a)//e) + p`` is non-decreasing for ``c, e > 0``, so
+    ``ext(f(X), f(x0)) == f(ext(X, x0))`` for every integer; ``x0 = q*e - a`` with
+    ``f(x0) == c*q + p == bound`` (None when ``bound`` is not a value of ``f``).
+    """
+    if len(g.terms) != 1:
+        return None
+    ((mono, c),) = g.terms
+    if c <= 0 or len(mono) != 1 or mono[0].kind != FLOOR:
+        return None
+    num, e = mono[0].args
+    if not isinstance(e, int) or e <= 0 or not isinstance(num, DimExpr):
+        return None
+    p = g.const
+    if (bound - p) % c:
+        return None
+    q = (bound - p) // c
+    a = num.const
+    x = sub(num, a)
+    inner = _extremum(kind, (x, q * e - a), None)
+    return add(mul(c, floordiv(add(inner, a), e)), p)
 
 
 def _split_exact_quotient(a: DimExpr, d: int) -> Dim | None:

@@ -23,7 +23,11 @@ from onnx_symdims.expr._atoms import (
     _memoized_scoped,
 )
 from onnx_symdims.expr._dimexpr import Dim, DimExpr, _atom_expr, _check_dim, _poison, _term
+from onnx_symdims.expr._floor_bounds import difference_bounds, has_floor_term
 from onnx_symdims.expr._ring import sub
+
+#: Above this many arguments the pairwise floor-quotient comparisons are skipped.
+_MAX_FLOOR_COMPARED_ARGS = 8
 
 
 def _flatten_args(kind: str, args: Iterable[Dim]) -> list[Dim]:
@@ -56,12 +60,40 @@ def _extremum(kind: str, args: tuple[Dim, ...], scope: object | None) -> Dim:
                 best[a.terms] = a
     kept: list[Dim] = [pick(ints)] if ints else []
     kept.extend(best.values())
+    if 1 < len(kept) <= _MAX_FLOOR_COMPARED_ARGS and any(has_floor_term(a) for a in kept):
+        kept = _drop_floor_dominated(kind, kept)
     if scope is not None and 1 < len(kept) <= MAX_SCOPED_EXTREMUM_ARGS:
         kept = _drop_dominated(kind, kept, scope)
     if len(kept) == 1:
         return kept[0]
     kept.sort(key=_dim_key)
     return _atom_expr(_make_atom(kind, "", tuple(kept)))
+
+
+def _drop_floor_dominated(kind: str, kept: list[Dim]) -> list[Dim]:
+    """Drops arguments that another one bounds for every integer (floor quotients).
+
+    ``min((H-1)//3, H//3) == (H-1)//3``: ``(H-1)//3 - H//3`` lies in ``[-1, 0]`` for every
+    integer ``H`` (:func:`._floor_bounds.difference_bounds`). Arguments that are equal
+    everywhere keep the first in the canonical order, so the result does not depend on
+    the order of the arguments.
+    """
+    ordered = sorted(kept, key=_dim_key)
+    result: list[Dim] = []
+    for i, x in enumerate(ordered):
+        dominated = False
+        for j, y in enumerate(ordered):
+            if i == j or not (has_floor_term(x) or has_floor_term(y)):
+                continue
+            bounds = difference_bounds(y, x) if kind == MAX else difference_bounds(x, y)
+            if bounds is None or bounds[0] < 0:
+                continue  # y does not dominate x everywhere
+            if bounds[1] > 0 or j < i:  # on ties (equal everywhere) keep the earlier one
+                dominated = True
+                break
+        if not dominated:
+            result.append(x)
+    return result
 
 
 def _drop_dominated(kind: str, kept: list[Dim], scope) -> list[Dim]:

@@ -343,19 +343,21 @@ class Scope:
         return False
 
     def _prove_by_cases(self, d: DimExpr, depth: int) -> bool:
-        """Splits on an atom ``min(s, k)`` / ``max(s, k)`` (symbol ``s``, int ``k``).
+        """Splits on an atom ``min(s+c, k)`` / ``max(s+c, k)`` (symbol ``s``, ints ``c, k``).
 
-        In the case ``s <= k`` the atom is ``s`` (for min) and ``s`` gets that range; in
-        the case ``s >= k`` it is ``k``. ``d >= 0`` holds if it holds in both cases.
+        In the case ``s <= k-c`` the atom is ``s+c`` (for min) and ``s`` gets that range;
+        in the case ``s >= k-c`` it is ``k``. ``d >= 0`` holds if it holds in both cases.
+        The shift ``c`` matters: a floored extremum is spelled ``max(h+7, 8)//8``.
         """
         atom = _split_candidate(d)
         if atom is None:
             return False
-        s, k = atom.args[1], atom.args[0]  # args are sorted: the int comes first
-        name = s.name  # type: ignore[union-attr]
-        lower_case = s if atom.kind == MIN else k  # the atom's value when s <= k
-        upper_case = k if atom.kind == MIN else s  # ... and when s >= k
-        for value, bounds in ((lower_case, (None, k)), (upper_case, (k, None))):
+        k, shifted = _int_and_shifted_symbol(atom)  # type: ignore[misc]
+        name = shifted.terms[0][0][0].name
+        threshold = k - shifted.const
+        lower_case = shifted if atom.kind == MIN else k  # the atom's value when s+c <= k
+        upper_case = k if atom.kind == MIN else shifted  # ... and when s+c >= k
+        for value, bounds in ((lower_case, (None, threshold)), (upper_case, (threshold, None))):
             case = self._case(name, bounds[0], bounds[1])
             lo, hi = case._ranges[name]
             if lo is not None and hi is not None and lo > hi:
@@ -436,14 +438,27 @@ def _is_known_expr(d: Dim) -> bool:
     return isinstance(d, DimExpr) and d.unknown_reason is None
 
 
+def _int_and_shifted_symbol(atom: Atom) -> tuple[int, DimExpr] | None:
+    """``(k, s+c)`` for a ``min``/``max`` atom over exactly an int and a symbol plus an int."""
+    if atom.kind not in (MIN, MAX) or len(atom.args) != 2:
+        return None
+    k, s = atom.args
+    if isinstance(s, int):
+        k, s = s, k
+    if not isinstance(k, int) or not isinstance(s, DimExpr) or len(s.terms) != 1:
+        return None
+    ((mono, coeff),) = s.terms
+    if coeff != 1 or len(mono) != 1 or mono[0].kind != SYM:
+        return None
+    return k, s
+
+
 def _split_candidate(d: DimExpr) -> Atom | None:
-    """The first ``min``/``max`` atom of ``d`` over exactly a symbol and an int."""
+    """The first ``min``/``max`` atom of ``d`` over exactly a symbol plus an int and an int."""
     for mono, _ in d.terms:
         for atom in mono:
-            if atom.kind in (MIN, MAX) and len(atom.args) == 2:
-                k, s = atom.args
-                if isinstance(k, int) and isinstance(s, DimExpr) and s.is_symbol:
-                    return atom
+            if _int_and_shifted_symbol(atom) is not None:
+                return atom
             if atom.kind not in (SYM,):
                 for arg in atom.args:
                     if isinstance(arg, DimExpr):

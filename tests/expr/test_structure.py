@@ -45,7 +45,7 @@ from tests.expr.test_properties import (
 
 EXPR_DIR = pathlib.Path(expr.__file__).parent
 #: The algebra proper: below the printers, the parser, the scope and the string API.
-CORE = ("_atoms", "_dimexpr", "_ring", "_extremum", "_polygcd", "_divisions", "_sums", "_substitute")
+CORE = ("_atoms", "_dimexpr", "_floor_bounds", "_ring", "_extremum", "_polygcd", "_divisions", "_sums", "_substitute")
 UNDEFINED = (ZeroDivisionError, InexactDivisionError, BroadcastError)
 
 
