@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 
 from onnx_symdims.expr._atoms import Atom, Monomial
+from onnx_symdims.expr._ring import _mono_mul
 
 Poly = dict  # dict[Monomial, int], no zero coefficient; {} is the zero polynomial
 
@@ -62,14 +63,6 @@ class _Budget:
 # ---------------------------------------------------------------------------------------
 # Monomials and polynomials
 # ---------------------------------------------------------------------------------------
-
-
-def _mono_mul(m1: Monomial, m2: Monomial) -> Monomial:
-    if not m1:
-        return m2
-    if not m2:
-        return m1
-    return tuple(sorted(m1 + m2, key=lambda a: a.key))
 
 
 def _degree(m: Monomial, x: Atom) -> int:

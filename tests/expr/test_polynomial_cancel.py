@@ -79,6 +79,13 @@ def _has_exact_quotient(d) -> bool:
     )
 
 
+def _has_extremum(d) -> bool:
+    return isinstance(d, DimExpr) and any(
+        t.function in ("max", "min") or any(_has_extremum(x) for x in t.args)
+        for t in d.function_terms()
+    )
+
+
 def _constant_ratio(p, q) -> bool:
     """True when ``p == r*q`` for a rational ``r``: ``p /: q`` is then a constant or undefined."""
     if isinstance(p, int) or isinstance(q, int):
@@ -112,12 +119,14 @@ def test_a_common_polynomial_factor_cancels(g, p, q):
     cofactors = _exact_or_none(p, q)
     if (
         cofactors is not None
-        and not any(_has_exact_quotient(d) for d in (g, p, q))
+        and not any(_has_exact_quotient(d) or _has_extremum(d) for d in (g, p, q))
         and not _constant_ratio(p, q)
     ):
         # The factor is gone: the same object as dividing the cofactors. (A quotient
         # atom is not: -(b/:c) is the atom (-b)/:c, so the divisor's sign may differ;
-        # and (a+1) /: (2*a+2), undefined everywhere, stays as written instead of raising.)
+        # and (a+1) /: (2*a+2), undefined everywhere, stays as written instead of raising.
+        # Nor a factor with a max or min: the ring folds a sum of extrema into another
+        # atom, max(a,b) - a into max(b-a,0), in one operand and not the other.)
         assert result is cofactors, (to_onnx(num), to_onnx(den), to_onnx(result))
 
 
