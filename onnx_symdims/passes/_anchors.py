@@ -39,6 +39,8 @@ __all__ = ["AnchorConstraintPropagationPass", "AnchorPropagationResult"]
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from itertools import compress
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import onnx_ir as ir
@@ -143,6 +145,7 @@ class AnchorPropagationResult(ir.passes.PassResult):
 # Rewriting
 # ----------------------------------------------------------------------------------------
 _MISS = object()  # not cached yet (a cached rewrite may be None)
+_SHAPE_SLOT = attrgetter("_shape")  # value.shape's slot (see _require_ir_slots)
 
 
 class _Rewriter:
@@ -152,6 +155,11 @@ class _Rewriter:
         self._mapping = mapping
         self._replacer = expr.SubexpressionReplacer(mapping)
         self._renamable = renamable
+        # A key occurs in an expression only with all its symbols (the replacer's own
+        # test uses their union): a text without every symbol of some key stays as it
+        # is, found without replacing anything (dims are interned: an unchanged result
+        # is the parsed dim itself, which is what the replacer would return).
+        self._key_symbols = [key.symbols() for key in mapping]
         self._cache: dict[expr.DimExpr, Dim] = {}
         self._ir_dims: dict[expr.DimExpr, ir.SymbolicDim] = {}
         # dim text (and protection) -> its rewritten IR dim, or None when unchanged
@@ -210,10 +218,12 @@ class _Rewriter:
         filled: frozenset[int] = frozenset(),
     ) -> ir.Shape | None:
         """``filled``: axes of a protected shape whose dims the engine wrote."""
-        # Most shapes keep every dim: find the first one that changes (one cached lookup
-        # per named dim) before building anything.
+        # Most shapes keep every dim: one cached lookup per named dim, and a list is
+        # built only from the first dim that changes.
         texts = self._texts
-        for axis, d in enumerate(shape._dims):  # slots, not properties: every shape
+        dims = shape._dims  # slots, not properties: every distinct shape of the model
+        new_dims: list[int | ir.SymbolicDim] | None = None
+        for axis, d in enumerate(dims):
             if d.__class__ is int or isinstance(d, int):
                 continue
             text = d._value
@@ -224,36 +234,26 @@ class _Rewriter:
             if new_ir is _MISS:
                 new_ir = texts[key] = self._rewrite_text(text, key[1])
             if new_ir is not None:
-                break
-        else:
+                if new_dims is None:
+                    new_dims = list(dims)
+                new_dims[axis] = new_ir
+        if new_dims is None:
             return None
-        changed = False
-        dims: list[int | ir.SymbolicDim] = []
-        for axis, d in enumerate(shape.dims):
-            if isinstance(d, int) or not d.value:
-                dims.append(d)
-                continue
-            key = (d.value, protected and axis not in filled)
-            if key in self._texts:
-                new_ir = self._texts[key]
-            else:
-                new_ir = self._texts[key] = self._rewrite_text(d.value, key[1])
-            if new_ir is None:
-                dims.append(d)
-            else:
-                changed = True
-                dims.append(new_ir)
-        if not changed:
-            return None
-        denotations = [shape.get_denotation(i) for i in range(len(dims))]
-        return ir.Shape(dims, denotations=denotations, frozen=frozen)
+        denotations = [shape.get_denotation(i) for i in range(len(new_dims))]
+        return ir.Shape(new_dims, denotations=denotations, frozen=frozen)
 
     def _rewrite_text(self, text: str, protected: bool) -> int | ir.SymbolicDim | None:
         """The rewritten IR dim for ``dim_param`` text, or ``None`` when it stays."""
         parsed = expr.parse_dim(text)
         if isinstance(parsed, int) or parsed.is_unknown:
             return None
-        if protected and not (parsed.symbols() & self._renamable):
+        symbols = parsed.symbols()
+        if protected and symbols.isdisjoint(self._renamable):
+            return None
+        for keys in self._key_symbols:
+            if keys <= symbols:
+                break
+        else:
             return None
         new = self.dim(parsed)
         if new is parsed:
@@ -268,29 +268,48 @@ class _Rewriter:
 
 def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesContext) -> bool:
     modified = False
+    values = snapshot.values
     anchors = snapshot.anchors
-    # The engine writes one shared frozen shape per distinct dims: rewrite each once.
-    by_id: dict[int, tuple[ir.Shape, ir.Shape | None]] = {}
-    for value in snapshot.values:
+    # ModelSnapshot.of lists the main graph's inputs and outputs first: the other values
+    # then need no membership test (checked, not assumed).
+    count = len(anchors)
+    if anchors.issuperset(values[:count]):
+        protected, others = values[:count], values[count:]
+    else:
+        protected = [value for value in values if value in anchors]
+        others = [value for value in values if value not in anchors]
+    for value in protected:
         shape = value._shape  # slots, not properties: every value of the model
         if shape is None:
             continue
-        hit = by_id.get(id(shape))
-        if hit is not None and hit[0] is shape and value not in anchors:
-            new = hit[1]
+        filled = ctx.filled_axes(value)
+        if filled:  # dims the engine wrote on a declared anchor: its own, rewritten
+            new = rewriter._rewrite_shape(shape, True, shape._frozen, filled)
         else:
-            protected = value in anchors
-            filled = ctx.filled_axes(value) if protected else frozenset()
-            if filled:  # dims the engine wrote on a declared anchor: its own, rewritten
-                new = rewriter._rewrite_shape(shape, True, shape._frozen, filled)
-            else:
-                new = rewriter.ir_shape(shape, protected)
-            if shape._frozen and not protected:
-                by_id[id(shape)] = (shape, new)
+            new = rewriter.ir_shape(shape, True)
         if new is not None:
-            value.shape = new
+            value._shape = new  # what the setter stores (new is an ir.Shape)
             modified = True
-    return modified
+    # The engine writes one shared frozen shape per distinct dims: each distinct shape is
+    # rewritten once, and the values are read and picked by C loops (map, compress):
+    # most models have many values and few shapes, and few shapes change.
+    shapes = list(map(_SHAPE_SLOT, others))
+    distinct = dict(zip(map(id, shapes), shapes))  # the shapes list keeps the ids unique
+    distinct.pop(id(None), None)
+    changed: dict[int, ir.Shape] = {}
+    for key, shape in distinct.items():
+        new = rewriter._rewrite_shape(shape, False, shape._frozen)
+        if new is not None:
+            changed[key] = new
+    if not changed:
+        return modified
+    for value in compress(others, map(changed.__contains__, map(id, shapes))):
+        shape = value._shape
+        # A shape that is not frozen may be edited in place: each value gets its own.
+        value._shape = (
+            changed[id(shape)] if shape._frozen else rewriter._rewrite_shape(shape, False, False)
+        )
+    return True
 
 
 def _write_inferred_where(
@@ -691,22 +710,26 @@ def _labels_declared_where_unknown(model: ir.Model, ctx: ShapesContext) -> set[s
     ``Unique``'s count in a sequence concatenated to unknown rank).
     """
     found: set[str] = set()
-    for value in model.graph.outputs:
-        shape = value.shape
+    for value in graph_values(model.graph.outputs):
+        shape = value._shape  # slots, not properties (see _require_ir_slots)
         if shape is None:
             continue
         inferred = ctx.peek_shape(value)
         if inferred is None:
             continue  # a context that never saw the value (built by hand): no claim
-        for axis, dim in enumerate(shape.dims):
-            if not isinstance(dim, ir.SymbolicDim) or not dim.value:
+        dims = shape._dims
+        for axis, dim in enumerate(dims):
+            # An ir.Shape dim is an int or an ir.SymbolicDim (whose isinstance check is
+            # a Protocol's, run in Python).
+            if dim.__class__ is int or isinstance(dim, int):
                 continue
-            if len(inferred) != len(shape):
-                found.add(dim.value)
+            text = dim._value
+            if not text:
+                continue
+            if len(inferred) != len(dims):
+                found.add(text)
                 continue
             d = inferred[axis]
-            if d is None or (
-                isinstance(d, expr.DimExpr) and (d.is_unknown or d.name == dim.value)
-            ):
-                found.add(dim.value)
+            if d is None or (isinstance(d, expr.DimExpr) and (d.is_unknown or d.name == text)):
+                found.add(text)
     return found
