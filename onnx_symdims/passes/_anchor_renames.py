@@ -262,6 +262,13 @@ class _Planner:
         return mapping, solved, implied, contradictions
 
 
+def _joins_nothing(classes: _UnionFind, edges: list[tuple[Dim, Dim]]) -> bool:
+    """True when every edge links two members of one class (the classes stay as they are)."""
+    parent = classes.parent
+    find = classes.find
+    return all(a in parent and b in parent and find(a) == find(b) for a, b in edges)
+
+
 def _valid(d: Dim) -> bool:
     return isinstance(d, int) or not d.is_unknown
 
@@ -313,7 +320,10 @@ def plan_renames(
                 if _valid(rewritten) and _order(rewritten) != _order(member):
                     new_edges.append((member, rewritten))
         new_edges = [e for e in new_edges if e not in known_edges]
-        if new_mapping == mapping and not new_edges:
+        if _joins_nothing(uf, new_edges):
+            # Edges within the classes give the same classes, hence the same round
+            # again: this mapping is the stable one (no round to confirm it).
+            mapping = new_mapping
             break
         mapping = new_mapping
         known_edges.update(new_edges)

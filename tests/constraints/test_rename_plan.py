@@ -237,3 +237,20 @@ def test_degenerate_classes(pairs, renamable, degenerate):
 
     found = degenerate_classes([(parse(a), parse(b)) for a, b in pairs], renamable=renamable)
     assert bool(found) == degenerate
+
+
+@pytest.mark.parametrize(("pairs", "renamable", "inputs", "expected"), RENAME_CASES)
+def test_plan_stops_on_a_round_that_joins_no_class_as_a_confirming_round_would(
+    pairs, renamable, inputs, expected, monkeypatch
+):
+    # A round whose new edges all lie within its classes ends the planning; running
+    # every round up to the cap must plan the same (mapping, implied, contradictions),
+    # in the same order.
+    from onnx_symdims.passes import _anchor_renames
+
+    quick = _plan(pairs, renamable, inputs)
+    monkeypatch.setattr(_anchor_renames, "_joins_nothing", lambda classes, edges: False)
+    monkeypatch.setattr(_anchor_renames, "_MAX_ROUNDS", 16)
+    confirmed = _plan(pairs, renamable, inputs)
+    assert list(quick.mapping.items()) == list(confirmed.mapping.items())
+    assert quick == confirmed
