@@ -145,6 +145,9 @@ class AnchorPropagationResult(ir.passes.PassResult):
 # Rewriting
 # ----------------------------------------------------------------------------------------
 _MISS = object()  # not cached yet (a cached rewrite may be None)
+#: Frozen shapes a rewriter keeps (alive) before it starts over: it is reused by later
+#: runs (see _rewriter), whose models' declared shapes are new objects each time.
+_MAX_FROZEN = 10_000
 _SHAPE_SLOT = attrgetter("_shape")  # value.shape's slot (see _require_ir_slots)
 
 
@@ -205,6 +208,8 @@ class _Rewriter:
             key = (id(shape), protected)
             hit = self._frozen.get(key)
             if hit is None:
+                if len(self._frozen) >= _MAX_FROZEN:  # a rewriter lives across runs
+                    self._frozen.clear()
                 # The shape is kept in the entry so that its id stays unique.
                 hit = self._frozen[key] = (shape, self._rewrite_shape(shape, protected, True))
             return hit[1]
@@ -266,6 +271,25 @@ class _Rewriter:
         return ir_dim
 
 
+#: Rewriters of recent runs by (mapping items, renamable names): what a rewriter computes
+#: is a function of those alone, and the engine shares frozen shapes between runs, so a
+#: run over a model seen before rewrites each of its shapes with one lookup.
+_REWRITERS: dict[tuple, _Rewriter] = {}
+_MAX_REWRITERS = 4
+
+
+def _rewriter(mapping: dict[expr.DimExpr, Dim], renamable: frozenset[str]) -> _Rewriter:
+    """The :class:`_Rewriter` for ``mapping`` and ``renamable``, reused when seen recently."""
+    key = (tuple(mapping.items()), renamable)  # dims are interned: hashed by identity
+    rewriter = _REWRITERS.pop(key, None)
+    if rewriter is None:
+        rewriter = _Rewriter(dict(mapping), renamable)
+        if len(_REWRITERS) >= _MAX_REWRITERS:
+            del _REWRITERS[next(iter(_REWRITERS))]  # the least recently used
+    _REWRITERS[key] = rewriter
+    return rewriter
+
+
 def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesContext) -> bool:
     modified = False
     values = snapshot.values
@@ -298,7 +322,7 @@ def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesCont
     distinct.pop(id(None), None)
     changed: dict[int, ir.Shape] = {}
     for key, shape in distinct.items():
-        new = rewriter._rewrite_shape(shape, False, shape._frozen)
+        new = rewriter.ir_shape(shape, False)
         if new is not None:
             changed[key] = new
     if not changed:
@@ -587,7 +611,7 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             )
             self._report(ctx, plan, result)
             if plan.mapping:
-                rewriter = _Rewriter(plan.mapping, renamable)
+                rewriter = _rewriter(plan.mapping, renamable)
                 result.modified = _rewrite_model(snapshot, rewriter, ctx)
                 if self.rewrite_context:
                     _rewrite_context(ctx, rewriter)

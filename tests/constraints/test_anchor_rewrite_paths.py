@@ -101,3 +101,38 @@ def test_a_snapshot_listing_the_anchors_elsewhere_rewrites_the_same():
     assert written == run(reorder=False)
     assert written["out"] == ["batch", "past_seq+seq"]  # a declared output: the author's
     assert written["a"] == ["batch", "total_seq"]
+
+
+def _rename_twice_written(ctx_pairs: list[tuple[str, str]]) -> dict:
+    model = _model(
+        {
+            "present": ["batch", "past_seq+seq"],
+            "a": ["batch", "past_seq+1"],
+            "b": ["batch", "2*past_seq+2*seq+1"],
+        }
+    )
+    ctx = ShapesContext()
+    for a, b in ctx_pairs:
+        ctx.add_constraint(a, b)
+    AnchorConstraintPropagationPass(ctx)(model)
+    return {name: dims_text(v) for name, v in all_values(model).items()}
+
+
+def test_runs_that_reuse_a_rewriter_write_what_a_fresh_one_writes(monkeypatch):
+    from onnx_symdims.passes import _anchors
+
+    monkeypatch.setattr(_anchors, "_REWRITERS", {})
+    kv = [("past_seq+seq", "total_seq")]
+    other = [("past_seq+1", "total_seq")]
+    fresh_kv, fresh_other = _rename_twice_written(kv), _rename_twice_written(other)
+    assert fresh_kv["b"] == ["batch", "2*total_seq+1"]
+    assert fresh_other["a"] == ["batch", "total_seq"]
+    assert fresh_kv != fresh_other
+    # Interleaved runs (each mapping's rewriter reused), and with a rewriter that must
+    # start over on every new shape.
+    for _ in range(2):
+        assert _rename_twice_written(kv) == fresh_kv
+        assert _rename_twice_written(other) == fresh_other
+    monkeypatch.setattr(_anchors, "_MAX_FROZEN", 1)
+    assert _rename_twice_written(kv) == fresh_kv
+    assert len(_anchors._REWRITERS) == 2
