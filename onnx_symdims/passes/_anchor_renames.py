@@ -357,13 +357,13 @@ def ambiguous_labels(
     ``unverified``: declared where the inferred rank or dim is unknown) prove nothing
     against a declared size and nothing for it: a label naming one of them and a
     computed size claims an equality nothing checks, and is not used either.
+    ``unverified`` is read only when some label has a partner (it may be a generator).
 
     Returns:
         ``{label: the differing sizes}`` for every label of an ambiguous group.
     """
     renamable = frozenset(renamable)
     inputs = frozenset(input_symbols)
-    unverified = frozenset(unverified)
 
     def is_label(d: Dim) -> bool:
         return (
@@ -390,6 +390,7 @@ def ambiguous_labels(
             sizes.union(a, b)
     if not partners:
         return {}
+    unverified = frozenset(unverified)  # read only now: it may be a generator
     for found in partners.values():
         for partner in found:
             sizes.find(partner)  # a size only a label names is a class of its own

@@ -38,7 +38,7 @@ __all__ = ["AnchorConstraintPropagationPass", "AnchorPropagationResult"]
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -467,7 +467,7 @@ def _shape_symbols(
     names: set[str] = set()
     read: set[int] = set()
     for value in values:
-        shape = value.shape
+        shape = value._shape  # the slot (see _require_ir_slots): every main-graph value
         if shape is None or id(shape) in read:
             continue
         read.add(id(shape))  # the shapes are alive (held by values): ids are unique
@@ -642,7 +642,7 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             equalities,
             renamable=renamable,
             input_symbols=input_symbols - renamable,
-            unverified=_labels_declared_where_unknown(model, ctx),
+            unverified=_labels_declared_where_unknown(model, ctx),  # read if needed
         )
         if not ambiguous:
             return equalities
@@ -726,14 +726,14 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             ctx.add_diagnostic(None, "warning", message)
 
 
-def _labels_declared_where_unknown(model: ir.Model, ctx: ShapesContext) -> set[str]:
-    """Names a graph output declares where inference computed no dim.
+def _labels_declared_where_unknown(model: ir.Model, ctx: ShapesContext) -> Iterator[str]:
+    """Names a graph output declares where inference computed no dim (maybe repeated).
 
     There the rank or the dim is unknown, or the dim is the declared name itself (where
     inference has no shape, the declared one is read as the value's facts: an
-    ``Unique``'s count in a sequence concatenated to unknown rank).
+    ``Unique``'s count in a sequence concatenated to unknown rank). A generator: most
+    models have no label to check, and the outputs are then not read.
     """
-    found: set[str] = set()
     for value in graph_values(model.graph.outputs):
         shape = value._shape  # slots, not properties (see _require_ir_slots)
         if shape is None:
@@ -751,9 +751,8 @@ def _labels_declared_where_unknown(model: ir.Model, ctx: ShapesContext) -> set[s
             if not text:
                 continue
             if len(inferred) != len(dims):
-                found.add(text)
+                yield text
                 continue
             d = inferred[axis]
             if d is None or (isinstance(d, expr.DimExpr) and (d.is_unknown or d.name == text)):
-                found.add(text)
-    return found
+                yield text
