@@ -79,7 +79,8 @@ _SHAPE_SLOT = attrgetter("_shape")
 # Shared helpers
 # ----------------------------------------------------------------------------------------
 def _graph_attr(ctx: NodeContext, name: str) -> ir.Graph:
-    attr = ctx.node._attributes.get(name)  # slots, not properties (see _require_ir_slots)
+    # Slots, not properties (see _require_ir_slots); the UserDict's dict: a C lookup.
+    attr = ctx.node._attributes.data.get(name)
     if attr is None:
         ctx.fail(f"missing graph attribute {name!r}")
     if attr._type != ir.AttributeType.GRAPH:
@@ -569,16 +570,18 @@ def infer_if(ctx: NodeContext, node: ir.Node) -> None:
     then_shapes = ctx.infer_subgraph(then_graph)
     else_shapes = ctx.infer_subgraph(else_graph)
     count = ctx.num_outputs
-    if len(then_graph.outputs) != count or len(else_graph.outputs) != count:
+    then_outputs = graph_values(then_graph.outputs)
+    else_outputs = graph_values(else_graph.outputs)
+    if len(then_outputs) != count or len(else_outputs) != count:
         ctx.fail(
-            f"branches have {len(then_graph.outputs)} and {len(else_graph.outputs)} "
+            f"branches have {len(then_outputs)} and {len(else_outputs)} "
             f"outputs, the node has {count}"
         )
     taken = _constant_bool(ctx, 0)
     cond = single_element(ctx.input_value(0))  # a 0/1 element when symbolic
     shapes = ctx.ctx
     for i in range(count):
-        then_out, else_out = then_graph.outputs[i], else_graph.outputs[i]
+        then_out, else_out = then_outputs[i], else_outputs[i]
         if taken is not None:
             source = then_out if taken else else_out
             shape = then_shapes[i] if taken else else_shapes[i]
