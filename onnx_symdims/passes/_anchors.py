@@ -171,6 +171,19 @@ class _Rewriter:
         self._tuples: dict[tuple[Dim, ...], tuple[Dim, ...] | None] = {}
         # Frozen shapes are shared by many values: rewrite each one once.
         self._frozen: dict[tuple[int, bool], tuple[ir.Shape, ir.Shape | None]] = {}
+        # The same for the shapes of values that are not main-graph inputs or outputs,
+        # as two tables so that a run finds the new and the renamed ones by set
+        # operations on ids: id -> every such shape rewritten (kept, so that its id
+        # stays unique), id -> the new shape of those that change.
+        self.seen: dict[int, ir.Shape] = {}
+        self.renamed: dict[int, ir.Shape] = {}
+
+    def forget_frozen_shapes(self) -> None:
+        """Drops the frozen shapes kept, once too many: the rewriter lives across runs."""
+        if len(self._frozen) + len(self.seen) >= _MAX_FROZEN:
+            self._frozen.clear()
+            self.seen.clear()
+            self.renamed.clear()
 
     def dim(self, d: Dim) -> Dim:
         if isinstance(d, int) or d.is_unknown:
@@ -208,8 +221,6 @@ class _Rewriter:
             key = (id(shape), protected)
             hit = self._frozen.get(key)
             if hit is None:
-                if len(self._frozen) >= _MAX_FROZEN:  # a rewriter lives across runs
-                    self._frozen.clear()
                 # The shape is kept in the entry so that its id stays unique.
                 hit = self._frozen[key] = (shape, self._rewrite_shape(shape, protected, True))
             return hit[1]
@@ -282,7 +293,9 @@ def _rewriter(mapping: dict[expr.DimExpr, Dim], renamable: frozenset[str]) -> _R
     """The :class:`_Rewriter` for ``mapping`` and ``renamable``, reused when seen recently."""
     key = (tuple(mapping.items()), renamable)  # dims are interned: hashed by identity
     rewriter = _REWRITERS.pop(key, None)
-    if rewriter is None:
+    if rewriter is not None:
+        rewriter.forget_frozen_shapes()
+    else:
         rewriter = _Rewriter(dict(mapping), renamable)
         if len(_REWRITERS) >= _MAX_REWRITERS:
             del _REWRITERS[next(iter(_REWRITERS))]  # the least recently used
@@ -315,23 +328,32 @@ def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesCont
             value._shape = new  # what the setter stores (new is an ir.Shape)
             modified = True
     # The engine writes one shared frozen shape per distinct dims: each distinct shape is
-    # rewritten once, and the values are read and picked by C loops (map, compress):
-    # most models have many values and few shapes, and few shapes change.
+    # rewritten once, and the values are read and picked by C loops (map, compress) and
+    # set operations: most models have many values and few shapes, few shapes change,
+    # and a model seen before (its rewriter reused) has few shapes not rewritten yet.
     shapes = list(map(_SHAPE_SLOT, others))
     distinct = dict(zip(map(id, shapes), shapes))  # the shapes list keeps the ids unique
     distinct.pop(id(None), None)
-    changed: dict[int, ir.Shape] = {}
-    for key, shape in distinct.items():
-        new = rewriter.ir_shape(shape, False)
-        if new is not None:
-            changed[key] = new
+    seen, renamed = rewriter.seen, rewriter.renamed
+    changed_plain: set[int] = set()  # shapes that are not frozen: rewritten every run
+    for key in distinct.keys() - seen.keys():
+        shape = distinct[key]
+        frozen = shape._frozen
+        new = rewriter._rewrite_shape(shape, False, frozen)
+        if frozen:
+            seen[key] = shape
+            if new is not None:
+                renamed[key] = new
+        elif new is not None:
+            changed_plain.add(key)
+    changed = (distinct.keys() & renamed.keys()) | changed_plain
     if not changed:
         return modified
     for value in compress(others, map(changed.__contains__, map(id, shapes))):
         shape = value._shape
         # A shape that is not frozen may be edited in place: each value gets its own.
         value._shape = (
-            changed[id(shape)] if shape._frozen else rewriter._rewrite_shape(shape, False, False)
+            renamed[id(shape)] if shape._frozen else rewriter._rewrite_shape(shape, False, False)
         )
     return True
 
