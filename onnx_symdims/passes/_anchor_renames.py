@@ -295,12 +295,39 @@ def plan_renames(
     Returns:
         The plan (see :class:`RenamePlan` and the module docstring).
     """
-    planner = _Planner(
+    key = (
+        tuple(equalities),
         frozenset(renamable),
         frozenset(input_symbols),
         None if preferred is None else frozenset(preferred),
         ban_prefix,
     )
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(*key)
+        if len(_PLANS) >= _MAX_MEMO:
+            del _PLANS[next(iter(_PLANS))]  # the oldest
+        _PLANS[key] = plan
+    # The mapping is a dict: each caller gets its own.
+    return RenamePlan(dict(plan.mapping), plan.implied, plan.contradictions)
+
+
+#: Plans of recent runs by :func:`plan_renames`'s arguments (dims are interned, so equal
+#: arguments are the same dims): a model inferred again plans with one lookup.
+_PLANS: dict[tuple, RenamePlan] = {}
+#: Entries each memo of this module keeps.
+_MAX_MEMO = 64
+
+
+def _plan(
+    equalities: tuple[tuple[Dim, Dim], ...],
+    renamable: frozenset[str],
+    input_symbols: frozenset[str],
+    preferred: frozenset[str] | None,
+    ban_prefix: str | None,
+) -> RenamePlan:
+    """:func:`plan_renames` (arguments as its memo key)."""
+    planner = _Planner(renamable, input_symbols, preferred, ban_prefix)
     edges: list[tuple[Dim, Dim]] = [(a, b) for a, b in equalities if _valid(a) and _valid(b)]
     known_edges = set(edges)
     mapping: dict[expr.DimExpr, Dim] = {}
@@ -456,7 +483,23 @@ def degenerate_classes(
     1``, which onnxruntime makes (it does not check declared output shapes). Such a class
     is not used for renaming, and the declared dims in it are the false ones.
     """
-    renamable = frozenset(renamable)
+    key = (tuple(equalities), frozenset(renamable))
+    found = _DEGENERATE.get(key)
+    if found is None:
+        found = _degenerate_classes(*key)
+        if len(_DEGENERATE) >= _MAX_MEMO:
+            del _DEGENERATE[next(iter(_DEGENERATE))]  # the oldest
+        _DEGENERATE[key] = found
+    return list(found)
+
+
+#: :func:`degenerate_classes` of recent runs by its arguments (as :data:`_PLANS`).
+_DEGENERATE: dict[tuple, tuple[frozenset[Dim], ...]] = {}
+
+
+def _degenerate_classes(
+    equalities: tuple[tuple[Dim, Dim], ...], renamable: frozenset[str]
+) -> tuple[frozenset[Dim], ...]:
     classes = _UnionFind()
     for a, b in equalities:
         if _valid(a) and _valid(b):
@@ -471,4 +514,4 @@ def degenerate_classes(
             if not (isinstance(a, int) and isinstance(b, int))  # the planner's contradiction
         ):
             found.append(frozenset(members))
-    return found
+    return tuple(found)
