@@ -260,6 +260,18 @@ class _Rewriter:
 
     def _rewrite_text(self, text: str, protected: bool) -> int | ir.SymbolicDim | None:
         """The rewritten IR dim for ``dim_param`` text, or ``None`` when it stays."""
+        # The parser takes each symbol's name as it is written in the text (a name token,
+        # or the whole text for an opaque one): a text in which the names of no key all
+        # occur holds no key, and is not parsed (a text the engine wrote is parsed by the
+        # first run of a process that reads it, at a cost of thousands of steps).
+        for keys in self._key_symbols:
+            for name in keys:
+                if name not in text:
+                    break
+            else:
+                break  # every name of this key occurs
+        else:
+            return None
         parsed = expr.parse_dim(text)
         if isinstance(parsed, int) or parsed.is_unknown:
             return None

@@ -56,6 +56,15 @@ def test_text_with_part_of_a_compound_key_stays_and_a_multiple_is_rewritten():
     assert dims_text(values["c"]) == ["seq", "total_seq"]
 
 
+def test_text_holding_a_key_s_names_only_inside_other_names_stays():
+    # "past_seq" and "seq" occur in the text, as parts of other names: parsed, kept.
+    model = _model({"a": ["batch", "past_seq_len+seq_len"], "b": ["past_seq+seq", "seq2"]})
+    AnchorConstraintPropagationPass(_context())(model)
+    values = all_values(model)
+    assert dims_text(values["a"]) == ["batch", "past_seq_len+seq_len"]
+    assert dims_text(values["b"]) == ["total_seq", "seq2"]
+
+
 def test_one_frozen_shape_shared_by_values_is_rewritten_once_for_all():
     shared = ir.Shape(["batch", "past_seq+seq"], frozen=True)
     model = _model({})
