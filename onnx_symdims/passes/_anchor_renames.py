@@ -306,7 +306,7 @@ def plan_renames(
     if plan is None:
         plan = _plan(*key)
         if len(_PLANS) >= _MAX_MEMO:
-            del _PLANS[next(iter(_PLANS))]  # the oldest
+            _PLANS.pop(next(iter(_PLANS), None), None)  # the oldest
         _PLANS[key] = plan
     # The mapping is a dict: each caller gets its own.
     return RenamePlan(dict(plan.mapping), plan.implied, plan.contradictions)
@@ -488,7 +488,7 @@ def degenerate_classes(
     if found is None:
         found = _degenerate_classes(*key)
         if len(_DEGENERATE) >= _MAX_MEMO:
-            del _DEGENERATE[next(iter(_DEGENERATE))]  # the oldest
+            _DEGENERATE.pop(next(iter(_DEGENERATE), None), None)  # the oldest
         _DEGENERATE[key] = found
     return list(found)
 

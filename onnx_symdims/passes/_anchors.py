@@ -145,8 +145,8 @@ class AnchorPropagationResult(ir.passes.PassResult):
 # Rewriting
 # ----------------------------------------------------------------------------------------
 _MISS = object()  # not cached yet (a cached rewrite may be None)
-#: Frozen shapes a rewriter keeps (alive) before it starts over: it is reused by later
-#: runs (see _rewriter), whose models' declared shapes are new objects each time.
+#: Frozen shapes a rewriter keeps (alive) before a new one replaces it: it is reused by
+#: later runs (see _rewriter), whose models' declared shapes are new objects each time.
 _MAX_FROZEN = 10_000
 _SHAPE_SLOT = attrgetter("_shape")  # value.shape's slot (see _require_ir_slots)
 
@@ -178,12 +178,9 @@ class _Rewriter:
         self.seen: dict[int, ir.Shape] = {}
         self.renamed: dict[int, ir.Shape] = {}
 
-    def forget_frozen_shapes(self) -> None:
-        """Drops the frozen shapes kept, once too many: the rewriter lives across runs."""
-        if len(self._frozen) + len(self.seen) >= _MAX_FROZEN:
-            self._frozen.clear()
-            self.seen.clear()
-            self.renamed.clear()
+    def keeps_too_many_shapes(self) -> bool:
+        """Whether the frozen shapes kept (alive) reach :data:`_MAX_FROZEN`."""
+        return len(self._frozen) + len(self.seen) >= _MAX_FROZEN
 
     def dim(self, d: Dim) -> Dim:
         if isinstance(d, int) or d.is_unknown:
@@ -305,12 +302,12 @@ def _rewriter(mapping: dict[expr.DimExpr, Dim], renamable: frozenset[str]) -> _R
     """The :class:`_Rewriter` for ``mapping`` and ``renamable``, reused when seen recently."""
     key = (tuple(mapping.items()), renamable)  # dims are interned: hashed by identity
     rewriter = _REWRITERS.pop(key, None)
-    if rewriter is not None:
-        rewriter.forget_frozen_shapes()
-    else:
+    # One that keeps too many shapes is replaced, never emptied: another thread may be
+    # using it.
+    if rewriter is None or rewriter.keeps_too_many_shapes():
         rewriter = _Rewriter(dict(mapping), renamable)
         if len(_REWRITERS) >= _MAX_REWRITERS:
-            del _REWRITERS[next(iter(_REWRITERS))]  # the least recently used
+            _REWRITERS.pop(next(iter(_REWRITERS), None), None)  # the least recently used
     _REWRITERS[key] = rewriter
     return rewriter
 
