@@ -30,6 +30,8 @@ __all__ = ["body_values", "copy_type"]
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import final
 
 import onnx_ir as ir
@@ -48,7 +50,6 @@ from onnx_symdims.shapes import (
     NodeContext,
     graph_values,
     is_fully_unknown,
-    node_subgraphs,
     unknown_element,
 )
 
@@ -66,12 +67,20 @@ MAX_PROBE_ROUNDS = 4
 #: How far back a chain of ``Identity`` nodes is followed from a body's condition output.
 MAX_IDENTITY_CHAIN = 64
 
+# Readers of onnx-ir slots (see passes._inference._require_ir_slots) for C loops.
+_OUTPUTS_SLOT = attrgetter("_outputs")
+_GRAPH = ir.AttributeType.GRAPH
+_GRAPHS = ir.AttributeType.GRAPHS
+_TYPE_SLOT = attrgetter("_type")
+_SHAPE_SLOT = attrgetter("_shape")
+
 
 # ----------------------------------------------------------------------------------------
 # Shared helpers
 # ----------------------------------------------------------------------------------------
 def _graph_attr(ctx: NodeContext, name: str) -> ir.Graph:
-    attr = ctx.node._attributes.get(name)  # slots, not properties (see _require_ir_slots)
+    # Slots, not properties (see _require_ir_slots); the UserDict's dict: a C lookup.
+    attr = ctx.node._attributes.data.get(name)
     if attr is None:
         ctx.fail(f"missing graph attribute {name!r}")
     if attr._type != ir.AttributeType.GRAPH:
@@ -94,30 +103,61 @@ def _constant_bool(ctx: NodeContext, i: int) -> bool | None:
     return None
 
 
-def _nested_nodes(graph: ir.Graph) -> list[ir.Node]:
+def _graph_nodes(graph: ir.Graph) -> list[ir.Node]:
+    """``list(graph)``, read from the boxes of the graph's linked list.
+
+    What ``passes._model_dims.graph_nodes`` does (ops cannot import passes): iterating an
+    ``ir.Graph`` runs a generator that calls the ``erased`` property per node, and loop
+    bodies are listed once per inference of their node. Another onnx-ir layout takes the
+    iteration.
+    """
+    try:
+        root = graph._nodes._root  # type: ignore[attr-defined]
+    except AttributeError:
+        return list(graph)
+    nodes: list[ir.Node] = []
+    append = nodes.append
+    box = root.next
+    while box is not root:
+        node = box.value
+        if node is not None:  # an erased box
+            append(node)
+        box = box.next
+    return nodes
+
+
+def _nested_nodes(graph: ir.Graph, subgraphs: list[ir.Graph] | None = None) -> list[ir.Node]:
     """The nodes of ``graph`` and of its subgraphs at any depth.
 
     The nodes ``ir.traversal.RecursiveGraphIterator`` visits (not in its order), without
     its generator per graph: bodies are walked several times per inference.
+    ``subgraphs`` receives the subgraphs found.
     """
     nodes: list[ir.Node] = []
     pending = [graph]
     while pending:
-        for node in pending.pop():
+        for node in _graph_nodes(pending.pop()):
             nodes.append(node)
-            if node._attributes.data:  # the slot: bodies are walked several times
-                pending.extend(node_subgraphs(node))
+            attributes = node._attributes.data  # the slots: bodies are walked often
+            if not attributes:
+                continue
+            for attr in attributes.values():  # node_subgraphs(node), from the slots
+                kind = attr._type
+                if kind is _GRAPH:
+                    found = [attr._value]
+                elif kind is _GRAPHS:
+                    found = list(attr._value)
+                else:
+                    continue
+                pending.extend(found)
+                if subgraphs is not None:
+                    subgraphs.extend(found)
     return nodes
 
 
 def body_values(graph: ir.Graph) -> Iterator[ir.Value]:
     """Every value defined in ``graph`` and its nested subgraphs."""
-    yield from graph_values(graph.inputs)
-    for node in _nested_nodes(graph):
-        yield from node._outputs  # the slots: every node of the body
-        if node._attributes.data:
-            for sub in node_subgraphs(node):
-                yield from graph_values(sub.inputs)
+    return iter(_Body(graph).values)
 
 
 class _Body:
@@ -135,13 +175,12 @@ class _Body:
 
     def __init__(self, graph: ir.Graph) -> None:
         self.graph = graph
-        self.nodes = _nested_nodes(graph)
-        self.outputs = [value for node in self.nodes for value in node._outputs]
-        self.values = list(graph_values(graph.inputs)) + self.outputs
-        for node in self.nodes:
-            if node._attributes.data:
-                for sub in node_subgraphs(node):
-                    self.values.extend(graph_values(sub.inputs))
+        subgraphs: list[ir.Graph] = []
+        self.nodes = _nested_nodes(graph, subgraphs)
+        self.outputs = list(chain.from_iterable(map(_OUTPUTS_SLOT, self.nodes)))
+        self.values = [*graph_values(graph.inputs), *self.outputs]
+        for sub in subgraphs:
+            self.values.extend(graph_values(sub.inputs))
 
 
 @final
@@ -171,8 +210,10 @@ class _Transaction:
             if store is not None
         ]
         self._diagnostics = len(shapes.diagnostics)
-        # The slots (see _require_ir_slots): a body's every value, every probe round.
-        self._annotations = [(v, v._type, v._shape) for v in body.values]
+        # The slots (see _require_ir_slots): a body's every value, every probe round,
+        # read by C loops.
+        values = body.values
+        self._annotations = list(zip(values, map(_TYPE_SLOT, values), map(_SHAPE_SLOT, values)))
 
     def __enter__(self) -> _Transaction:
         return self
@@ -353,17 +394,18 @@ def _infer_carried(
 
 
 def _affine_final(
-    fed: Dim, out: Dim, start: Dim, count: Dim, invariant: frozenset[str]
+    fed: Dim, out: Dim, start: Dim, count: Dim, invariant: Callable[[], frozenset[str]]
 ) -> Dim | None:
     """``start + count*delta`` when each iteration adds the same ``delta`` to a dim.
 
     The body was inferred for any size ``fed`` (a widened symbol), so ``out - fed`` is
-    the growth of every iteration when all its symbols are ``invariant`` (sizes from
-    outside the body; not widened ones, not ones the body mints or declares).
+    the growth of every iteration when all its symbols are ``invariant()`` (sizes from
+    outside the body; not widened ones, not ones the body mints or declares), which is
+    computed only for a ``delta`` with symbols (most loops grow by a constant).
     """
     delta = expr.sub(out, fed)
     if isinstance(delta, expr.DimExpr) and (
-        delta.is_unknown or not delta.symbols() <= invariant
+        delta.is_unknown or not delta.symbols() <= invariant()
     ):
         return None
     return expr.add(start, expr.mul(count, delta))
@@ -414,7 +456,7 @@ def _final_state(
             continue
         final = None
         if out is not None and start is not None and (n := count()) is not None:
-            final = _affine_final(dim, out[d], start[d], n, invariant())
+            final = _affine_final(dim, out[d], start[d], n, invariant)
         dims.append(ctx.new_symbol(f"{hint}_d{d}") if final is None else final)
     return tuple(dims)
 
@@ -528,16 +570,18 @@ def infer_if(ctx: NodeContext, node: ir.Node) -> None:
     then_shapes = ctx.infer_subgraph(then_graph)
     else_shapes = ctx.infer_subgraph(else_graph)
     count = ctx.num_outputs
-    if len(then_graph.outputs) != count or len(else_graph.outputs) != count:
+    then_outputs = graph_values(then_graph.outputs)
+    else_outputs = graph_values(else_graph.outputs)
+    if len(then_outputs) != count or len(else_outputs) != count:
         ctx.fail(
-            f"branches have {len(then_graph.outputs)} and {len(else_graph.outputs)} "
+            f"branches have {len(then_outputs)} and {len(else_outputs)} "
             f"outputs, the node has {count}"
         )
     taken = _constant_bool(ctx, 0)
     cond = single_element(ctx.input_value(0))  # a 0/1 element when symbolic
     shapes = ctx.ctx
     for i in range(count):
-        then_out, else_out = then_graph.outputs[i], else_graph.outputs[i]
+        then_out, else_out = then_outputs[i], else_outputs[i]
         if taken is not None:
             source = then_out if taken else else_out
             shape = then_shapes[i] if taken else else_shapes[i]

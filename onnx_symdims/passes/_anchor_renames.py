@@ -262,6 +262,13 @@ class _Planner:
         return mapping, solved, implied, contradictions
 
 
+def _joins_nothing(classes: _UnionFind, edges: list[tuple[Dim, Dim]]) -> bool:
+    """True when every edge links two members of one class (the classes stay as they are)."""
+    parent = classes.parent
+    find = classes.find
+    return all(a in parent and b in parent and find(a) == find(b) for a, b in edges)
+
+
 def _valid(d: Dim) -> bool:
     return isinstance(d, int) or not d.is_unknown
 
@@ -288,12 +295,39 @@ def plan_renames(
     Returns:
         The plan (see :class:`RenamePlan` and the module docstring).
     """
-    planner = _Planner(
+    key = (
+        tuple(equalities),
         frozenset(renamable),
         frozenset(input_symbols),
         None if preferred is None else frozenset(preferred),
         ban_prefix,
     )
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(*key)
+        if len(_PLANS) >= _MAX_MEMO:
+            _PLANS.pop(next(iter(_PLANS), None), None)  # the oldest
+        _PLANS[key] = plan
+    # The mapping is a dict: each caller gets its own.
+    return RenamePlan(dict(plan.mapping), plan.implied, plan.contradictions)
+
+
+#: Plans of recent runs by :func:`plan_renames`'s arguments (dims are interned, so equal
+#: arguments are the same dims): a model inferred again plans with one lookup.
+_PLANS: dict[tuple, RenamePlan] = {}
+#: Entries each memo of this module keeps.
+_MAX_MEMO = 64
+
+
+def _plan(
+    equalities: tuple[tuple[Dim, Dim], ...],
+    renamable: frozenset[str],
+    input_symbols: frozenset[str],
+    preferred: frozenset[str] | None,
+    ban_prefix: str | None,
+) -> RenamePlan:
+    """:func:`plan_renames` (arguments as its memo key)."""
+    planner = _Planner(renamable, input_symbols, preferred, ban_prefix)
     edges: list[tuple[Dim, Dim]] = [(a, b) for a, b in equalities if _valid(a) and _valid(b)]
     known_edges = set(edges)
     mapping: dict[expr.DimExpr, Dim] = {}
@@ -313,7 +347,10 @@ def plan_renames(
                 if _valid(rewritten) and _order(rewritten) != _order(member):
                     new_edges.append((member, rewritten))
         new_edges = [e for e in new_edges if e not in known_edges]
-        if new_mapping == mapping and not new_edges:
+        if _joins_nothing(uf, new_edges):
+            # Edges within the classes give the same classes, hence the same round
+            # again: this mapping is the stable one (no round to confirm it).
+            mapping = new_mapping
             break
         mapping = new_mapping
         known_edges.update(new_edges)
@@ -347,13 +384,13 @@ def ambiguous_labels(
     ``unverified``: declared where the inferred rank or dim is unknown) prove nothing
     against a declared size and nothing for it: a label naming one of them and a
     computed size claims an equality nothing checks, and is not used either.
+    ``unverified`` is read only when some label has a partner (it may be a generator).
 
     Returns:
         ``{label: the differing sizes}`` for every label of an ambiguous group.
     """
     renamable = frozenset(renamable)
     inputs = frozenset(input_symbols)
-    unverified = frozenset(unverified)
 
     def is_label(d: Dim) -> bool:
         return (
@@ -380,6 +417,7 @@ def ambiguous_labels(
             sizes.union(a, b)
     if not partners:
         return {}
+    unverified = frozenset(unverified)  # read only now: it may be a generator
     for found in partners.values():
         for partner in found:
             sizes.find(partner)  # a size only a label names is a class of its own
@@ -445,7 +483,23 @@ def degenerate_classes(
     1``, which onnxruntime makes (it does not check declared output shapes). Such a class
     is not used for renaming, and the declared dims in it are the false ones.
     """
-    renamable = frozenset(renamable)
+    key = (tuple(equalities), frozenset(renamable))
+    found = _DEGENERATE.get(key)
+    if found is None:
+        found = _degenerate_classes(*key)
+        if len(_DEGENERATE) >= _MAX_MEMO:
+            _DEGENERATE.pop(next(iter(_DEGENERATE), None), None)  # the oldest
+        _DEGENERATE[key] = found
+    return list(found)
+
+
+#: :func:`degenerate_classes` of recent runs by its arguments (as :data:`_PLANS`).
+_DEGENERATE: dict[tuple, tuple[frozenset[Dim], ...]] = {}
+
+
+def _degenerate_classes(
+    equalities: tuple[tuple[Dim, Dim], ...], renamable: frozenset[str]
+) -> tuple[frozenset[Dim], ...]:
     classes = _UnionFind()
     for a, b in equalities:
         if _valid(a) and _valid(b):
@@ -460,4 +514,4 @@ def degenerate_classes(
             if not (isinstance(a, int) and isinstance(b, int))  # the planner's contradiction
         ):
             found.append(frozenset(members))
-    return found
+    return tuple(found)

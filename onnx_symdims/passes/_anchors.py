@@ -38,7 +38,9 @@ __all__ = ["AnchorConstraintPropagationPass", "AnchorPropagationResult"]
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import compress
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import onnx_ir as ir
@@ -143,6 +145,10 @@ class AnchorPropagationResult(ir.passes.PassResult):
 # Rewriting
 # ----------------------------------------------------------------------------------------
 _MISS = object()  # not cached yet (a cached rewrite may be None)
+#: Frozen shapes a rewriter keeps (alive) before a new one replaces it: it is reused by
+#: later runs (see _rewriter), whose models' declared shapes are new objects each time.
+_MAX_FROZEN = 10_000
+_SHAPE_SLOT = attrgetter("_shape")  # value.shape's slot (see _require_ir_slots)
 
 
 class _Rewriter:
@@ -152,6 +158,11 @@ class _Rewriter:
         self._mapping = mapping
         self._replacer = expr.SubexpressionReplacer(mapping)
         self._renamable = renamable
+        # A key occurs in an expression only with all its symbols (the replacer's own
+        # test uses their union): a text without every symbol of some key stays as it
+        # is, found without replacing anything (dims are interned: an unchanged result
+        # is the parsed dim itself, which is what the replacer would return).
+        self._key_symbols = [key.symbols() for key in mapping]
         self._cache: dict[expr.DimExpr, Dim] = {}
         self._ir_dims: dict[expr.DimExpr, ir.SymbolicDim] = {}
         # dim text (and protection) -> its rewritten IR dim, or None when unchanged
@@ -160,6 +171,16 @@ class _Rewriter:
         self._tuples: dict[tuple[Dim, ...], tuple[Dim, ...] | None] = {}
         # Frozen shapes are shared by many values: rewrite each one once.
         self._frozen: dict[tuple[int, bool], tuple[ir.Shape, ir.Shape | None]] = {}
+        # The same for the shapes of values that are not main-graph inputs or outputs,
+        # as two tables so that a run finds the new and the renamed ones by set
+        # operations on ids: id -> every such shape rewritten (kept, so that its id
+        # stays unique), id -> the new shape of those that change.
+        self.seen: dict[int, ir.Shape] = {}
+        self.renamed: dict[int, ir.Shape] = {}
+
+    def keeps_too_many_shapes(self) -> bool:
+        """Whether the frozen shapes kept (alive) reach :data:`_MAX_FROZEN`."""
+        return len(self._frozen) + len(self.seen) >= _MAX_FROZEN
 
     def dim(self, d: Dim) -> Dim:
         if isinstance(d, int) or d.is_unknown:
@@ -210,10 +231,12 @@ class _Rewriter:
         filled: frozenset[int] = frozenset(),
     ) -> ir.Shape | None:
         """``filled``: axes of a protected shape whose dims the engine wrote."""
-        # Most shapes keep every dim: find the first one that changes (one cached lookup
-        # per named dim) before building anything.
+        # Most shapes keep every dim: one cached lookup per named dim, and a list is
+        # built only from the first dim that changes.
         texts = self._texts
-        for axis, d in enumerate(shape._dims):  # slots, not properties: every shape
+        dims = shape._dims  # slots, not properties: every distinct shape of the model
+        new_dims: list[int | ir.SymbolicDim] | None = None
+        for axis, d in enumerate(dims):
             if d.__class__ is int or isinstance(d, int):
                 continue
             text = d._value
@@ -224,36 +247,38 @@ class _Rewriter:
             if new_ir is _MISS:
                 new_ir = texts[key] = self._rewrite_text(text, key[1])
             if new_ir is not None:
-                break
-        else:
+                if new_dims is None:
+                    new_dims = list(dims)
+                new_dims[axis] = new_ir
+        if new_dims is None:
             return None
-        changed = False
-        dims: list[int | ir.SymbolicDim] = []
-        for axis, d in enumerate(shape.dims):
-            if isinstance(d, int) or not d.value:
-                dims.append(d)
-                continue
-            key = (d.value, protected and axis not in filled)
-            if key in self._texts:
-                new_ir = self._texts[key]
-            else:
-                new_ir = self._texts[key] = self._rewrite_text(d.value, key[1])
-            if new_ir is None:
-                dims.append(d)
-            else:
-                changed = True
-                dims.append(new_ir)
-        if not changed:
-            return None
-        denotations = [shape.get_denotation(i) for i in range(len(dims))]
-        return ir.Shape(dims, denotations=denotations, frozen=frozen)
+        denotations = [shape.get_denotation(i) for i in range(len(new_dims))]
+        return ir.Shape(new_dims, denotations=denotations, frozen=frozen)
 
     def _rewrite_text(self, text: str, protected: bool) -> int | ir.SymbolicDim | None:
         """The rewritten IR dim for ``dim_param`` text, or ``None`` when it stays."""
+        # The parser takes each symbol's name as it is written in the text (a name token,
+        # or the whole text for an opaque one): a text in which the names of no key all
+        # occur holds no key, and is not parsed (a text the engine wrote is parsed by the
+        # first run of a process that reads it, at a cost of thousands of steps).
+        for keys in self._key_symbols:
+            for name in keys:
+                if name not in text:
+                    break
+            else:
+                break  # every name of this key occurs
+        else:
+            return None
         parsed = expr.parse_dim(text)
         if isinstance(parsed, int) or parsed.is_unknown:
             return None
-        if protected and not (parsed.symbols() & self._renamable):
+        symbols = parsed.symbols()
+        if protected and symbols.isdisjoint(self._renamable):
+            return None
+        for keys in self._key_symbols:
+            if keys <= symbols:
+                break
+        else:
             return None
         new = self.dim(parsed)
         if new is parsed:
@@ -266,31 +291,80 @@ class _Rewriter:
         return ir_dim
 
 
+#: Rewriters of recent runs by (mapping items, renamable names): what a rewriter computes
+#: is a function of those alone, and the engine shares frozen shapes between runs, so a
+#: run over a model seen before rewrites each of its shapes with one lookup.
+_REWRITERS: dict[tuple, _Rewriter] = {}
+_MAX_REWRITERS = 4
+
+
+def _rewriter(mapping: dict[expr.DimExpr, Dim], renamable: frozenset[str]) -> _Rewriter:
+    """The :class:`_Rewriter` for ``mapping`` and ``renamable``, reused when seen recently."""
+    key = (tuple(mapping.items()), renamable)  # dims are interned: hashed by identity
+    rewriter = _REWRITERS.pop(key, None)
+    # One that keeps too many shapes is replaced, never emptied: another thread may be
+    # using it.
+    if rewriter is None or rewriter.keeps_too_many_shapes():
+        rewriter = _Rewriter(dict(mapping), renamable)
+        if len(_REWRITERS) >= _MAX_REWRITERS:
+            _REWRITERS.pop(next(iter(_REWRITERS), None), None)  # the least recently used
+    _REWRITERS[key] = rewriter
+    return rewriter
+
+
 def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesContext) -> bool:
     modified = False
+    values = snapshot.values
     anchors = snapshot.anchors
-    # The engine writes one shared frozen shape per distinct dims: rewrite each once.
-    by_id: dict[int, tuple[ir.Shape, ir.Shape | None]] = {}
-    for value in snapshot.values:
+    # ModelSnapshot.of lists the main graph's inputs and outputs first: the other values
+    # then need no membership test (checked, not assumed).
+    count = len(anchors)
+    if anchors.issuperset(values[:count]):
+        protected, others = values[:count], values[count:]
+    else:
+        protected = [value for value in values if value in anchors]
+        others = [value for value in values if value not in anchors]
+    for value in protected:
         shape = value._shape  # slots, not properties: every value of the model
         if shape is None:
             continue
-        hit = by_id.get(id(shape))
-        if hit is not None and hit[0] is shape and value not in anchors:
-            new = hit[1]
+        filled = ctx.filled_axes(value)
+        if filled:  # dims the engine wrote on a declared anchor: its own, rewritten
+            new = rewriter._rewrite_shape(shape, True, shape._frozen, filled)
         else:
-            protected = value in anchors
-            filled = ctx.filled_axes(value) if protected else frozenset()
-            if filled:  # dims the engine wrote on a declared anchor: its own, rewritten
-                new = rewriter._rewrite_shape(shape, True, shape._frozen, filled)
-            else:
-                new = rewriter.ir_shape(shape, protected)
-            if shape._frozen and not protected:
-                by_id[id(shape)] = (shape, new)
+            new = rewriter.ir_shape(shape, True)
         if new is not None:
-            value.shape = new
+            value._shape = new  # what the setter stores (new is an ir.Shape)
             modified = True
-    return modified
+    # The engine writes one shared frozen shape per distinct dims: each distinct shape is
+    # rewritten once, and the values are read and picked by C loops (map, compress) and
+    # set operations: most models have many values and few shapes, few shapes change,
+    # and a model seen before (its rewriter reused) has few shapes not rewritten yet.
+    shapes = list(map(_SHAPE_SLOT, others))
+    distinct = dict(zip(map(id, shapes), shapes))  # the shapes list keeps the ids unique
+    distinct.pop(id(None), None)
+    seen, renamed = rewriter.seen, rewriter.renamed
+    changed_plain: set[int] = set()  # shapes that are not frozen: rewritten every run
+    for key in distinct.keys() - seen.keys():
+        shape = distinct[key]
+        frozen = shape._frozen
+        new = rewriter._rewrite_shape(shape, False, frozen)
+        if frozen:
+            seen[key] = shape
+            if new is not None:
+                renamed[key] = new
+        elif new is not None:
+            changed_plain.add(key)
+    changed = (distinct.keys() & renamed.keys()) | changed_plain
+    if not changed:
+        return modified
+    for value in compress(others, map(changed.__contains__, map(id, shapes))):
+        shape = value._shape
+        # A shape that is not frozen may be edited in place: each value gets its own.
+        value._shape = (
+            renamed[id(shape)] if shape._frozen else rewriter._rewrite_shape(shape, False, False)
+        )
+    return True
 
 
 def _write_inferred_where(
@@ -424,7 +498,7 @@ def _shape_symbols(
     names: set[str] = set()
     read: set[int] = set()
     for value in values:
-        shape = value.shape
+        shape = value._shape  # the slot (see _require_ir_slots): every main-graph value
         if shape is None or id(shape) in read:
             continue
         read.add(id(shape))  # the shapes are alive (held by values): ids are unique
@@ -568,7 +642,7 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             )
             self._report(ctx, plan, result)
             if plan.mapping:
-                rewriter = _Rewriter(plan.mapping, renamable)
+                rewriter = _rewriter(plan.mapping, renamable)
                 result.modified = _rewrite_model(snapshot, rewriter, ctx)
                 if self.rewrite_context:
                     _rewrite_context(ctx, rewriter)
@@ -599,7 +673,7 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             equalities,
             renamable=renamable,
             input_symbols=input_symbols - renamable,
-            unverified=_labels_declared_where_unknown(model, ctx),
+            unverified=_labels_declared_where_unknown(model, ctx),  # read if needed
         )
         if not ambiguous:
             return equalities
@@ -683,30 +757,33 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             ctx.add_diagnostic(None, "warning", message)
 
 
-def _labels_declared_where_unknown(model: ir.Model, ctx: ShapesContext) -> set[str]:
-    """Names a graph output declares where inference computed no dim.
+def _labels_declared_where_unknown(model: ir.Model, ctx: ShapesContext) -> Iterator[str]:
+    """Names a graph output declares where inference computed no dim (maybe repeated).
 
     There the rank or the dim is unknown, or the dim is the declared name itself (where
     inference has no shape, the declared one is read as the value's facts: an
-    ``Unique``'s count in a sequence concatenated to unknown rank).
+    ``Unique``'s count in a sequence concatenated to unknown rank). A generator: most
+    models have no label to check, and the outputs are then not read.
     """
-    found: set[str] = set()
-    for value in model.graph.outputs:
-        shape = value.shape
+    for value in graph_values(model.graph.outputs):
+        shape = value._shape  # slots, not properties (see _require_ir_slots)
         if shape is None:
             continue
         inferred = ctx.peek_shape(value)
         if inferred is None:
             continue  # a context that never saw the value (built by hand): no claim
-        for axis, dim in enumerate(shape.dims):
-            if not isinstance(dim, ir.SymbolicDim) or not dim.value:
+        dims = shape._dims
+        for axis, dim in enumerate(dims):
+            # An ir.Shape dim is an int or an ir.SymbolicDim (whose isinstance check is
+            # a Protocol's, run in Python).
+            if dim.__class__ is int or isinstance(dim, int):
                 continue
-            if len(inferred) != len(shape):
-                found.add(dim.value)
+            text = dim._value
+            if not text:
+                continue
+            if len(inferred) != len(dims):
+                yield text
                 continue
             d = inferred[axis]
-            if d is None or (
-                isinstance(d, expr.DimExpr) and (d.is_unknown or d.name == dim.value)
-            ):
-                found.add(dim.value)
-    return found
+            if d is None or (isinstance(d, expr.DimExpr) and (d.is_unknown or d.name == text)):
+                yield text

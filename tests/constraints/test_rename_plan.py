@@ -237,3 +237,38 @@ def test_degenerate_classes(pairs, renamable, degenerate):
 
     found = degenerate_classes([(parse(a), parse(b)) for a, b in pairs], renamable=renamable)
     assert bool(found) == degenerate
+
+
+@pytest.mark.parametrize(("pairs", "renamable", "inputs", "expected"), RENAME_CASES)
+def test_plan_stops_on_a_round_that_joins_no_class_as_a_confirming_round_would(
+    pairs, renamable, inputs, expected, monkeypatch
+):
+    # A round whose new edges all lie within its classes ends the planning; running
+    # every round up to the cap must plan the same (mapping, implied, contradictions),
+    # in the same order.
+    from onnx_symdims.passes import _anchor_renames
+
+    quick = _plan(pairs, renamable, inputs)
+    monkeypatch.setattr(_anchor_renames, "_joins_nothing", lambda classes, edges: False)
+    monkeypatch.setattr(_anchor_renames, "_MAX_ROUNDS", 16)
+    monkeypatch.setattr(_anchor_renames, "_PLANS", {})  # planned again, not remembered
+    confirmed = _plan(pairs, renamable, inputs)
+    assert list(quick.mapping.items()) == list(confirmed.mapping.items())
+    assert quick == confirmed
+
+
+def test_plans_and_degenerate_classes_of_repeated_arguments_are_remembered_not_shared():
+    from onnx_symdims.passes import _anchor_renames
+
+    pairs = [("g", "N"), ("h", "2*g")]
+    first = _plan(pairs, {"g", "h"})
+    first.mapping.clear()  # a caller's own copy
+    again = _plan(pairs, {"g", "h"})
+    assert again.text_mapping() == {"g": "N", "h": "2*N", "2*g": "2*N"}
+    assert again == _anchor_renames._plan(
+        tuple(_pairs(*pairs)), frozenset({"g", "h"}), frozenset(), None, "DYN"
+    )
+    degenerate = _pairs(("L", "2*L"))
+    found = degenerate_classes(degenerate, renamable=())
+    found.clear()
+    assert degenerate_classes(degenerate, renamable=()) == [frozenset({d("L"), d("2*L")})]
