@@ -48,6 +48,7 @@ from onnx_symdims.ops._common import (
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import (
     NodeContext,
+    graph_nodes,
     graph_values,
     is_fully_unknown,
     unknown_element,
@@ -103,29 +104,6 @@ def _constant_bool(ctx: NodeContext, i: int) -> bool | None:
     return None
 
 
-def _graph_nodes(graph: ir.Graph) -> list[ir.Node]:
-    """``list(graph)``, read from the boxes of the graph's linked list.
-
-    What ``passes._model_dims.graph_nodes`` does (ops cannot import passes): iterating an
-    ``ir.Graph`` runs a generator that calls the ``erased`` property per node, and loop
-    bodies are listed once per inference of their node. Another onnx-ir layout takes the
-    iteration.
-    """
-    try:
-        root = graph._nodes._root  # type: ignore[attr-defined]
-    except AttributeError:
-        return list(graph)
-    nodes: list[ir.Node] = []
-    append = nodes.append
-    box = root.next
-    while box is not root:
-        node = box.value
-        if node is not None:  # an erased box
-            append(node)
-        box = box.next
-    return nodes
-
-
 def _nested_nodes(graph: ir.Graph, subgraphs: list[ir.Graph] | None = None) -> list[ir.Node]:
     """The nodes of ``graph`` and of its subgraphs at any depth.
 
@@ -136,7 +114,7 @@ def _nested_nodes(graph: ir.Graph, subgraphs: list[ir.Graph] | None = None) -> l
     nodes: list[ir.Node] = []
     pending = [graph]
     while pending:
-        for node in _graph_nodes(pending.pop()):
+        for node in graph_nodes(pending.pop()):
             nodes.append(node)
             attributes = node._attributes.data  # the slots: bodies are walked often
             if not attributes:

@@ -20,36 +20,13 @@ from collections.abc import Iterable, Iterator
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.shapes import graph_values, initializer_values, node_subgraphs
+from onnx_symdims.shapes import graph_nodes, graph_values, initializer_values, node_subgraphs
 
 logger = logging.getLogger(__name__)
 
 
 _GRAPH = ir.AttributeType.GRAPH
 _GRAPHS = ir.AttributeType.GRAPHS
-
-
-def graph_nodes(graph: ir.Graph | ir.Function) -> list[ir.Node]:
-    """``list(graph)``: the graph's nodes in order, read from its linked list's boxes.
-
-    Iterating an ``ir.Graph`` runs a generator over the boxes of its linked list that
-    calls the ``erased`` property for each node: walking the boxes directly (what that
-    generator does, for a graph nothing changes meanwhile) saves a Python call per node.
-    Another onnx-ir layout takes the iteration.
-    """
-    try:
-        root = (graph._nodes if graph.__class__ is ir.Graph else graph._graph._nodes)._root  # type: ignore[union-attr]
-    except AttributeError:
-        return list(graph)
-    nodes: list[ir.Node] = []
-    append = nodes.append
-    box = root.next
-    while box is not root:
-        node = box.value
-        if node is not None:  # an erased box
-            append(node)
-        box = box.next
-    return nodes
 
 
 def _direct_subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:

@@ -37,6 +37,7 @@ __all__ = [
     "element_div",
     "element_mod",
     "element_pow",
+    "graph_nodes",
     "graph_values",
     "initializer_values",
     "int_elements",
@@ -79,7 +80,12 @@ from onnx_symdims.shapes._diagnostics import (
     ShapeInferenceError,
 )
 from onnx_symdims.shapes._facts import FactScope, refine_dim
-from onnx_symdims.shapes._graphs import graph_values, initializer_values, node_subgraphs
+from onnx_symdims.shapes._graphs import (
+    graph_nodes,
+    graph_values,
+    initializer_values,
+    node_subgraphs,
+)
 from onnx_symdims.shapes._merge import merge_declared_shape
 from onnx_symdims.shapes._node_context import NodeContext
 from onnx_symdims.shapes._tensors import (

@@ -92,7 +92,7 @@ def test_value_producer_slot_is_the_producer():
 
 
 def test_graph_nodes_reads_the_linked_list_as_iteration_does():
-    from onnx_symdims.passes._model_dims import graph_nodes
+    from onnx_symdims.shapes import graph_nodes
 
     model = ir.from_onnx_text(
         """

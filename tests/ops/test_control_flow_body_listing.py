@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from onnx_symdims.ops.control_flow import _Body, _graph_nodes, body_values
+from onnx_symdims.ops.control_flow import _Body, body_values
+from onnx_symdims.shapes import graph_nodes
 
 MODEL = """
 <ir_version: 10, opset_import: ["" : 21]>
@@ -32,9 +33,9 @@ def _body() -> ir.Graph:
 
 def test_graph_nodes_are_the_graph_s_iteration_erased_boxes_skipped():
     body = _body()
-    assert _graph_nodes(body) == list(body)
+    assert graph_nodes(body) == list(body)
     body.remove(body[1], safe=False)
-    assert _graph_nodes(body) == list(body) and len(list(body)) == 4
+    assert graph_nodes(body) == list(body) and len(list(body)) == 4
 
 
 def test_body_lists_every_nested_node_and_defined_value_once():
