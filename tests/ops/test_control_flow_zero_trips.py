@@ -7,7 +7,8 @@ is ``[0]``. So the annotations a tool writes into the body change onnxruntime's 
 (``[0]`` before, ``[0, 3]`` once the body output reads ``float[3]``). The engine follows
 the spec's natural reading, the stack of zero values of the body output's shape, and
 writes the body output's shape, so that onnxruntime gives on the model written exactly
-the dims written: an int dim stays, a symbolic one is ``d*min(1, count)``.
+the dims written: an int dim stays, a symbolic one is ``d*min(1, count)``, one of a carried
+size that grows ``d*r + e*(1-r)`` with ``r = min(1, count)`` and ``e`` fresh.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnx_symdims import expr, infer_symbolic_shapes
+from onnx_symdims.passes import SymbolicShapeInferencePass
 
 
 def _loop_model(per_iteration_input: list | None) -> ir.Model:
@@ -97,3 +99,31 @@ def test_zero_iterations_give_the_dims_written_on_the_model_written(declared, wr
         if declared == [3] and sizes["N"] != 3:
             continue  # x is float[3]
         assert _shapes(model, sizes) == _bind(ys.shape, sizes), sizes
+
+
+def test_a_carried_size_that_grows_is_the_runtimes_choice_without_iterations():
+    """onnxruntime infers a body once, with the carried inputs' initial shapes: a carried
+    ``[2]`` that grows, passed through as a scan output, is ``[0, 2]`` without iterations
+    (rewrite fuzz ``--ranges`` seed 902105, where ``0`` was written)."""
+    model = ir.from_onnx_text("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[M] t, float[2] x) => (float[?] y, float[?, ?] ys) {
+  ms = Shape(t)
+  zero = Constant<value = int64 {0}>()
+  m = Gather(ms, zero)
+  y, ys = Loop<body = body (int64 i, bool c, float[2] a) => (bool co, float[?] ao, float[?] so) {
+     co = Identity(c)
+     so = Identity(a)
+     z = Constant<value = int64[1] {0}>()
+     one = Constant<value = int64[1] {1}>()
+     head = Slice(a, z, one)
+     ao = Concat<axis = 0>(a, head)
+  }>(m, , x)
+}""")
+    context = SymbolicShapeInferencePass()(model).context
+    count, grown = (expr.parse_dim(d.value) for d in model.graph.outputs[1].shape.dims)
+    assert count == expr.sym("M")
+    at_zero = expr.substitute(grown, {"M": 0})
+    assert isinstance(at_zero, expr.DimExpr) and at_zero.is_symbol
+    assert context.is_generated(at_zero.name)  # not 0: onnxruntime gives 2
+    assert _shapes(model, {"M": 0, "N": 2}) == (0, 2)
