@@ -18,10 +18,9 @@ graphs are visible). The soundness rules, which the peers get wrong:
   ``M`` (``cond`` may stop the loop early), exactly ``M`` only when nothing can stop it.
   When the loop may run zero times, the spec leaves the per-iteration dims undefined and
   onnxruntime takes them from the body output's static type as its inference knows it
-  (unknown dims 0), so a dim ``d`` that is not a static int there is written
-  ``d*min(1, count)``; one of a carried size that changes between iterations, where
-  onnxruntime's inference uses the initial size, ``d*r + e*(1-r)`` with ``r = min(1,
-  count)`` and ``e`` fresh.
+  (0 where it knows no int; it types a body with the carried inputs' initial shapes, so
+  it may know more than holds), so a dim ``d`` that is not a static int there is written
+  ``d*r + e*(1-r)`` with ``r = min(1, count)`` and ``e`` fresh.
 
 Sequence ops live in :mod:`onnx_symdims.ops.sequences`, calls of model-local functions in
 :mod:`onnx_symdims.ops.functions`.
@@ -630,19 +629,21 @@ def _scan_output_shape(
     per_iteration: Shape | None,
     source: ir.Value,
     count: Dim,
-    widened: frozenset[str] = frozenset(),
 ) -> Shape | None:
     """``[count, *per_iteration]``, exact even when the loop runs zero times.
 
     With zero iterations the spec leaves the dims past the first undefined; onnxruntime
     builds the output from the body output's *static* type as its load-time inference
     knows it: an int dim stays, any other dim is 0, and without a shape the result is
-    ``[0]``. An int the body output's type holds (written by this inference) is that int;
-    a dim ``d`` of the outer sizes is ``d*min(1, count)``. A dim of a carried size that
-    changes between iterations (``widened``) is ``d*r + e*(1-r)``, ``r = min(1, count)``,
-    ``e`` fresh: onnxruntime infers the body once, with the carried inputs' initial
-    shapes, and may know an int there (rewrite fuzz ``--ranges`` seed 902105: a carried
-    ``[2]`` that grows, passed through as a scan output, gives ``[0, 2]``).
+    ``[0]``. An int the body output's type holds (written by this inference) is that int.
+    Any other dim ``d`` is ``d*r + e*(1-r)``, ``r = min(1, count)``, ``e`` fresh: ``d``
+    whenever an iteration runs, the runtime's choice when none does. onnxruntime's choice
+    is not ours to predict: its load-time inference types a loop body once, with the
+    carried inputs' initial shapes, so it may know an int where the size grows (rewrite
+    fuzz ``--ranges`` seed 902105: a carried ``[2]`` that grows, passed through as a scan
+    output, gives ``[0, 2]``), and carries such ints on to later loops (seed 904363: ``4``
+    for a dim the first loop's declared output names ``o2_1``, written 0 as
+    ``o2_1*min(1, count)``).
     """
     if per_iteration is None:
         return None
@@ -653,14 +654,13 @@ def _scan_output_shape(
         return None
     ran = expr.dmin(count, 1, scope=ctx.scope)
     dims: list[Dim] = []
+    idle = expr.sub(1, ran)
     for k, d in enumerate(per_iteration):
-        if isinstance(d, int):
-            dims.append(d if declared.dims[k] == d else expr.mul(d, ran))
-        elif widened and not widened.isdisjoint(d.symbols()):
-            chosen = ctx.new_symbol(f"empty_d{k + 1}")
-            dims.append(expr.add(expr.mul(d, ran), expr.mul(chosen, expr.sub(1, ran))))
-        else:
-            dims.append(expr.mul(d, ran))
+        if isinstance(d, int) and declared.dims[k] == d:
+            dims.append(d)
+            continue
+        chosen = ctx.new_symbol(f"empty_d{k + 1}")
+        dims.append(expr.add(expr.mul(d, ran), expr.mul(chosen, idle)))
     return (count, *dims)
 
 
@@ -687,10 +687,9 @@ def infer_loop(ctx: NodeContext, node: ir.Node) -> None:
     _set_state_outputs(ctx, state, body, 2, 1, count)
     if scans == 0 or ctx.num_outputs <= carried:
         return
-    widened = frozenset(d.name for d in state.widened if d.is_symbol)
     for j in range(scans):
         source = body.outputs[1 + carried + j]
-        shape = _scan_output_shape(ctx, outputs[1 + carried + j], source, count(), widened)
+        shape = _scan_output_shape(ctx, outputs[1 + carried + j], source, count())
         ctx.set_output(carried + j, shape, ctx.ctx.dtype_of(source))
 
 

@@ -393,9 +393,10 @@ def _departure(case: FuzzCase, b: int, actual: Mapping[str, tuple[int, ...]]) ->
     * A ``Loop`` with scan outputs ran no iteration: the spec leaves a scan output's dims
       past the first undefined then (onnx/onnxruntime#1233), and onnxruntime takes them
       from the body output's static type as its load-time inference knows it (other
-      dims 0). The engine writes the body output's shape, so on the model *it writes*
-      onnxruntime gives the dims the engine gives (``tests/ops/test_control_flow_zero_
-      trips.py``); on the original they may be 0.
+      dims 0). The engine writes the body output's shape, so an int there is the int
+      onnxruntime gives on the model *it writes*, and leaves any other dim to the
+      runtime then (``tests/ops/test_control_flow_zero_trips.py``); on the original
+      they may be 0.
 
     Elsewhere onnxruntime is the oracle, also where the reference evaluator differs
     (its ``MaxPool``/``GlobalMaxPool``/``ConvTranspose`` shapes are off in places; the

@@ -315,11 +315,11 @@ def test_optimize_with_options_keeps_random_graphs_outputs(seed, options):
 #: of size 1; 125 when place_on_size_one_axes takes an axis not proven of size 1; 385
 #: when GatherOfFlatIndexGrid lets a data axis not of size 1 go without a term; 851168
 #: did not load in onnxruntime until an If the ranges decide became its branch; 902105
-#: (a grown carried value passed through as a scan output of a loop of no iteration) until
-#: such a dim was the runtime's choice (ops/control_flow.py, _scan_output_shape).
+#: and 904363 (a grown carried value passed through as a scan output of a loop of no
+#: iteration) until such a dim was the runtime's choice (control_flow._scan_output_shape).
 RANGES_SEEDS = [
     *range(20), 125, 241, 385, 910, *range(800000, 800010), 800071, *range(850000, 850010),
-    851168, 902105,
+    851168, 902105, 904363,
 ]  # fmt: skip
 
 
