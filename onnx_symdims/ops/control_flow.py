@@ -604,11 +604,63 @@ def _body_never_stops(ctx: NodeContext, body: ir.Graph) -> bool:
     return isinstance(element, int) and element != 0
 
 
+def _constant_element(ctx: NodeContext, value: ir.Value | None, body: ir.Graph) -> Dim | None:
+    """The single element of ``value`` when it is the same in every iteration.
+
+    A value of an enclosing graph, or a constant of the body; a body input or another
+    body node's output may change between iterations.
+    """
+    if value is None:
+        return None
+    producer = value.producer()
+    inside = value.graph is body or (producer is not None and producer.graph is body)
+    if inside and (producer is None or producer.op_type != "Constant" or producer.domain != ""):
+        return None
+    element = single_element(ctx.ctx.value_of(value))
+    if element is None or (isinstance(element, expr.DimExpr) and element.is_unknown):
+        return None
+    return element
+
+
+def _first_false_iteration(ctx: NodeContext, body: ir.Graph) -> Dim | None:
+    """``max(c - k, 0)`` when the body's condition output is ``i + k < c``, else None.
+
+    ``i`` is the iteration number, ``k`` and ``c`` are the same in every iteration
+    (``Greater(c, i + k)`` too): iteration ``j`` computes ``j + k < c``, false first at
+    ``j = max(c - k, 0)``.
+    """
+    node = body.outputs[0].producer() if body.outputs else None
+    if node is None or node.domain not in ("", "ai.onnx") or len(node.inputs) != 2:
+        return None
+    if node.op_type == "Less":
+        left, right = node.inputs
+    elif node.op_type == "Greater":
+        right, left = node.inputs
+    else:
+        return None
+    index = body.inputs[0]
+    if left is index:
+        offset: Dim | None = 0
+    else:
+        add = left.producer() if left is not None else None
+        if add is None or add.op_type != "Add" or add.domain != "" or len(add.inputs) != 2:
+            return None
+        a, b = add.inputs
+        other = b if a is index else a if b is index else None
+        offset = _constant_element(ctx, other, body) if other is not None else None
+    bound = _constant_element(ctx, right, body)
+    if offset is None or bound is None:
+        return None
+    return expr.dmax(expr.sub(bound, offset), 0, scope=ctx.scope)
+
+
 def _iteration_count(ctx: NodeContext, body: ir.Graph) -> Dim:
-    """The number of iterations: exact when nothing can stop the loop early, else fresh.
+    """The number of iterations: exact when nothing or ``i + k < c`` can stop the loop.
 
     onnxruntime honours the body's condition output even when the ``cond`` input is
-    omitted, so exactness needs a body condition that is always true.
+    omitted, so exactness needs a body condition that is always true, or one that turns
+    false at a known iteration: ``min(M, j + 1)`` for the first false iteration ``j``
+    (a loop stopped by its index, torch's ``for i in range(n): if i >= 2: break``).
     """
     has_trip = ctx.has_input(0)
     trip = single_element(ctx.input_value(0)) if has_trip else None
@@ -618,6 +670,11 @@ def _iteration_count(ctx: NodeContext, body: ir.Graph) -> Dim:
     limit = None if trip is None else expr.dmax(trip, 0, scope=ctx.scope)
     if limit is not None and starts and _body_never_stops(ctx, body):
         return limit
+    if starts and (trip is not None or not has_trip):
+        last = _first_false_iteration(ctx, body)
+        if last is not None:
+            runs = expr.add(last, 1)
+            return runs if limit is None else expr.dmin(limit, runs, scope=ctx.scope)
     count = fresh_at_most(ctx, "iterations", limit)
     if starts and (not has_trip or (trip is not None and ctx.scope.prove_ge(trip, 1))):
         ctx.scope.set_range(count.name, lower=1)  # type: ignore[arg-type]

@@ -169,17 +169,66 @@ def test_loop_early_exit_count_is_never_the_trip_count():
     check_runs(result, feeds)
 
 
-def test_loop_early_exit_with_constant_trip_count_is_bounded():
+def test_loop_stopped_by_its_index_with_constant_trip_count_is_exact():
     text = LOOP_EARLY_EXIT.replace("(int64 M, ", "(").replace(
         "xf, ys = Loop", "M = Constant<value = int64 {10}>()\n  xf, ys = Loop"
     )
     result = infer_graph(text)
     count, per_iteration = result.dims("ys")
-    assert count != 10 and isinstance(count, expr.DimExpr)
-    assert result.bounds() == {expr.to_onnx(count): "10"}
-    # With M >= 1 and no cond input the body runs at least once: the dim is exact.
+    # i < 2 is false first at i = 2: iterations 0, 1 and 2 run (of at most 10).
+    assert count == 3
     assert per_iteration == expr.sym("N")
     check_runs(result, [{"x": f32(n)} for n in (0, 3)])
+
+
+@pytest.mark.parametrize(
+    ("condition", "runs"),
+    [
+        ("co = Less(i, c)", "min(C+1,M)"),
+        ("one = Constant<value = int64 {1}>()\n     n = Add(i, one)\n     co = Less(n, c)",
+         "min(max(C-1,0)+1,M)"),
+        ("one = Constant<value = int64 {1}>()\n     n = Add(one, i)\n     co = Greater(c, n)",
+         "min(max(C-1,0)+1,M)"),
+    ],
+    ids=["less", "index_plus_one", "greater"],
+)
+def test_loop_stopped_by_its_index_against_an_outer_size_is_exact(condition, runs):
+    """``for i in range(M): ...; if i + 1 >= c: break`` with ``c`` a size: ``min(M, c)``."""
+    result = infer_graph(f"""
+g (float[N] x, float[M] w, float[C] v) => (ys) {{
+  sw = Shape(w)
+  sv = Shape(v)
+  zero = Constant<value = int64 {{0}}>()
+  M = Gather<axis=0>(sw, zero)
+  c = Gather<axis=0>(sv, zero)
+  ys = Loop(M, , ) <body = body(int64 i, bool cin) => (bool co, yo) {{
+     {condition}
+     yo = Identity(x)
+  }}>
+}}
+""")
+    count, _ = result.dims("ys")
+    assert expr.to_onnx(count) == runs
+    sizes = [(n, m, k) for n in (0, 3) for m in (0, 1, 4) for k in (0, 1, 2, 6)]
+    check_runs(result, [{"x": f32(n), "w": f32(m), "v": f32(k)} for n, m, k in sizes])
+
+
+def test_loop_stopped_by_a_value_the_body_changes_is_not_counted():
+    # The bound is a carried value: it may change between iterations, the count is fresh.
+    result = infer_graph("""
+g (float[N] x, int64 b) => (bf, ys) {
+  t = Constant<value = bool {1}>()
+  bf, ys = Loop(, t, b) <body = body(int64 i, bool cin, int64 bin) => (bool co, int64 bo, yo) {
+     one = Constant<value = int64 {1}>()
+     bo = Sub(bin, one)
+     co = Less(i, bin)
+     yo = Identity(x)
+  }>
+}
+""")
+    count, _ = result.dims("ys")
+    assert isinstance(count, expr.DimExpr) and result.context.is_generated(count.name)
+    check_runs(result, [{"x": f32(n), "b": i64(k)} for n in (0, 3) for k in (0, 1, 4)])
 
 
 LOOP_FOR = """
@@ -502,7 +551,7 @@ def test_malformed_nodes_give_diagnostics(name):
     assert all(result.dims(v.name) is None for v in result.model.graph.outputs)
 
 
-def test_loop_early_exit_with_symbolic_trip_count_is_bounded_not_equal():
+def test_loop_stopped_by_its_index_with_symbolic_trip_count_is_exact():
     result = infer_graph("""
 g (float[N] x, float[K] w) => (ys) {
   s = Shape(w)
@@ -516,8 +565,7 @@ g (float[N] x, float[K] w) => (ys) {
 }
 """)
     count, _ = result.dims("ys")
-    assert count != expr.sym("K")
-    assert result.bounds() == {expr.to_onnx(count): "K"}
+    assert expr.to_onnx(count) == "min(3,K)"  # i < 2 stops it after iteration 2
     check_runs(result, [{"x": f32(n), "w": f32(k)} for n in (0, 3) for k in (0, 1, 5)])
 
 
