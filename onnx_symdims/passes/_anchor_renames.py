@@ -48,7 +48,7 @@ __all__ = ["RenamePlan", "ambiguous_labels", "degenerate_classes", "plan_renames
 import collections
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from onnx_symdims import expr
 
@@ -302,12 +302,7 @@ def plan_renames(
         None if preferred is None else frozenset(preferred),
         ban_prefix,
     )
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _plan(*key)
-        if len(_PLANS) >= _MAX_MEMO:
-            _PLANS.pop(next(iter(_PLANS), None), None)  # the oldest
-        _PLANS[key] = plan
+    plan = _remembered(_PLANS, key, _plan)
     # The mapping is a dict: each caller gets its own.
     return RenamePlan(dict(plan.mapping), plan.implied, plan.contradictions)
 
@@ -317,6 +312,17 @@ def plan_renames(
 _PLANS: dict[tuple, RenamePlan] = {}
 #: Entries each memo of this module keeps.
 _MAX_MEMO = 64
+
+
+def _remembered(memo: dict, key: tuple, compute: Callable):
+    """``compute(*key)``, kept in ``memo`` (at most :data:`_MAX_MEMO`, the oldest dropped)."""
+    found = memo.get(key)
+    if found is None:
+        found = compute(*key)
+        if len(memo) >= _MAX_MEMO:
+            memo.pop(next(iter(memo), None), None)  # the oldest
+        memo[key] = found
+    return found
 
 
 def _plan(
@@ -484,13 +490,7 @@ def degenerate_classes(
     is not used for renaming, and the declared dims in it are the false ones.
     """
     key = (tuple(equalities), frozenset(renamable))
-    found = _DEGENERATE.get(key)
-    if found is None:
-        found = _degenerate_classes(*key)
-        if len(_DEGENERATE) >= _MAX_MEMO:
-            _DEGENERATE.pop(next(iter(_DEGENERATE), None), None)  # the oldest
-        _DEGENERATE[key] = found
-    return list(found)
+    return list(_remembered(_DEGENERATE, key, _degenerate_classes))
 
 
 #: :func:`degenerate_classes` of recent runs by its arguments (as :data:`_PLANS`).

@@ -771,8 +771,8 @@ class InferenceEngine:
         """:meth:`_settle` the outputs, then :meth:`_commit` each; the usual node inline.
 
         Usual: no fact recorded yet in this scope (nothing to refine), at depth 0, only
-        tensor types, and outputs with nothing declared. The same steps in the same
-        order, without a call per step.
+        tensor types: :meth:`_settle` reduces to noting compound dims, done here without
+        a call per output.
         """
         ctx = self.ctx
         scope = ctx.scope
@@ -794,27 +794,7 @@ class InferenceEngine:
                         continue
                     self._note_compound_dims(shape)
                     break
-        if ctx._other_types:
-            self._commit_outputs(node, outputs)
-            return
-        # _commit_outputs, inline (the same steps).
-        written = self._writer._shapes
-        dtypes = ctx._dtypes
-        for value in outputs:
-            if value._shape is not None or value._type is not None:
-                self._commit(node, value)
-                continue
-            inferred = shapes.get(value)
-            if inferred is None:
-                shapes[value] = None  # set_shape(value, None)
-            dtype = dtypes.get(value)
-            if dtype is None:
-                continue  # no type: no shape either (see _commit_outputs)
-            if inferred is not None:
-                shape = written.get(inferred)
-                value._shape = self._writer.shape(inferred) if shape is None else shape
-            value._type = new_tensor_type(dtype)
-            self.modified = True
+        self._commit_outputs(node, outputs)
 
     def _commit_outputs(self, node: ir.Node, outputs: Sequence[ir.Value]) -> None:
         """:meth:`_commit` of each output; the usual one inline.
