@@ -50,9 +50,9 @@ from onnx_symdims.ops._common import (
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import (
     NodeContext,
-    graph_nodes,
     graph_values,
     is_fully_unknown,
+    nested_nodes,
     unknown_element,
 )
 
@@ -72,8 +72,6 @@ MAX_IDENTITY_CHAIN = 64
 
 # Readers of onnx-ir slots (see passes._inference._require_ir_slots) for C loops.
 _OUTPUTS_SLOT = attrgetter("_outputs")
-_GRAPH = ir.AttributeType.GRAPH
-_GRAPHS = ir.AttributeType.GRAPHS
 _TYPE_SLOT = attrgetter("_type")
 _SHAPE_SLOT = attrgetter("_shape")
 
@@ -106,35 +104,6 @@ def _constant_bool(ctx: NodeContext, i: int) -> bool | None:
     return None
 
 
-def _nested_nodes(graph: ir.Graph, subgraphs: list[ir.Graph] | None = None) -> list[ir.Node]:
-    """The nodes of ``graph`` and of its subgraphs at any depth.
-
-    The nodes ``ir.traversal.RecursiveGraphIterator`` visits (not in its order), without
-    its generator per graph: bodies are walked several times per inference.
-    ``subgraphs`` receives the subgraphs found.
-    """
-    nodes: list[ir.Node] = []
-    pending = [graph]
-    while pending:
-        for node in graph_nodes(pending.pop()):
-            nodes.append(node)
-            attributes = node._attributes.data  # the slots: bodies are walked often
-            if not attributes:
-                continue
-            for attr in attributes.values():  # node_subgraphs(node), from the slots
-                kind = attr._type
-                if kind is _GRAPH:
-                    found = [attr._value]
-                elif kind is _GRAPHS:
-                    found = list(attr._value)
-                else:
-                    continue
-                pending.extend(found)
-                if subgraphs is not None:
-                    subgraphs.extend(found)
-    return nodes
-
-
 def body_values(graph: ir.Graph) -> Iterator[ir.Value]:
     """Every value defined in ``graph`` and its nested subgraphs."""
     return iter(_Body(graph).values)
@@ -156,7 +125,7 @@ class _Body:
     def __init__(self, graph: ir.Graph) -> None:
         self.graph = graph
         subgraphs: list[ir.Graph] = []
-        self.nodes = _nested_nodes(graph, subgraphs)
+        self.nodes = nested_nodes(graph, subgraphs)
         self.outputs = list(chain.from_iterable(map(_OUTPUTS_SLOT, self.nodes)))
         self.values = [*graph_values(graph.inputs), *self.outputs]
         for sub in subgraphs:

@@ -59,7 +59,7 @@ import onnx_ir as ir
 
 from onnx_symdims import expr
 from onnx_symdims.passes import SymbolicShapeInferencePass
-from onnx_symdims.shapes import FactScope, ShapesContext, refine_dim
+from onnx_symdims.shapes import FactScope, ShapesContext, nested_nodes, refine_dim
 
 logger = logging.getLogger(__name__)
 
@@ -282,10 +282,10 @@ def analyze(
         for name, (lower, upper) in (assume or {}).items():
             context.scope.set_range(name, lower=lower, upper=upper)
         SymbolicShapeInferencePass(context=context)(model)
-        return ShapeFacts(context, frozenset(_graph_nodes(model.graph)))
+        return ShapeFacts(context, frozenset(nested_nodes(model.graph)))
     context = previous.context
     known = previous.nodes
-    nodes = _graph_nodes(model.graph)
+    nodes = nested_nodes(model.graph)
     new = [node for node in nodes if node not in known]
     if new:
         for node in new:
@@ -306,20 +306,6 @@ def clear_computed_shapes(model: ir.Model) -> None:
     for function in model.functions.values():
         for value in _computed_values(function):
             value.shape = None
-
-
-def _graph_nodes(graph: ir.Graph) -> list[ir.Node]:
-    """The nodes of ``graph`` and of its subgraphs at any depth."""
-    nodes = list(graph)
-    for node in nodes:  # grows while walked: subgraph nodes are visited too
-        if node.attributes:
-            for attr in node.attributes.values():
-                if attr.type is ir.AttributeType.GRAPH:
-                    nodes.extend(attr.value)
-                elif attr.type is ir.AttributeType.GRAPHS:
-                    for subgraph in attr.value:
-                        nodes.extend(subgraph)
-    return nodes
 
 
 #: What :func:`int_attribute` and :func:`ints_attribute` return for a malformed attribute.

@@ -68,7 +68,7 @@ from onnx_symdims.rewrite._slices import MergeDisjointSlicesPass
 from onnx_symdims.rewrite._split import SlicesToSplitPass
 from onnx_symdims.rewrite._transpose import TransposeThroughBinaryPass
 from onnx_symdims.rewrite._values import ProvenValuesPass
-from onnx_symdims.shapes import node_subgraphs
+from onnx_symdims.shapes import nested_nodes, node_subgraphs
 
 logger = logging.getLogger(__name__)
 
@@ -432,7 +432,8 @@ def _spell_default_domain(model: ir.Model) -> bool:
             imports.setdefault("", version)
             changed = True
     for graph in (model.graph, *model.functions.values()):
-        for node in ir.traversal.RecursiveGraphIterator(graph):
+        # Not RecursiveGraphIterator: it fails on a function's graph-attribute reference.
+        for node in nested_nodes(graph):
             if node.domain == "ai.onnx":
                 node.domain = ""
                 changed = True
@@ -886,7 +887,7 @@ def _pool_indices_at_risk(model: ir.Model) -> list[tuple[ir.Node, str, ir.TypePr
     return [
         (node, node.outputs[1].name or "indices", node.outputs[1].type)
         for graph in (model.graph, *model.functions.values())
-        for node in ir.traversal.RecursiveGraphIterator(graph)
+        for node in nested_nodes(graph)  # (RecursiveGraphIterator fails on graph references)
         if node.op_type == "MaxPool"
         and node.domain in ("", "ai.onnx")
         and len(node.outputs) > 1

@@ -48,6 +48,7 @@ __all__ = [
     "merge_with_anchor",
     "new_ir_shape",
     "new_tensor_type",
+    "nested_nodes",
     "node_subgraphs",
     "note_untracked_read",
     "read_int64_proto",
@@ -84,6 +85,7 @@ from onnx_symdims.shapes._graphs import (
     graph_nodes,
     graph_values,
     initializer_values,
+    nested_nodes,
     node_subgraphs,
 )
 from onnx_symdims.shapes._merge import merge_declared_shape

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["graph_nodes", "graph_values", "initializer_values", "node_subgraphs"]
+__all__ = ["graph_nodes", "graph_values", "initializer_values", "nested_nodes", "node_subgraphs"]
 
 from collections.abc import Iterable, Sequence
 
@@ -40,13 +40,42 @@ def graph_nodes(graph: ir.Graph | ir.Function) -> list[ir.Node]:
 def node_subgraphs(node: ir.Node) -> list[ir.Graph]:
     """The graphs held by ``node``'s attributes (``If`` branches, ``Loop``/``Scan`` bodies)."""
     graphs: list[ir.Graph] = []
-    for attr in node.attributes.data.values():  # the UserDict's dict: faster to iterate
-        kind = attr.type
+    # The UserDict's dict and the attributes' slots (see passes._inference._require_ir_slots):
+    # loop bodies are walked several times per inference.
+    # A reference to a function's graph attribute (``RefAttr``, no value) holds no graph
+    # here: the call's graph is substituted where the function body is inferred.
+    for attr in node._attributes.data.values():
+        kind = attr._type
         if kind is _GRAPH:
-            graphs.append(attr.value)
+            if attr._value is not None:
+                graphs.append(attr._value)
         elif kind is _GRAPHS:
-            graphs.extend(attr.value)
+            graphs.extend(attr._value or ())
     return graphs
+
+
+def nested_nodes(
+    graph: ir.Graph | ir.Function, subgraphs: list[ir.Graph] | None = None
+) -> list[ir.Node]:
+    """The nodes of ``graph`` and of its subgraphs at any depth.
+
+    The nodes ``ir.traversal.RecursiveGraphIterator`` visits (not in its order), without
+    its generator per graph (loop bodies are walked several times per inference), and
+    without failing on a function's reference to a graph attribute (which that iterator
+    does). ``subgraphs`` receives the subgraphs found.
+    """
+    nodes: list[ir.Node] = []
+    pending = [graph]
+    while pending:
+        for node in graph_nodes(pending.pop()):
+            nodes.append(node)
+            if not node._attributes.data:  # the slot: bodies are walked often
+                continue
+            found = node_subgraphs(node)
+            pending.extend(found)
+            if subgraphs is not None:
+                subgraphs.extend(found)
+    return nodes
 
 
 def graph_values(values: Sequence[ir.Value]) -> Sequence[ir.Value]:

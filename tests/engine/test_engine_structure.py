@@ -14,6 +14,7 @@ import pytest
 from onnx import TensorProto
 from onnx import helper as h
 
+import onnx_symdims
 from onnx_symdims.passes import SymbolicShapeInferencePass
 from onnx_symdims.shapes import ShapeInferenceError
 
@@ -217,3 +218,40 @@ def test_recursive_function_is_a_clear_error(functions, message):
     errors = [str(d) for d in result.diagnostics if d.severity == "error"]
     assert any(message in e and "call_F" in e for e in errors), errors
     assert not any("internal error" in e for e in errors), errors
+
+
+def test_a_function_forwarding_a_graph_attribute_is_inferred():
+    """A model-local function whose ``If`` takes its branches from the call (graph-attribute
+    references, which hold no graph in the body) crashed the walk over subgraphs."""
+    ifnode = h.make_node("If", ["c"], ["y"])
+    ifnode.attribute.extend(
+        h.make_attribute_ref(name, onnx.AttributeProto.GRAPH)
+        for name in ("then_branch", "else_branch")
+    )
+    function = h.make_function(
+        "local", "F", ["c"], ["y"], [ifnode], [h.make_opsetid("", 17)],
+        attributes=["then_branch", "else_branch"],
+    )
+
+    def branch(name: str, values: list[float]) -> onnx.GraphProto:
+        tensor = h.make_tensor("v", onnx.TensorProto.FLOAT, [len(values)], values)
+        return h.make_graph(
+            [h.make_node("Constant", [], [name], value=tensor)], name, [],
+            [h.make_tensor_value_info(name, onnx.TensorProto.FLOAT, [len(values)])],
+        )
+
+    call = h.make_node(
+        "F", ["c"], ["y"], domain="local",
+        then_branch=branch("t", [1.0]), else_branch=branch("e", [2.0, 3.0]),
+    )
+    graph = h.make_graph(
+        [call], "g", [h.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+    )
+    model = h.make_model(
+        graph, functions=[function],
+        opset_imports=[h.make_opsetid("", 17), h.make_opsetid("local", 1)],
+    )
+    inferred = onnx_symdims.infer_symbolic_shapes(model)
+    (dim,) = inferred.graph.output[0].type.tensor_type.shape.dim
+    assert dim.dim_param  # 1 or 2 elements by the condition: a fresh symbol, not a guess
