@@ -78,7 +78,7 @@ INTEGER_AND_BOOL_TYPES = INTEGER_TYPES | {ir.DataType.BOOL}
 
 def _computed_values(graph: ir.Graph | ir.Function):
     """Every value a node of ``graph`` (or of a subgraph in it) computes."""
-    for node in ir.traversal.RecursiveGraphIterator(graph):
+    for node in nested_nodes(graph):  # (RecursiveGraphIterator fails on graph references)
         yield from node.outputs
 
 

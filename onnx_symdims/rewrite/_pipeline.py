@@ -47,6 +47,11 @@ from onnx_symdims.rewrite._fold_range import fold_float_ranges
 from onnx_symdims.rewrite._fold_split import fold_constant_splits
 from onnx_symdims.rewrite._folding import kept_float_weight_nodes, should_fold
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
+from onnx_symdims.rewrite._graph_parameters import (
+    inline_graph_parameter_functions,
+    put_back_functions,
+    set_aside_graph_parameter_functions,
+)
 from onnx_symdims.rewrite._input_shapes import InputShapeError, apply_input_shapes
 from onnx_symdims.rewrite._iota_gather import GatherOfIotaPass
 from onnx_symdims.rewrite._lanes import VectorizeShapeLanesPass
@@ -191,6 +196,7 @@ class OptimizePass(ir.passes.InPlacePass):
         declared = {v.name: v.shape for v in model.graph.outputs}
         declared_types = {v.name: v.type for v in model.graph.outputs}
         if self.inline:
+            inline_graph_parameter_functions(model)  # onnx-ir's inliner refuses them
             try:
                 common_passes.InlinePass()(model)
             except Exception as error:  # recursive or malformed functions: stay calls
@@ -199,6 +205,8 @@ class OptimizePass(ir.passes.InPlacePass):
                 message = f"model-local functions not inlined: {type(error).__name__}: {error}"
                 logger.warning("%s", message)
                 result.diagnostics.append(message)
+        # Left as calls: onnx-ir's passes fail on their bodies' graph references.
+        graph_parameter_functions = set_aside_graph_parameter_functions(model)
         pool_indices = _pool_indices_at_risk(model)
         body_inputs = _set_aside_subgraph_input_shapes(model)
         self._loop(model, result)
@@ -237,6 +245,7 @@ class OptimizePass(ir.passes.InPlacePass):
             AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(model)
         for value, shape in body_inputs:  # as declared (onnxruntime wants a Loop's i, c)
             value.shape = shape
+        put_back_functions(model, graph_parameter_functions)
         result.after = count_nodes(model.graph)
         if self.exact_floats:
             result.kept_float_nodes = kept_float_weight_nodes(model.graph)
