@@ -19,6 +19,7 @@ from onnx_symdims.expr._atoms import (
     ExprSyntaxError,
     InexactDivisionError,
 )
+from onnx_symdims.expr._compile import evaluator
 from onnx_symdims.expr._dimexpr import (
     Dim,
     DimExpr,
@@ -100,6 +101,7 @@ __all__ = [
     "dmin",
     "drop_zero_guards",
     "evaluate",
+    "evaluator",
     "exact_div",
     "floordiv",
     "is_symbolic",

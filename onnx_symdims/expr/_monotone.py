@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 from onnx_symdims.expr._atoms import FLOOR, MAX, MIN, SYM, Atom
+from onnx_symdims.expr._compile import evaluator
 from onnx_symdims.expr._dimexpr import Dim, DimExpr
 
 __all__ = ["symbol_bound_from_lower"]
@@ -91,8 +92,10 @@ def symbol_bound_from_lower(
         return None
     (name,) = names
 
+    at = evaluator(d, (name,))  # compiled: the search evaluates d up to ~80 times
+
     def holds(x: int) -> bool:
-        return d.evaluate({name: x}) >= k
+        return at(x) >= k
 
     start = -_SEARCH_LIMIT if lowest is None else lowest
     if direction > 0:

@@ -236,11 +236,13 @@ def _separating_point(
         points = (
             tuple(walk.choice(r) for r in ranges) for _ in range(_MANY_SYMBOL_POINTS)
         )
+    # Compiled: up to a thousand points, each evaluating two nested min/max expressions.
+    names = tuple(names)
+    at_e, at_f = expr.evaluator(e, names), expr.evaluator(f, names)
     for point in points:
-        binding = dict(zip(names, point))
         try:
-            if expr.evaluate(e, binding) != expr.evaluate(f, binding):
-                return ", ".join(f"{n}={v}" for n, v in binding.items())
+            if at_e(*point) != at_f(*point):
+                return ", ".join(f"{n}={v}" for n, v in zip(names, point))
         except (ArithmeticError, expr.ExprError):
             continue
     return None
