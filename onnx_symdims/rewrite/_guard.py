@@ -106,6 +106,8 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
             logger.debug("onnxscript has no %s: step %s skipped", function_name, name)
             continue
         step = _bind(function, kwargs)
+        if name == "sdpa":
+            step = _keys_heads_first(step)
         steps.append((name, _with_our_shapes(step) if name in _SHAPES_AFTER else step))
         if name == "attention":
             no_bias = _attention_no_bias_rules()
@@ -179,6 +181,49 @@ def _rule_set(rules) -> Callable[[ir.Model], int]:
 
 def _bind(function, kwargs) -> Callable[[ir.Model], int | None]:
     return lambda model: function(model, **kwargs)
+
+
+def _keys_heads_first(
+    step: Callable[[ir.Model], int | None],
+) -> Callable[[ir.Model], int | None]:
+    """``step`` (onnxscript's SDPA fusion), then every SDPA's key given heads first.
+
+    onnxscript's cross-attention ``MultiHeadAttention`` rule reads an SDPA's key as
+    ``[B, H, Skv, Dh]`` without looking at its ``key_format`` (0.7.2): a key given as
+    ``[B, Skv, H, Dh]`` (``"BSHd"``) passes its shape check when ``Skv == H`` (Perceiver's
+    decoder: 8 latents and 8 heads), and the attention written mixes heads and positions.
+    ``SDPA(q, Transpose(k, [0, 2, 1, 3]), v, key_format="BHSd")`` is the same attention
+    in the format every later rule reads right (the non-cross rule then takes the key's
+    3D input as before; a transpose pair left over cancels in the cleanup).
+    """
+
+    def run(model: ir.Model) -> int | None:
+        count = step(model)
+        if count:
+            for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+                if node.domain == _PRIVATE_DOMAIN and node.op_type == "SDPA":
+                    _give_key_heads_first(node)
+        return count
+
+    return run
+
+
+def _give_key_heads_first(sdpa: ir.Node) -> None:
+    key_format = sdpa.attributes.get("key_format")
+    key = sdpa.inputs[1]
+    if key_format is None or key_format.value != "BSHd" or key is None or sdpa.graph is None:
+        return
+    perm = [0, 2, 1, 3]
+    transpose = ir.Node(
+        "", "Transpose", [key], attributes=[ir.AttrInt64s("perm", perm)], name=f"{sdpa.name}_key"
+    )
+    heads_first = transpose.outputs[0]
+    heads_first.dtype = key.dtype
+    if key.shape is not None and len(key.shape) == 4:
+        heads_first.shape = ir.Shape([key.shape[i] for i in perm])
+    sdpa.graph.insert_before(sdpa, transpose)
+    sdpa.replace_input_with(1, heads_first)
+    sdpa.attributes["key_format"] = ir.AttrString("key_format", "BHSd")
 
 
 def _with_our_shapes(
