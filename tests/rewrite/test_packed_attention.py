@@ -35,12 +35,17 @@ def _floats(name: str, shape: tuple[int, ...], seed: int, values=None) -> str:
 
 
 def _block(
-    bias: float | None = None, cross: bool = False, scale: float = 0.35355339
+    bias: float | None = None,
+    cross: bool = False,
+    scale: float = 0.35355339,
+    memory: str = "mem",
+    value_size: int = 8,
 ) -> ir.Model:
     """One self-attention block as a BERT/Swin export writes it (hidden 16, 2 heads of 8).
 
     ``bias``: each projection gets ``Add(MatMul, b)`` with every element ``bias``.
-    ``cross``: K and V project ``mem`` instead of ``x`` (nothing to pack).
+    ``cross``: K and V project ``mem`` instead of ``x`` (nothing to pack), whose length
+    is ``memory``. ``value_size``: the width of a head's value (the output is twice it).
     """
     kv = "mem" if cross else "x"
     adds = ""
@@ -52,15 +57,17 @@ def _block(
         [
             _floats("wq", (16, 16), 1),
             _floats("wk", (16, 16), 2),
-            _floats("wv", (16, 16), 3),
+            _floats("wv", (16, 2 * value_size), 3),
             *([_floats("b", (16,), 0, bias)] if bias is not None else []),
             "int64[4] s4 = {0, 0, 2, 8}",
-            "int64[3] s3 = {0, 0, 16}",
+            f"int64[4] s4v = {{0, 0, 2, {value_size}}}",
+            f"int64[3] s3 = {{0, 0, {2 * value_size}}}",
             f"float scale = {{{scale}}}",
         ]
     )
     text = f"""<ir_version: 10, opset_import: ["" : 18]>
-    g (float[batch, seq, 16] x, float[batch, mem, 16] mem) => (float[batch, seq, 16] y)
+    g (float[batch, seq, 16] x, float[batch, {memory}, 16] mem)
+        => (float[batch, seq, {2 * value_size}] y)
     <{initializers}>
     {{
         q = MatMul(x, wq)
@@ -69,7 +76,7 @@ def _block(
         {adds}
         q4 = Reshape({q}, s4)
         k4 = Reshape({k}, s4)
-        v4 = Reshape({v}, s4)
+        v4 = Reshape({v}, s4v)
         qt = Transpose<perm = [0, 2, 1, 3]>(q4)
         kt = Transpose<perm = [0, 2, 3, 1]>(k4)
         vt = Transpose<perm = [0, 2, 1, 3]>(v4)
