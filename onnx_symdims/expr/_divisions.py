@@ -243,11 +243,22 @@ def _extremum_numerator(a: DimExpr, d: int) -> Dim | None:
       ``(max(h, 1)+7)//4//2``, hence ``max(h+7, 8)//8`` too.
 
     Applies to a numerator that is one extremum (coefficient 1) of one constant and one
-    expression, plus a constant; None when it has another shape or is canonical already.
+    expression, plus a constant; a negated extremum is first written as the other one of
+    the negated arguments (``-max(A, B) == min(-A, -B)``). None when it has another shape
+    or is canonical already.
     """
     if len(a.terms) != 1:
         return None
     ((mono, coeff),) = a.terms
+    if coeff == -1 and len(mono) == 1 and mono[0].kind in (MAX, MIN):
+        # -max(A, B) == min(-A, -B): one spelling whichever way the numerator was built
+        # (a ceiling of a quotient by a negative number negates a max).
+        flipped = _extremum(
+            MIN if mono[0].kind == MAX else MAX, tuple(neg(x) for x in mono[0].args), None
+        )
+        if isinstance(flipped, DimExpr) and flipped.terms and flipped.terms[0][1] == 1:
+            return floordiv(add(flipped, a.const), d)
+        return None
     if coeff != 1 or len(mono) != 1 or mono[0].kind not in (MAX, MIN) or len(mono[0].args) != 2:
         return None
     kind = mono[0].kind
