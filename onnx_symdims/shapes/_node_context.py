@@ -178,13 +178,26 @@ def _magnitude(e: expr.DimExpr | int) -> int:
     return total
 
 
+#: _fits_64_bits's answers: a pure function of the interned element, asked again for the
+#: same elements node after node (a shape computation's values flow through many nodes),
+#: while _magnitude walks the whole expression each time.
+_FITS_64_BITS: dict[expr.DimExpr, bool] = {}
+_MAX_FITS_64_BITS = 50_000
+
+
 def _fits_64_bits(e: expr.DimExpr) -> bool:
     """Whether a symbolic int64 element stays in range wherever its dims are tensor sizes.
 
     ``N * 2**40`` is ``0`` in int64 from ``N = 2**24`` on (a 64 MB float tensor): the
     element the engine computes is not the tensor's there, so it is unknown.
     """
-    return e.is_symbol or e.is_unknown or _magnitude(e) < _INT64_LIMIT
+    fits = _FITS_64_BITS.get(e)
+    if fits is None:
+        fits = e.is_symbol or e.is_unknown or _magnitude(e) < _INT64_LIMIT
+        if len(_FITS_64_BITS) >= _MAX_FITS_64_BITS:
+            _FITS_64_BITS.clear()
+        _FITS_64_BITS[e] = fits
+    return fits
 
 
 def _symbolic_fits(e: expr.DimExpr, kind: str | None, scope: expr.Scope) -> bool:
