@@ -435,7 +435,9 @@ class NodeContext:
                 self.ctx._dtypes[value] = dtype
             return
         valid = True
-        if dims.__class__ is not tuple or dims not in _VALID_SHAPES:
+        if dims.__class__ is not tuple:
+            dims = tuple(dims)  # many hooks build lists: the tuple is stored, and hits below
+        if dims not in _VALID_SHAPES:
             exact = True  # every dim an int or a DimExpr (not a subclass): cacheable
             for d in dims:  # _valid_dims(dims), inline (every hook sets its outputs)
                 cls = d.__class__
@@ -452,7 +454,7 @@ class NodeContext:
                     if not _valid_dim(d):
                         valid = False
                         break
-            if valid and exact and dims.__class__ is tuple:
+            if valid and exact:
                 if len(_VALID_SHAPES) > 100_000:
                     _VALID_SHAPES.clear()
                 _VALID_SHAPES.add(dims)
@@ -469,7 +471,7 @@ class NodeContext:
                     checked.append(d)
             dims = tuple(checked)
         ctx = self.ctx
-        ctx._shapes[value] = dims if dims.__class__ is tuple else tuple(dims)  # set_shape
+        ctx._shapes[value] = dims  # set_shape
         if dtype is not None:
             ctx._dtypes[value] = dtype  # set_dtype
 
