@@ -119,6 +119,11 @@ _INT64 = ir.DataType.INT64
 #: loop over the dims.
 _VALID_SHAPES: set[tuple] = set()
 
+#: Elements of int64 values that passed set_output_value's check (each an int or a
+#: _fits_64_bits element): like _VALID_SHAPES, one lookup for the tuples that flow from
+#: node to node instead of a check per element.
+_EXACT_INT64_ELEMENTS: set[tuple] = set()
+
 _NARROW_INT_RANGES = {
     ir.DataType.INT32: (-(2**31), 2**31 - 1, "32"),
     ir.DataType.UINT32: (0, 2**32 - 1, "u32"),
@@ -489,18 +494,25 @@ class NodeContext:
         if elements is None or len(elements) > MAX_VALUE_ELEMENTS:
             ctx._values[value] = None  # set_value, inline (most hooks call this)
             return
+        if elements.__class__ is not tuple:
+            elements = tuple(elements)
         dtype = ctx._dtypes.get(value)
         if dtype is _INT64:
-            if not all(e.__class__ is int or _fits_64_bits(e) for e in elements):
-                elements = tuple(
-                    e if e.__class__ is int or _fits_64_bits(e) else expr.unknown("value")
-                    for e in elements
-                )
+            if elements not in _EXACT_INT64_ELEMENTS:
+                if all(e.__class__ is int or _fits_64_bits(e) for e in elements):
+                    if len(_EXACT_INT64_ELEMENTS) > 100_000:
+                        _EXACT_INT64_ELEMENTS.clear()
+                    _EXACT_INT64_ELEMENTS.add(elements)
+                else:
+                    elements = tuple(
+                        e if e.__class__ is int or _fits_64_bits(e) else expr.unknown("value")
+                        for e in elements
+                    )
         else:
             bounds = _NARROW_INT_RANGES.get(dtype)  # type: ignore[arg-type]
             if bounds is not None:
                 elements = _within(elements, bounds, ctx.scope)
-        ctx._values[value] = elements if elements.__class__ is tuple else tuple(elements)
+        ctx._values[value] = elements
 
     def set_output_type(self, i: int, type_: ir.TypeProtocol) -> None:
         """Sets a non-tensor type (sequence, optional, map) for output ``i``."""
