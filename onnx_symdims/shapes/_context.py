@@ -650,11 +650,12 @@ class ShapesContext:
         """``compute()``: dims that are a pure function of ``key`` and the facts.
 
         Kept with the scope's facts (:func:`_memo_under_facts`), and reused instead of
-        calling ``compute`` while they hold: repeated layers ask the same (a Reshape's
-        output dims from the same input and target dims). Kept only when ``compute`` added no fact (``note_*``) and gave no unknown
-        dim, so that reusing it adds nothing that running ``compute`` would have; an
-        exception is never kept. Facts are not added inside a subgraph: what is computed
-        there is kept apart.
+        calling ``compute`` while they hold: repeated layers (and the next inference of
+        the model) ask the same, e.g. a Reshape's output dims from the same input and
+        target dims. Kept only when ``compute`` added no fact (``note_*``) and gave no
+        unknown dim, so that reusing it adds nothing that running ``compute`` would
+        have; an exception is never kept. Facts are not added inside a subgraph: what is
+        computed there is kept apart.
         """
         scope = self.scope
         version = scope.version
