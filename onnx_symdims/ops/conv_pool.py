@@ -467,6 +467,42 @@ def infer_conv_transpose(ctx: NodeContext, node: ir.Node) -> None:
 # ----------------------------------------------------------------------------------------
 # Pooling
 # ----------------------------------------------------------------------------------------
+def _pooled_dims(
+    ctx: NodeContext, spatial: Shape, kernel: Sequence[int], window: Window, ceil_mode: bool
+) -> list[Dim | None]:
+    """:func:`pool_output_dim` of each spatial dim, kept with the facts.
+
+    A pure function of the dims, the window and the facts (``dims_under_facts``): a
+    network pools the same dims the same way in every inference, and the symbolic
+    arithmetic costs more than the rest of the node.
+    """
+    scope = ctx.scope
+    loader_drops = ctx.opset >= 22
+    axes = zip(
+        spatial, kernel, window.strides, window.dilations, window.pads_begin, window.pads_end
+    )
+
+    def compute() -> list[Dim | None]:
+        return [
+            pool_output_dim(
+                d,
+                k,
+                stride,
+                dilation,
+                begin,
+                end,
+                window.auto_pad,
+                ceil_mode,
+                scope,
+                loader_drops=loader_drops,
+            )
+            for d, k, stride, dilation, begin, end in axes
+        ]
+
+    key = ("Pool", spatial, tuple(kernel), window, ceil_mode, loader_drops)
+    return ctx.ctx.dims_under_facts(key, compute)
+
+
 @register("", ["MaxPool", "AveragePool", "LpPool"])
 def infer_pool(ctx: NodeContext, node: ir.Node) -> None:
     """``(N, C, out...)`` from the window attributes; MaxPool's ``Indices`` alike (int64)."""
@@ -477,25 +513,10 @@ def infer_pool(ctx: NodeContext, node: ir.Node) -> None:
     spatial = len(kernel)
     window = read_window(ctx, spatial, pads_with_auto_pad="ignore")
     ceil_mode = bool(ctx.attr_int("ceil_mode", 0))
-    out: list[Dim | None] = [None, None] if x is None else [x[0], x[1]]
-    for i in range(spatial):
-        if x is None:
-            out.append(None)
-            continue
-        out.append(
-            pool_output_dim(
-                x[i + 2],
-                kernel[i],  # type: ignore[arg-type]  # kernel_shape is required: ints
-                window.strides[i],
-                window.dilations[i],
-                window.pads_begin[i],
-                window.pads_end[i],
-                window.auto_pad,
-                ceil_mode,
-                ctx.scope,
-                loader_drops=ctx.opset >= 22,
-            )
-        )
+    if x is None:
+        out: list[Dim | None] = [None] * (spatial + 2)
+    else:
+        out = [x[0], x[1], *_pooled_dims(ctx, x[2:], kernel, window, ceil_mode)]
     dims = _fill(ctx, out)
     ctx.set_output(0, dims, dtype)
     if node.op_type == "MaxPool":

@@ -62,7 +62,7 @@ def _axes_input_or_attr(
             return False, None
         axes = ctx.ctx.value_of(value)
         # Like ctx.input_ints(1): known only when every element is an int.
-        if axes is None or not all(isinstance(a, int) for a in axes):
+        if not is_static(axes):
             return True, None
         return True, axes  # type: ignore[return-value]
     axes_attr = ctx.attr_ints("axes")

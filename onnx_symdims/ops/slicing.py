@@ -44,7 +44,7 @@ from onnx_symdims.ops._registry import register
 if TYPE_CHECKING:
     import onnx_ir as ir
 
-    from onnx_symdims.shapes import NodeContext
+    from onnx_symdims.shapes import NodeContext, ShapesContext
 
 logger = logging.getLogger(__name__)
 
@@ -243,6 +243,20 @@ def slice_length(d: Dim, start: Dim, end: Dim, step: Dim, scope: expr.Scope) -> 
     return length
 
 
+def _slice_length_under_facts(
+    facts: ShapesContext, d: Dim, start: Dim, end: Dim, step: Dim, scope: expr.Scope
+) -> Dim | None:
+    """:func:`slice_length`, kept with the facts (``ShapesContext.dims_under_facts``).
+
+    A pure function of its arguments and the facts, asked again by every layer (and
+    every inference) that slices the same dims the same way.
+    """
+    (length,) = facts.dims_under_facts(
+        ("Slice", d, start, end, step), lambda: [slice_length(d, start, end, step, scope)]
+    )
+    return length
+
+
 def _unsigned(v: Dim, scope: expr.Scope) -> bool:
     """True for a symbolic index read with a sign indicator (its sign is not proven)."""
     return (
@@ -299,7 +313,7 @@ def _apply_slice(
         d = shape[axis]
         length = None
         if start is not None and end is not None and step is not None:
-            length = slice_length(d, start, end, step, scope)
+            length = _slice_length_under_facts(facts, d, start, end, step, scope)
         dims[axis] = _bounded_symbol(ctx, f"d{axis}", d) if length is None else length
     ctx.set_output(0, dims, dtype)
     _slice_value(ctx, shape, starts, ends, axes, steps)

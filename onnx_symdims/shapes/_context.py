@@ -166,6 +166,24 @@ def _is_bare_symbol(d: Dim) -> bool:
     return isinstance(d, expr.DimExpr) and d.is_symbol
 
 
+#: Entries of a scope's memo the context adds (refined shapes, Reshape dims) before it
+#: starts over.
+_MAX_MEMO_UNDER_FACTS = 50_000
+
+
+def _memo_under_facts(scope: expr.Scope, key: tuple, result: object) -> None:
+    """Keeps ``result``, a pure function of ``key`` and the scope's facts, with the scope.
+
+    The scope's memo moves to another table when a fact is added, and is shared by every
+    scope holding the same facts (see ``expr.Scope._use_memos``): the next inference of
+    the model finds what this one computed, where a memo of the context would start empty.
+    """
+    memo = scope._scoped_memo
+    if len(memo) >= _MAX_MEMO_UNDER_FACTS:
+        memo.clear()
+    memo[key] = result
+
+
 class ShapesContext:
     """Shape facts, constraints, fresh symbols and diagnostics for one model.
 
@@ -231,15 +249,6 @@ class ShapesContext:
         # dtype_of's reads from the IR, for values without an inferred dtype (memo keys).
         self._declared_dtypes: dict[ir.Value, ir.DataType | None] = {}
         self._by_name: dict[str, ir.Value] = {}
-        # (dim, scope version) -> the dim under the facts (refine).
-        self._refined: dict[tuple[Dim, int], Dim] = {}
-        # dims -> refine_dims(dims), for the scope and version in _refined_dims_at
-        self._refined_dims: dict[tuple[Dim, ...], tuple[Dim, ...]] = {}
-        self._refined_dims_at: tuple[object, int] | None = None
-        # (key, inside a subgraph) -> dims, for the scope and version in _dims_memo_at
-        # (see dims_under_facts)
-        self._dims_memo: dict[tuple, tuple[Dim | None, ...]] = {}
-        self._dims_memo_at: tuple[object, int] | None = None
         #: Graph inputs backed by an initializer that are constants here (old IR, or the
         #: ``constant_initializers`` option): shape and small contents are facts.
         self.constant_inputs: set[ir.Value] = set()
@@ -589,35 +598,26 @@ class ShapesContext:
         scope = self.scope
         if isinstance(d, int) or not isinstance(scope, FactScope):
             return d
-        key = (d, scope.version)
-        found = self._refined.get(key)
-        if found is None:
-            if len(self._refined) > 50000:
-                self._refined.clear()
-            found = self._refined[key] = refine_dim(d, scope)
-        return found
+        return refine_dim(d, scope)  # memoized with the scope's facts
 
     def refine_dims(self, dims: tuple[Dim, ...]) -> tuple[Dim, ...]:
         """:meth:`refine` of each dim; ``dims`` itself (the same object) when none changes.
 
-        Memoized per tuple until the facts change: layers repeat the same shapes, and one
-        lookup replaces a call per dim.
+        Memoized per tuple with the scope's other results (:func:`_memo_under_facts`):
+        layers repeat the same shapes, and one lookup replaces a call per dim.
         """
         scope = self.scope
         if not isinstance(scope, FactScope):
             return dims
-        at = self._refined_dims_at
-        if at is None or at[0] is not scope or at[1] != scope.version:
-            self._refined_dims.clear()
-            self._refined_dims_at = (scope, scope.version)
-        found = self._refined_dims.get(dims)
+        key = ("refine_dims", dims)
+        found = scope._scoped_memo.get(key)
         if found is None:
-            found = tuple(self.refine(d) for d in dims)
+            version = scope.version
+            found = tuple(refine_dim(d, scope) for d in dims)
             if found == dims:
                 found = dims
-            if len(self._refined_dims) > 50000:
-                self._refined_dims.clear()
-            self._refined_dims[dims] = found
+            if scope.version == version:
+                _memo_under_facts(scope, key, found)
         return found
 
     # ------------------------------------------------------------------------------------
@@ -649,30 +649,25 @@ class ShapesContext:
     ) -> list[Dim | None]:
         """``compute()``: dims that are a pure function of ``key`` and the facts.
 
-        Kept, and reused instead of calling ``compute``, until a fact is added: repeated
-        layers ask the same (a Reshape's output dims from the same input and target
-        dims). Kept only when ``compute`` added no fact (``note_*``) and gave no unknown
-        dim, so that reusing it adds nothing that running ``compute`` would have; an
-        exception is never kept. Facts are not added inside a subgraph: what is computed
-        there is kept apart.
+        Kept with the scope's facts (:func:`_memo_under_facts`), and reused instead of
+        calling ``compute`` while they hold: repeated layers (and the next inference of
+        the model) ask the same, e.g. a Reshape's output dims from the same input and
+        target dims. Kept only when ``compute`` added no fact (``note_*``) and gave no
+        unknown dim, so that reusing it adds nothing that running ``compute`` would
+        have; an exception is never kept. Facts are not added inside a subgraph: what is
+        computed there is kept apart.
         """
         scope = self.scope
         version = scope.version
-        at = self._dims_memo_at
-        if at is None or at[0] is not scope or at[1] != version:
-            self._dims_memo.clear()
-            self._dims_memo_at = (scope, version)
-        full_key = (key, self.conditional_depth > 0)
-        found = self._dims_memo.get(full_key)
+        full_key = ("dims_under_facts", key, self.conditional_depth > 0)
+        found = scope._scoped_memo.get(full_key)
         if found is not None:
             return list(found)
         dims = compute()
         if scope.version == version and not any(
             isinstance(d, expr.DimExpr) and d.is_unknown for d in dims
         ):
-            if len(self._dims_memo) >= 50_000:
-                self._dims_memo.clear()
-            self._dims_memo[full_key] = tuple(dims)
+            _memo_under_facts(scope, full_key, tuple(dims))
         return dims
 
     # ------------------------------------------------------------------------------------

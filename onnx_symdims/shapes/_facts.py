@@ -34,6 +34,12 @@ logger = logging.getLogger(__name__)
 Dim = expr.Dim
 Terms = tuple
 
+#: expr.symbol_bound_from_lower's answers by (d, k, lowest), its only inputs: a search that
+#: evaluates d dozens of times, for the same facts in every inference of a model.
+_SYMBOL_BOUNDS: dict[tuple[expr.DimExpr, int, int | None], tuple | None] = {}
+_MAX_SYMBOL_BOUNDS = 20_000
+_MISSING = object()
+
 #: More facts than this and new ones are dropped (proofs stay fast; dropping is sound).
 MAX_FACTS = 20000
 
@@ -123,7 +129,13 @@ class FactScope(expr.Scope):
         lowest = self._ranges.get(name, (None, None))[0]
         if self.nonnegative:
             lowest = 0 if lowest is None else max(lowest, 0)
-        found = expr.symbol_bound_from_lower(d, k, lowest)
+        key = (d, k, lowest)
+        found = _SYMBOL_BOUNDS.get(key, _MISSING)
+        if found is _MISSING:
+            found = expr.symbol_bound_from_lower(d, k, lowest)
+            if len(_SYMBOL_BOUNDS) >= _MAX_SYMBOL_BOUNDS:
+                _SYMBOL_BOUNDS.clear()
+            _SYMBOL_BOUNDS[key] = found
         if found is not None:
             self.set_range(name, lower=found[1], upper=found[2])
 

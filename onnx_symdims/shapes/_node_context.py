@@ -119,6 +119,11 @@ _INT64 = ir.DataType.INT64
 #: loop over the dims.
 _VALID_SHAPES: set[tuple] = set()
 
+#: Elements of int64 values that passed set_output_value's check (each an int or a
+#: _fits_64_bits element): like _VALID_SHAPES, one lookup for the tuples that flow from
+#: node to node instead of a check per element.
+_EXACT_INT64_ELEMENTS: set[tuple] = set()
+
 _NARROW_INT_RANGES = {
     ir.DataType.INT32: (-(2**31), 2**31 - 1, "32"),
     ir.DataType.UINT32: (0, 2**32 - 1, "u32"),
@@ -178,13 +183,26 @@ def _magnitude(e: expr.DimExpr | int) -> int:
     return total
 
 
+#: _fits_64_bits's answers: a pure function of the interned element, asked again for the
+#: same elements node after node (a shape computation's values flow through many nodes),
+#: while _magnitude walks the whole expression each time.
+_FITS_64_BITS: dict[expr.DimExpr, bool] = {}
+_MAX_FITS_64_BITS = 50_000
+
+
 def _fits_64_bits(e: expr.DimExpr) -> bool:
     """Whether a symbolic int64 element stays in range wherever its dims are tensor sizes.
 
     ``N * 2**40`` is ``0`` in int64 from ``N = 2**24`` on (a 64 MB float tensor): the
     element the engine computes is not the tensor's there, so it is unknown.
     """
-    return e.is_symbol or e.is_unknown or _magnitude(e) < _INT64_LIMIT
+    fits = _FITS_64_BITS.get(e)
+    if fits is None:
+        fits = e.is_symbol or e.is_unknown or _magnitude(e) < _INT64_LIMIT
+        if len(_FITS_64_BITS) >= _MAX_FITS_64_BITS:
+            _FITS_64_BITS.clear()
+        _FITS_64_BITS[e] = fits
+    return fits
 
 
 def _symbolic_fits(e: expr.DimExpr, kind: str | None, scope: expr.Scope) -> bool:
@@ -422,7 +440,9 @@ class NodeContext:
                 self.ctx._dtypes[value] = dtype
             return
         valid = True
-        if dims.__class__ is not tuple or dims not in _VALID_SHAPES:
+        if dims.__class__ is not tuple:
+            dims = tuple(dims)  # many hooks build lists: the tuple is stored, and hits below
+        if dims not in _VALID_SHAPES:
             exact = True  # every dim an int or a DimExpr (not a subclass): cacheable
             for d in dims:  # _valid_dims(dims), inline (every hook sets its outputs)
                 cls = d.__class__
@@ -439,7 +459,7 @@ class NodeContext:
                     if not _valid_dim(d):
                         valid = False
                         break
-            if valid and exact and dims.__class__ is tuple:
+            if valid and exact:
                 if len(_VALID_SHAPES) > 100_000:
                     _VALID_SHAPES.clear()
                 _VALID_SHAPES.add(dims)
@@ -456,7 +476,7 @@ class NodeContext:
                     checked.append(d)
             dims = tuple(checked)
         ctx = self.ctx
-        ctx._shapes[value] = dims if dims.__class__ is tuple else tuple(dims)  # set_shape
+        ctx._shapes[value] = dims  # set_shape
         if dtype is not None:
             ctx._dtypes[value] = dtype  # set_dtype
 
@@ -474,18 +494,25 @@ class NodeContext:
         if elements is None or len(elements) > MAX_VALUE_ELEMENTS:
             ctx._values[value] = None  # set_value, inline (most hooks call this)
             return
+        if elements.__class__ is not tuple:
+            elements = tuple(elements)
         dtype = ctx._dtypes.get(value)
         if dtype is _INT64:
-            if not all(e.__class__ is int or _fits_64_bits(e) for e in elements):
-                elements = tuple(
-                    e if e.__class__ is int or _fits_64_bits(e) else expr.unknown("value")
-                    for e in elements
-                )
+            if elements not in _EXACT_INT64_ELEMENTS:
+                if all(e.__class__ is int or _fits_64_bits(e) for e in elements):
+                    if len(_EXACT_INT64_ELEMENTS) > 100_000:
+                        _EXACT_INT64_ELEMENTS.clear()
+                    _EXACT_INT64_ELEMENTS.add(elements)
+                else:
+                    elements = tuple(
+                        e if e.__class__ is int or _fits_64_bits(e) else expr.unknown("value")
+                        for e in elements
+                    )
         else:
             bounds = _NARROW_INT_RANGES.get(dtype)  # type: ignore[arg-type]
             if bounds is not None:
                 elements = _within(elements, bounds, ctx.scope)
-        ctx._values[value] = elements if elements.__class__ is tuple else tuple(elements)
+        ctx._values[value] = elements
 
     def set_output_type(self, i: int, type_: ir.TypeProtocol) -> None:
         """Sets a non-tensor type (sequence, optional, map) for output ``i``."""

@@ -47,7 +47,12 @@ def _is_unknown(d: Dim) -> bool:
 
 def is_fully_unknown(elements: Sequence[Dim]) -> bool:
     """True when no element is known (then the value is better stored as ``None``)."""
-    return all(_is_unknown(e) for e in elements)
+    # A loop rather than all(<generator>) of _is_unknown: hooks ask it of every value
+    # they build, and a known element (the usual case) ends it at once.
+    for e in elements:  # noqa: SIM110
+        if not (isinstance(e, expr.DimExpr) and e.is_unknown):
+            return False
+    return True
 
 
 def _object_array(elements: Sequence[Dim], shape: Sequence[int]) -> np.ndarray:

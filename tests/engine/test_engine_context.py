@@ -235,11 +235,11 @@ def test_dims_under_facts_are_reused_until_a_fact_is_added():
         calls.append(1)
         return [N, 4]
 
-    assert ctx.dims_under_facts(("k",), compute) == [N, 4]
-    assert ctx.dims_under_facts(("k",), compute) == [N, 4]
+    assert ctx.dims_under_facts(("reused",), compute) == [N, 4]
+    assert ctx.dims_under_facts(("reused",), compute) == [N, 4]
     assert len(calls) == 1
     ctx.note_ge(X, 2)  # a new fact: what was computed before may not hold as it is
-    assert ctx.dims_under_facts(("k",), compute) == [N, 4]
+    assert ctx.dims_under_facts(("reused",), compute) == [N, 4]
     assert len(calls) == 2
 
 
@@ -262,8 +262,22 @@ def test_dims_under_facts_that_add_a_fact_or_an_unknown_are_not_kept():
 
 def test_dims_under_facts_inside_a_subgraph_are_kept_apart():
     ctx = ShapesContext()
-    assert ctx.dims_under_facts(("k",), lambda: [N]) == [N]
+    # Keys of this test only: contexts holding the same facts share what they computed.
+    assert ctx.dims_under_facts(("apart",), lambda: [N]) == [N]
     ctx.conditional_depth = 1
-    assert ctx.dims_under_facts(("k",), lambda: [M]) == [M]
+    assert ctx.dims_under_facts(("apart",), lambda: [M]) == [M]
     ctx.conditional_depth = 0
-    assert ctx.dims_under_facts(("k",), lambda: [Z]) == [N]
+    assert ctx.dims_under_facts(("apart",), lambda: [Z]) == [N]
+
+
+def test_dims_under_facts_are_shared_by_contexts_holding_the_same_facts():
+    # The next inference of a model adds the same facts in the same order: it finds
+    # what the previous one computed. Another fact on the way: computed again.
+    first, second, other = ShapesContext(), ShapesContext(), ShapesContext()
+    for ctx in (first, second):
+        ctx.note_ge(X, 3)
+    other.note_ge(X, 4)
+    assert first.dims_under_facts(("shared",), lambda: [N]) == [N]
+    assert second.dims_under_facts(("shared",), lambda: [M]) == [N]
+    assert other.dims_under_facts(("shared",), lambda: [M]) == [M]
+    assert first.refine_dims((X,)) is second.refine_dims((X,))

@@ -20,8 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import onnx
 import onnx_ir as ir
+import pytest
 
 from onnx_symdims import expr
+from onnx_symdims.expr import _scope
 from onnx_symdims.passes import SymbolicShapeInferencePass
 from onnx_symdims.shapes import ShapesContext
 
@@ -141,6 +143,19 @@ def infer(text: str, unranked: Sequence[str] = ()) -> Inferred:
             value.shape = None
     result = SymbolicShapeInferencePass()(model)
     return Inferred(model, result.context)
+
+
+def infer_afresh(text: str, monkeypatch: pytest.MonkeyPatch) -> Inferred:
+    """Like :func:`infer`, computing everything again: for tests that patch the engine.
+
+    Scopes holding the same facts share their memos (``expr.Scope._use_memos``), which
+    keep results such as a Reshape's dims: a second inference of a model would find what
+    the first computed, before the patch. The memos used here are new and the test's own
+    (``monkeypatch`` puts the shared ones back): what a patched engine computed does not
+    outlive the test.
+    """
+    monkeypatch.setattr(_scope, "_SHARED_MEMOS", {})
+    return infer(text)
 
 
 def infer_graph(text: str, opset: int = 21) -> Inferred:
