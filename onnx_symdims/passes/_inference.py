@@ -86,7 +86,7 @@ def _require_ir_slots() -> None:
     needed = {
         ir.Node: ("_inputs", "_outputs", "_attributes", "_op_type", "_domain"),
         ir.Value: ("_shape", "_type", "_const_value", "_producer", "_is_graph_output"),
-        ir.Attr: ("_type", "_value"),
+        ir.Attr: ("_type", "_value", "_ref_attr_name"),
         ir.Shape: ("_dims", "_frozen"),
         ir.SymbolicDim: ("_value",),
     }
@@ -843,7 +843,8 @@ class InferenceEngine:
         if len(attributes) != 1 or not outputs:
             return False
         attr = attributes.get("value")
-        if attr is None or attr._type is not _TENSOR_ATTRIBUTE or attr.is_ref():
+        # The slots (attr.is_ref(): two calls): every Constant of the model.
+        if attr is None or attr._type is not _TENSOR_ATTRIBUTE or attr._ref_attr_name is not None:
             return False
         read = read_int64_proto(attr._value)
         if read is None:
