@@ -86,7 +86,7 @@ def _require_ir_slots() -> None:
     needed = {
         ir.Node: ("_inputs", "_outputs", "_attributes", "_op_type", "_domain"),
         ir.Value: ("_shape", "_type", "_const_value", "_producer", "_is_graph_output"),
-        ir.Attr: ("_type", "_value"),
+        ir.Attr: ("_type", "_value", "_ref_attr_name"),
         ir.Shape: ("_dims", "_frozen"),
         ir.SymbolicDim: ("_value",),
     }
@@ -843,7 +843,8 @@ class InferenceEngine:
         if len(attributes) != 1 or not outputs:
             return False
         attr = attributes.get("value")
-        if attr is None or attr._type is not _TENSOR_ATTRIBUTE or attr.is_ref():
+        # The slots (attr.is_ref(): two calls): every Constant of the model.
+        if attr is None or attr._type is not _TENSOR_ATTRIBUTE or attr._ref_attr_name is not None:
             return False
         read = read_int64_proto(attr._value)
         if read is None:
@@ -1187,17 +1188,17 @@ class InferenceEngine:
         empty = _empty_or_exact(declared_ir, inferred, ctx)
         if empty is not None:
             # What the merge below ends in for such an anchor (the usual graph output):
-            # it records, mints and says nothing; only empty dims are filled.
-            ctx.set_shape(value, inferred)
+            # it records, mints and says nothing; only empty dims are filled. The
+            # context holds ``inferred`` (read from it) as the value's shape already.
             if True in empty and self.policy != "skip":
-                written = [
-                    self._writer.dim(d) if nothing else old
-                    for old, d, nothing in zip(declared_ir, inferred, empty)  # type: ignore[arg-type]
-                ]
+                written = list(declared_ir)
+                filled = [axis for axis, nothing in enumerate(empty) if nothing]
+                for axis in filled:
+                    written[axis] = self._writer.dim(inferred[axis])  # type: ignore[index]
                 if not same_ir_dims(written, declared):
-                    value.shape = new_ir_shape(written)
+                    value._shape = new_ir_shape(written)  # the setter's slot (a new shape)
                     self.modified = True
-                    ctx.note_filled(value, (i for i, nothing in enumerate(empty) if nothing))
+                    ctx.note_filled(value, filled)
             self._commit_type(node, value, had_shape=True)
             return
         what = "graph output" if value.is_graph_output() else "value_info"

@@ -16,6 +16,7 @@ __all__ = [
 import dataclasses
 import logging
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 import onnx_ir as ir
 
@@ -30,7 +31,8 @@ _GRAPHS = ir.AttributeType.GRAPHS
 
 
 def _direct_subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
-    return [g for node in nodes if node.attributes.data for g in node_subgraphs(node)]
+    # The attributes' slot (see passes/_inference.py): every node of every subgraph.
+    return [graph for node in nodes if node._attributes.data for graph in node_subgraphs(node)]
 
 
 def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
@@ -235,7 +237,7 @@ class ModelSnapshot:
         initializers = tuple(initializer_values(main))
         main_values: list[ir.Value] = [*inputs, *outputs]
         extend = main_values.extend
-        nested: list[ir.Graph | ir.Function] = []
+        nested: list[tuple[ir.Graph | ir.Function, list[ir.Node]]] = []
         # in_topological_order(main_nodes), in the same walk: an input that is not a
         # graph input, an initializer or the output of a node visited before is suspect
         # (it comes too late if its producer is in the graph). A set lookup per input
@@ -245,7 +247,10 @@ class ModelSnapshot:
         suspects: list[ir.Value] = []
         depth = 0  # the deepest subgraph nesting of the main graph
         # The properties' slots (node._inputs for node.inputs...): a property read is a
-        # Python call, several per node (see passes/_inference.py).
+        # Python call, several per node (see passes/_inference.py). Plain loops rather
+        # than C helpers (attrgetter, set operations on tuples): the interpreter reads a
+        # slot faster than attrgetter's generic lookup, and a set operation on a tuple
+        # builds a set first.
         for node in main_nodes:
             for value in node._inputs:
                 if value not in defined:  # rare: a loop, not a generator per node
@@ -258,33 +263,35 @@ class ModelSnapshot:
                 for attr in attributes.values():
                     kind = attr._type
                     if kind is _GRAPH or kind is _GRAPHS:
-                        found = _subgraphs_with_depth(node)
-                        nested.extend(graph for graph, _ in found)
-                        depth = max(depth, max((d for _, d in found), default=0))
+                        found = _subgraphs_with_depth((node,))
+                        nested.extend((graph, nodes) for graph, _, nodes in found)
+                        depth = max(depth, max((d for _, d, _ in found), default=0))
                         break
         main_sorted = _sorted_despite(suspects, main_nodes)
         bound = depth
         for function in model.functions.values():
-            found = _subgraphs_with_depth(function)
-            nested.append(function)
-            nested.extend(graph for graph, _ in found)
+            function_nodes = graph_nodes(function)
+            found = _subgraphs_with_depth(function_nodes)
+            nested.append((function, function_nodes))
+            nested.extend((graph, nodes) for graph, _, nodes in found)
             # One call level, then the function's own nesting (see nesting_bound).
-            bound += 1 + max((d for _, d in found), default=0)
-        seen = dict.fromkeys(inputs)
-        seen.update(dict.fromkeys(outputs))
-        seen.update(dict.fromkeys(initializers))
-        seen.update(dict.fromkeys(main_values))
-        for graph in nested:
-            seen.update(dict.fromkeys(graph_values(graph.inputs)))
-            seen.update(dict.fromkeys(graph_values(graph.outputs)))
+            bound += 1 + max((d for _, d, _ in found), default=0)
+        # Every value once, first seen first: the main graph's inputs and outputs lead
+        # (_rewrite_model relies on it), then per nested graph its inputs, outputs,
+        # initializers and node outputs.
+        parts: list[Iterable[ir.Value]] = [inputs, outputs, initializers, main_values]
+        add = parts.append
+        for graph, nodes in nested:
+            add(graph_values(graph.inputs))
+            add(graph_values(graph.outputs))
             if isinstance(graph, ir.Graph):
-                seen.update(dict.fromkeys(initializer_values(graph)))
-            for node in graph_nodes(graph):
-                seen.update(dict.fromkeys(node._outputs))
+                add(initializer_values(graph))
+            for node in nodes:
+                add(node._outputs)
         return cls(
             model,
             main_nodes,
-            list(seen),
+            list(dict.fromkeys(chain.from_iterable(parts))),
             frozenset((*inputs, *outputs)),
             main_values,
             main_sorted,
@@ -314,20 +321,23 @@ def _sorted_despite(suspects: list[ir.Value], nodes: list[ir.Node]) -> bool:
     return not producers.intersection(nodes)
 
 
-def _subgraphs_with_depth(owner: ir.Node | ir.Function) -> list[tuple[ir.Graph, int]]:
-    """:func:`_subgraphs` of ``owner`` (a node, or a function's nodes), with their depth.
+def _subgraphs_with_depth(
+    nodes: Iterable[ir.Node],
+) -> list[tuple[ir.Graph, int, list[ir.Node]]]:
+    """:func:`_subgraphs` held by ``nodes``, with their depth and their nodes.
 
-    Depth 1 for a graph held by ``owner`` (or by a node of the function), 2 for one held
-    by a node of such a graph, and so on: what :func:`~onnx_symdims.passes._deep.
-    nesting_bound` counts.
+    Depth 1 for a graph held by one of ``nodes`` (a node, or a function's nodes), 2 for
+    one held by a node of such a graph, and so on: what :func:`~onnx_symdims.passes.
+    _deep.nesting_bound` counts. Each graph's nodes are listed once, for this walk and
+    the caller's.
     """
-    nodes = (owner,) if isinstance(owner, ir.Node) else owner
-    found: list[tuple[ir.Graph, int]] = []
+    found: list[tuple[ir.Graph, int, list[ir.Node]]] = []
     stack = [(graph, 1) for graph in _direct_subgraphs(nodes)[::-1]]
     while stack:
         sub, depth = stack.pop()
-        found.append((sub, depth))
-        stack.extend((graph, depth + 1) for graph in reversed(_direct_subgraphs(sub)))
+        sub_nodes = graph_nodes(sub)
+        found.append((sub, depth, sub_nodes))
+        stack.extend((graph, depth + 1) for graph in reversed(_direct_subgraphs(sub_nodes)))
     return found
 
 
