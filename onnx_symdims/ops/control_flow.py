@@ -48,6 +48,7 @@ from onnx_symdims.ops._common import (
     single_element,
 )
 from onnx_symdims.ops._registry import register
+from onnx_symdims.ops.sequences import is_empty_sequence
 from onnx_symdims.shapes import (
     NodeContext,
     graph_values,
@@ -690,6 +691,50 @@ def _scan_output_shape(
     return (count, *dims)
 
 
+def _appended_element(ctx: NodeContext, body: _Body, k: int) -> Shape | None:
+    """The shape shared by the tensors a loop appends to its empty carried sequence ``k``.
+
+    When the body's carried output ``k`` is ``SequenceInsert(s, t)`` of its carried input
+    ``s`` (through ``Identity``), the sequence after the loop holds exactly the ``t`` of
+    the iterations (none: then any shape holds). A dim of ``t`` over sizes read from
+    outside the body (or an int) is the same in every iteration; any other dim (the
+    length of ``x[:, i:i+1]``, a widened size) is left unknown, a fresh size per element.
+    ``None`` when the body has another shape or ``t``'s rank is unknown.
+    """
+    graph = body.graph
+    carried_input = graph.inputs[2 + k]
+    inserted = _through_identities(graph.outputs[1 + k])
+    producer = default_domain_producer(inserted)
+    if (
+        producer is None
+        or producer.op_type != "SequenceInsert"
+        or len(producer.inputs) < 2
+        or _through_identities(producer.inputs[0]) is not carried_input
+        or producer.inputs[1] is None
+    ):
+        return None
+    shape = ctx.ctx.shape_of(producer.inputs[1])
+    if shape is None:
+        return None
+    outer = _outer_symbols(ctx, body)
+    return tuple(
+        d
+        if isinstance(d, int) or (not d.is_unknown and d.symbols() <= outer)
+        else None  # type: ignore[misc]  # set_output mints a symbol read as any size
+        for d in shape
+    )
+
+
+def _through_identities(value: ir.Value | None) -> ir.Value | None:
+    """``value``, or the input of the ``Identity`` chain that produced it."""
+    for _ in range(MAX_IDENTITY_CHAIN):
+        producer = default_domain_producer(value)
+        if producer is None or producer.op_type != "Identity" or not producer.inputs:
+            return value
+        value = producer.inputs[0]
+    return value
+
+
 @register("", "Loop", since=1)
 def infer_loop(ctx: NodeContext, node: ir.Node) -> None:
     """Carried shapes at a fixed point; scan outputs get a fresh (bounded) iteration count."""
@@ -711,6 +756,11 @@ def infer_loop(ctx: NodeContext, node: ir.Node) -> None:
         return counted[0]
 
     _set_state_outputs(ctx, state, body, 2, 1, count)
+    for k in range(carried):
+        if state.shapes[k] is None and is_empty_sequence(ctx.ctx, node.inputs[2 + k]):
+            element = _appended_element(ctx, state.body, k)
+            if element is not None:
+                ctx.set_output(k, element)  # a sequence's shape: its elements' one
     if scans == 0 or ctx.num_outputs <= carried:
         return
     for j in range(scans):

@@ -195,6 +195,11 @@ def _sequence_elements(
     return None if position is None else inner[:position] + inner[position + 1 :]
 
 
+def is_empty_sequence(shapes: ShapesContext, value: ir.Value | None) -> bool:
+    """Whether ``value`` is a sequence built with no element (``SequenceEmpty``, ...)."""
+    return _sequence_elements(shapes, value) == []
+
+
 def _sequence_length(
     shapes: ShapesContext, value: ir.Value | None, depth: int = 0
 ) -> Dim | None:

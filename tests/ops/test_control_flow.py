@@ -590,6 +590,57 @@ g (int64 M, float[N, 2] x) => (acc, stacked, joined, n) {
     check_runs(result, [{"M": i64(m), "x": f32(n, 2)} for m in (0, 2) for n in (0, 3)])
 
 
+def test_loop_appending_to_an_empty_sequence():
+    """A scripted ``for i in range(n): out.append(...)``: the sequence starts empty, each
+    iteration inserts one tensor; dims from outside the body hold for every element, the
+    length of ``x[:, i:i+1]`` (read per iteration) is left to each element."""
+    result = infer_graph("""
+g (int64 M, float[B, L, 8] x) => (pieces, rows, joined, means, stacked) {
+  e0 = SequenceEmpty<dtype=1>()
+  e1 = SequenceEmpty<dtype=1>()
+  pieces, rows = Loop(M, , e0, e1) <body = body(int64 i, bool c, p_in, r_in) => (bool co, p_out, r_out) {
+     co = Identity(c)
+     one = Constant<value = int64[1] {1}>()
+     axis = Constant<value = int64[1] {1}>()
+     axes = Constant<value = int64[1] {1}>()
+     first = Constant<value = int64[1] {0}>()
+     start = Unsqueeze(i, first)
+     end = Add(start, one)
+     piece = Slice(x, start, end, axis)
+     p_out = SequenceInsert(p_in, piece)
+     mean = ReduceMean<keepdims=0>(x, axes)
+     r_out = SequenceInsert(r_in, mean)
+  }>
+  joined = ConcatFromSequence<axis=1>(pieces)
+  means = ConcatFromSequence<axis=0>(rows)
+  stacked = ConcatFromSequence<axis=0, new_axis=1>(rows)
+}
+""")
+    pieces = result.dims("pieces")
+    assert pieces[0] == expr.sym("B") and pieces[2] == 8 and pieces[1] != expr.sym("L")
+    assert result.shape("rows") == ["B", 8]
+    joined = result.dims("joined")
+    assert joined[0] == expr.sym("B") and joined[2] == 8
+    assert result.dims("means")[1] == 8
+    assert result.dims("stacked")[1:] == (expr.sym("B"), 8)
+    # ConcatFromSequence of an empty sequence fails: the runs have 1 and 3 iterations.
+    check_runs(result, [{"M": i64(m), "x": f32(b, 4, 8)} for m in (1, 3) for b in (1, 2)])
+
+
+def test_loop_appending_to_an_empty_sequence_with_an_erase_gets_no_element_shape():
+    result = infer_graph("""
+g (int64 M, float[B, 8] x) => (s) {
+  e0 = SequenceEmpty<dtype=1>()
+  s = Loop(M, , e0) <body = body(int64 i, bool c, s_in) => (bool co, s_out) {
+     co = Identity(c)
+     grown = SequenceInsert(s_in, x)
+     s_out = SequenceErase(grown)
+  }>
+}
+""")
+    assert result.shape("s") is None
+
+
 LOOP_GROWTH = """
 g (float[N] x, float[L] w) => (xf) {
   s = Shape(w)
