@@ -279,6 +279,8 @@ class _Runner:
             if value.name
             and value.shape is not None
             and value.dtype not in (None, ir.DataType.UNDEFINED, *_NO_NUMPY)
+            # A sequence's shape is its elements' one: only tensors are exposed and checked.
+            and (value.type is None or isinstance(value.type, ir.TensorType))
         ]
         self.session = make_session(model, self.checked)
         # onnxruntime's Python API returns no bfloat16 (float8, int4) array: asking for

@@ -81,6 +81,23 @@ def test_verify_binds_fresh_symbols_consistently():
     assert report.ok  # k is bound by t, then 2*k checks out on y
 
 
+def test_verify_checks_the_tensors_around_a_sequence_with_an_element_shape():
+    """A sequence's shape is its elements' one: exposing it as a tensor output made
+    onnxruntime refuse the model ("tensor(float) ... expected seq(tensor(float))")."""
+    m = model(
+        """g (float[N, 3] x) => (y) {
+            s = SequenceConstruct(x, x)
+            y = ConcatFromSequence<axis=0>(s)
+        }"""
+    )
+    SymbolicShapeInferencePass()(m)
+    (sequence,) = (n.outputs[0] for n in m.graph if n.op_type == "SequenceConstruct")
+    assert isinstance(sequence.type, ir.SequenceType) and sequence.shape is not None
+    report = verify_model(m, runs=2)
+    assert report.ok, [str(x) for x in report.mismatches]
+    assert report.checked_dims == 2 * 2  # y's two dims; the sequence is not a tensor
+
+
 # ----------------------------------------------------------------------------------------
 # The command line
 # ----------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx_ir as ir
 import pytest
 
 from onnx_symdims import expr
@@ -618,6 +619,7 @@ g (int64 M, float[B, L, 8] x) => (pieces, rows, joined, means, stacked) {
 """)
     pieces = result.dims("pieces")
     assert pieces[0] == expr.sym("B") and pieces[2] == 8 and pieces[1] != expr.sym("L")
+    assert isinstance(result.value("pieces").type, ir.SequenceType)
     assert result.shape("rows") == ["B", 8]
     joined = result.dims("joined")
     assert joined[0] == expr.sym("B") and joined[2] == 8
