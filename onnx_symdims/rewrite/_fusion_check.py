@@ -349,8 +349,9 @@ def _guesses(
     """``(symbol, definition)``: an input symbol proven or seen beside an expression of others.
 
     From the analysis' recorded equalities, the graph outputs' declared dims beside
-    their proven ones, and two inputs of an elementwise node whose aligned dims are a
-    bare input symbol and an expression of other input symbols.
+    their proven ones, two inputs of an elementwise node whose aligned dims are a bare
+    input symbol and an expression of other input symbols, and the two sides of a
+    ``broadcast``, ``min`` or ``max`` term of a proven dim.
     """
     known = set(symbols)
     pairs = list(facts.context.constraint_dims())
@@ -358,12 +359,23 @@ def _guesses(
         declared, proven = declared_outputs.get(value.name), facts.shape(value)
         if declared is not None and proven is not None and len(declared) == len(proven):
             pairs.extend(zip(_parsed(declared), proven))
+    terms: set = set()
     for node in model.graph:
+        for value in node.outputs:
+            terms.update(
+                t for d in facts.shape(value) or () if isinstance(d, expr.DimExpr)
+                for t in d.function_terms()
+            )
         if node.domain not in ("", "ai.onnx") or node.op_type not in _ELEMENTWISE:
             continue
         shapes = [facts.shape(v) for v in node.inputs if v is not None]
         for a, b in itertools.combinations([s for s in shapes if s], 2):
             pairs.extend(zip(reversed(a), reversed(b)))
+    # a mask sliced to the keys' length: min(total_seq_len, past_seq_len + seq_len)
+    pairs.extend(
+        tuple(t.args) for t in terms
+        if t.function in ("broadcast", "min", "max") and len(t.args) == 2
+    )
     found: dict[str, expr.Dim] = {}
     for a, b in pairs:
         for name, other in ((a, b), (b, a)):

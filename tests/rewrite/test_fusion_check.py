@@ -240,3 +240,36 @@ def test_the_random_inputs_run_the_unfused_model():
     for _, feeds, outputs in made.runs:
         assert (feeds["ids"][..., 0] == 1).all()
         np.testing.assert_array_equal(reference.run(None, feeds)[0], outputs[0])
+
+
+_SLICED_MASK = """<ir_version: 10, opset_import: ["" : 18]>
+g (float[b, s, 4] x, float[b, p, 4] past, float[b, t] mask) => (float[b, n] y, float[b, s, 4] g)
+<int64[1] zero = {0}, int64[1] one = {1}, int64[1] end = {2}, float half = {0.5},
+ float unit = {1.0}, float root2 = {1.4142135}>
+{
+    kv = Concat<axis = 1>(past, x)
+    keys = ReduceSum<keepdims = 0>(kv, end)
+    shape = Shape(kv)
+    n = Slice(shape, one, end)
+    sliced = Slice(mask, zero, n, one)
+    y = Mul(keys, sliced)
+    d = Div(x, root2)
+    f = Erf(d)
+    a = Add(f, unit)
+    m = Mul(x, a)
+    g = Mul(m, half)
+}"""
+
+
+def test_a_mask_sliced_to_the_keys_length_relates_the_sizes(reference_runs):
+    """A mask of ``t`` columns sliced to the ``p + s`` keys (``min(t, p+s)``, as a
+    dynamo-exported decoder writes it) runs only when ``t >= p + s``: the check sizes
+    ``t = p + s`` from the ``min`` term and runs at every binding it draws."""
+    m = ir.from_onnx_text(_SLICED_MASK)
+    result = OptimizePass(fusions="ort")(m)
+    assert result.fired["fusion.gelu"] == 1
+    assert not _numeric(result)
+    [reference] = reference_runs
+    sizes = [binding for binding, _, _ in reference.runs]
+    assert len(sizes) == fusion_check.MAX_BINDINGS
+    assert all(b["t"] == b["p"] + b["s"] for b in sizes)
