@@ -31,7 +31,8 @@ from __future__ import annotations
 __all__ = ["guarded_fusions"]
 
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import onnx_ir as ir
@@ -39,6 +40,12 @@ import onnx_ir.passes.common as common_passes
 
 from onnx_symdims.rewrite._attention_bias import BIAS_REASON, fit_attention_biases
 from onnx_symdims.rewrite._facts import analyze, constant_tensor
+from onnx_symdims.rewrite._fusion_check import (
+    compare,
+    onnxruntime_or_none,
+    reference_runs,
+    size_plan,
+)
 from onnx_symdims.rewrite._rules import constant_reshape_target
 
 logger = logging.getLogger(__name__)
@@ -323,6 +330,8 @@ def guarded_fusions(
     result,
     cleanup: Callable[[ir.Model], None] | None = None,
     assume: dict[str, tuple[int | None, int | None]] | None = None,
+    verify: bool = True,
+    declared_outputs: Mapping[str, ir.Shape | None] | None = None,
 ) -> None:
     """Applies ``fusions`` to ``model`` in place, step by step, keeping the steps that change no proven shape.
 
@@ -343,6 +352,12 @@ def guarded_fusions(
             (:meth:`~onnx_symdims.rewrite.ShapeFacts.input_bounds`): the shapes are
             compared over the runs the original succeeds on, as a rewrite must keep them
             (a ``Reshape`` our rules removed may have been what showed ``seq_len >= 1``).
+        verify: When a step was kept and onnxruntime is importable, compare the fused
+            model's outputs with the unfused one's in onnxruntime and undo the steps
+            that change them (:func:`_check_outputs`).
+        declared_outputs: The graph outputs' shapes as the model declared them: their
+            dims beside the proven ones relate the input sizes for that comparison
+            (``total_seq_len = past_seq_len + seq_len`` from a KV cache's output).
     """
     steps = None
     if fusions == "ort" and cleanup is not None:
@@ -351,9 +366,26 @@ def guarded_fusions(
         steps = _onnx_steps()
     if steps is None:
         steps = _whole(fusions)
+    ort = onnxruntime_or_none() if verify else None
     guard = _Guard(model, fusions, result, dict(steps), assume or {})
-    for name, step in steps:
-        if name in _NEEDS_MHA and not guard.mha_fired:
+    if ort is not None:
+        guard.keep_original(declared_outputs or {})
+    guard.facts = None
+    _run_steps(guard, steps, 0, frozenset())
+    if ort is not None and guard.history:
+        start = time.perf_counter()
+        try:
+            _check_outputs(ort, guard, steps)
+        except Exception as e:  # the check never fails optimize
+            logger.warning("the fusions' output check failed: %s", e)
+            result.diagnostics.append(f"fusions {fusions!r} not checked in onnxruntime: {e}")
+        logger.debug("fusion output check: %.3fs", time.perf_counter() - start)
+
+
+def _run_steps(guard: _Guard, steps: list[Step], start: int, refused) -> None:
+    """Runs ``steps[start:]`` but the ``refused`` ones under ``guard``, and closes it."""
+    for name, step in steps[start:]:
+        if name in refused or (name in _NEEDS_MHA and not guard.mha_fired):
             continue
         if name in _CONSUME_NO_PRIVATE_NODES:
             # No step from here on makes runnable ops of onnxscript's private ones: undo
@@ -361,6 +393,62 @@ def guarded_fusions(
             guard.close()
         guard.run(name, step)
     guard.close()
+
+
+#: Steps undone at most for changing the outputs before every fusion is undone.
+MAX_NUMERIC_REFUSALS = 4
+
+
+def _check_outputs(ort, guard: _Guard, steps: list[Step]) -> None:
+    """Undoes the kept steps that change the model's outputs in onnxruntime.
+
+    The model before the fusions and the fused one run on the same random inputs
+    (:mod:`~onnx_symdims.rewrite._fusion_check`). When an output differs beyond the
+    kernels' rounding, the kept transactions are bisected for the first after which the
+    outputs differ; its last step is undone (the earlier steps of the transaction are
+    not what failed, as in :meth:`_Guard._refuse`), the steps from that transaction on
+    run again without it, and the outputs are compared again.
+    """
+    plan = guard.size_plan
+    reference = plan if isinstance(plan, str) else reference_runs(
+        ort, guard.original, plan, guard.assume
+    )
+    if isinstance(reference, str):
+        guard.report(f"fusions {guard.fusions!r} not checked in onnxruntime: {reference}")
+        return
+    names = [name for name, _ in steps]
+    refused: set[str] = set()
+    for _ in range(MAX_NUMERIC_REFUSALS + 1):
+        mismatch = compare(ort, guard.model, reference) if guard.history else None
+        if mismatch is None:
+            return
+        if len(refused) == MAX_NUMERIC_REFUSALS:
+            break
+        # states[i] is the model before kept transaction i; states[-1] the fused model
+        states = [guard.original] + [snapshot for _, snapshot in guard.history[1:]]
+        states.append(guard.model)
+        good, bad = 0, len(states) - 1
+        while bad - good > 1:
+            middle = (good + bad) // 2
+            found = compare(ort, states[middle], reference)
+            if found is None:
+                good = middle
+            else:
+                bad, mismatch = middle, found
+        counts, _ = guard.history[good]
+        step = list(counts)[-1]
+        refused.add(step)
+        guard.report(
+            f"fusions {guard.label(step)!r} undone: {mismatch} (in onnxruntime; "
+            "every proven shape was kept)"
+        )
+        guard.roll_back(good)
+        _run_steps(guard, steps, names.index(next(iter(counts))), refused)
+    guard.report(
+        f"fusions {guard.fusions!r} undone: the outputs still differ from the unfused "
+        f"model's after {MAX_NUMERIC_REFUSALS} steps were undone ({mismatch})"
+    )
+    guard.roll_back(0)
 
 
 class _Guard:
@@ -375,10 +463,24 @@ class _Guard:
         facts = self.analyze(model)
         self.before = _named_shapes(model, facts)
         self.outputs_before = [facts.shape(v) for v in model.graph.outputs]
+        self.facts = facts  # until keep_original reads them
+        # For the output check (keep_original): the unfused model and how its inputs
+        # are made, and the kept transactions: their steps' counts, the model before.
+        self.original: ir.Model | None = None
+        self.size_plan = None
+        self.history: list[tuple[dict[str, int], ir.Model]] = []
         self.snapshot: ir.Model | None = None  # the model before the open transaction
         self.known: set[int] = set()  # ids of the nodes before the open transaction
         self.pending: dict[str, int] = {}  # the open transaction's steps and counts
         self.mha_fired = False
+
+    def keep_original(self, declared_outputs) -> None:
+        """Keeps the unfused model and its kept transactions, for the output check.
+
+        Its input plan is read now, from the analysis of the values the fusions replace.
+        """
+        self.original = self.model.clone()
+        self.size_plan = size_plan(self.model, self.facts, declared_outputs)
 
     def analyze(self, model: ir.Model):
         """The facts of ``model`` over the runs the original model succeeds on."""
@@ -463,18 +565,41 @@ class _Guard:
                 self.result.fired[f"fusion.{name}"] += count
             if name in ("mha1", "mha2"):
                 self.mha_fired = True
+        if self.original is not None:
+            self.history.append((dict(self.pending), self.snapshot))
         self.pending.clear()
         self.snapshot = None
 
-    def _undo(self, why: str, name: str | None) -> None:
-        steps = list(self.pending) or ([name] if name else [])
-        label = ", ".join(
-            self.fusions if step == self.fusions else f"{self.fusions}.{step}"
-            for step in steps
+    def roll_back(self, kept: int) -> None:
+        """Puts the model back as it was before kept transaction ``kept``."""
+        for counts, _ in self.history[kept:]:
+            for name, count in counts.items():
+                if count and name not in ("cleanup", "ort_patterns"):
+                    self.result.fired[f"fusion.{name}"] -= count
+                    if self.result.fired[f"fusion.{name}"] <= 0:
+                        del self.result.fired[f"fusion.{name}"]
+        _restore(self.model, self.history[kept][1])
+        del self.history[kept:]
+        self.mha_fired = any(
+            name in ("mha1", "mha2") for counts, _ in self.history for name in counts
         )
-        message = f"fusions {label!r} {why}"
+        self.pending.clear()
+        self.snapshot = None
+        self.analyze(self.model)  # the restored values get our shapes back
+
+    def label(self, step: str) -> str:
+        return self.fusions if step == self.fusions else f"{self.fusions}.{step}"
+
+    def report(self, message: str) -> None:
         logger.warning("%s", message)
         self.result.diagnostics.append(message)
+
+    def _undo(self, why: str, name: str | None) -> None:
+        steps = list(self.pending) or ([name] if name else [])
+        label = ", ".join(self.label(step) for step in steps)
+        message = f"fusions {label!r} {why}"
+        if message not in self.result.diagnostics:  # steps run again after a roll-back
+            self.report(message)
         _restore(self.model, self.snapshot)
         self.analyze(self.model)  # the restored values get our shapes back for later steps
         self.pending.clear()

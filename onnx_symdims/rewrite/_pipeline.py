@@ -143,6 +143,10 @@ class OptimizePass(ir.passes.InPlacePass):
             (as a one-size range); an int or a name for an anonymous dim is written on
             that dim (:mod:`~onnx_symdims.rewrite._input_shapes`). A name, rank or dim
             the model contradicts raises :class:`InputShapeError` before any change.
+        verify_fusions: With ``fusions``, when onnxruntime is importable: run the model
+            before and after the fusions on the same random inputs and undo a fusion
+            step that changes an output beyond the kernels' rounding
+            (:mod:`~onnx_symdims.rewrite._fusion_check`).
     """
 
     def __init__(
@@ -156,6 +160,7 @@ class OptimizePass(ir.passes.InPlacePass):
         exact_floats: bool = True,
         symbol_ranges: Mapping[str, tuple[int | None, int | None]] | None = None,
         input_shapes: Mapping[str, Sequence[int | str | None]] | None = None,
+        verify_fusions: bool = True,
     ) -> None:
         super().__init__()
         if fusions not in FUSIONS:
@@ -168,6 +173,7 @@ class OptimizePass(ir.passes.InPlacePass):
         self.exact_floats = exact_floats
         self.symbol_ranges = dict(symbol_ranges or {})
         self.input_shapes = dict(input_shapes or {})
+        self.verify_fusions = verify_fusions
         # The last round's facts, which the next round's analysis builds on.
         self._facts: ShapeFacts | None = None
 
@@ -219,7 +225,8 @@ class OptimizePass(ir.passes.InPlacePass):
         _tail(model)
         if self.fusions is not None:
             fused = _signature(model)
-            _fuse(model, self.fusions, result, self.exact_floats, bounds)
+            verify = declared if self.verify_fusions else None
+            _fuse(model, self.fusions, result, self.exact_floats, bounds, verify)
             if _signature(model) != fused:
                 # A fusion leaves the layout changes around the fused node (the
                 # Transpose/Reshape pairs of an SDPA made MultiHeadAttention, a
@@ -992,14 +999,22 @@ def _fuse(
     result: OptimizeResult,
     exact_floats: bool,
     bounds: dict[str, tuple[int | None, int | None]],
+    verify: Mapping[str, ir.Shape | None] | None = None,
 ) -> None:
-    """Runs onnxscript's fusions step by step; undoes a step that changes a proven shape."""
+    """Runs onnxscript's fusions step by step; undoes a step that changes a proven shape.
+
+    ``verify``: the graph outputs' declared shapes, to compare the outputs in
+    onnxruntime (their dims relate the input sizes); ``None``: no comparison.
+    """
     from onnx_symdims.rewrite._guard import guarded_fusions
 
     def cleanup(model: ir.Model) -> None:
         _fusion_cleanup(model, exact_floats)
 
-    guarded_fusions(model, fusions, result, cleanup=cleanup, assume=bounds)
+    guarded_fusions(
+        model, fusions, result, cleanup=cleanup, assume=bounds,
+        verify=verify is not None, declared_outputs=verify,
+    )
 
 
 def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
@@ -1014,7 +1029,7 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
             is undone).
         **options: Options of :class:`OptimizePass` (``max_rounds``, ``anchors``,
             ``inline``, ``max_constant_elements``, ``exact_floats``, ``symbol_ranges``,
-            ``input_shapes``).
+            ``input_shapes``, ``verify_fusions``).
 
     Returns:
         The optimized model, of the kind described above.

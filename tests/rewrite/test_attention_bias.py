@@ -157,7 +157,7 @@ def test_a_bias_no_expand_can_fit_is_refused(stand_in_fusion, bias, value, with_
     m = model(STAND_IN.format(bias=bias, value=value))
     if "total" in bias:  # ONNX text has no expressions: P + T is set after parsing
         m.graph.inputs[3].shape = ir.Shape(["B", 1, "S", "P + T"])
-    result = OptimizePass(fusions="ort")(m)
+    result = OptimizePass(fusions="ort", verify_fusions=False)(m)
     assert ("fusion.mha_stand_in" in result.fired) == kept, result.diagnostics
     if not kept:
         assert any("attention_bias not proven" in d for d in result.diagnostics)
