@@ -68,7 +68,7 @@ BOOL = ir.DataType.BOOL
 #: at least one more dim, so real bodies converge in two or three.
 MAX_PROBE_ROUNDS = 4
 
-#: How far back a chain of ``Identity`` nodes is followed from a body's condition output.
+#: How far back a chain of ``Identity`` nodes is followed from a body's output.
 MAX_IDENTITY_CHAIN = 64
 
 # Readers of onnx-ir slots (see passes._inference._require_ir_slots) for C loops.
@@ -555,15 +555,7 @@ def infer_if(ctx: NodeContext, node: ir.Node) -> None:
 # ----------------------------------------------------------------------------------------
 def _passes_condition_through(body: ir.Graph) -> bool:
     """True when the body's condition output is its condition input (maybe via Identity)."""
-    value: ir.Value | None = body.outputs[0]
-    for _ in range(MAX_IDENTITY_CHAIN):
-        if value is body.inputs[1]:
-            return True
-        producer = default_domain_producer(value, "Identity")
-        if producer is None:
-            return False
-        value = producer.inputs[0] if producer.inputs else None
-    return False
+    return _through_identities(body.outputs[0]) is body.inputs[1]
 
 
 def _body_never_stops(ctx: NodeContext, body: ir.Graph) -> bool:
@@ -728,8 +720,8 @@ def _appended_element(ctx: NodeContext, body: _Body, k: int) -> Shape | None:
 def _through_identities(value: ir.Value | None) -> ir.Value | None:
     """``value``, or the input of the ``Identity`` chain that produced it."""
     for _ in range(MAX_IDENTITY_CHAIN):
-        producer = default_domain_producer(value)
-        if producer is None or producer.op_type != "Identity" or not producer.inputs:
+        producer = default_domain_producer(value, "Identity")
+        if producer is None or not producer.inputs:
             return value
         value = producer.inputs[0]
     return value

@@ -67,10 +67,8 @@ def inline_graph_parameter_functions(model: ir.Model) -> bool:
 
 
 def set_aside_graph_parameter_functions(model: ir.Model) -> dict:
-    """Removes the functions that take graphs from ``model``; returns them to put back."""
+    """Removes the functions that take graphs from ``model`` and returns them.
+
+    The caller puts them back with ``model.functions.update(...)`` after the passes.
+    """
     return {key: model.functions.pop(key) for key in graph_parameter_functions(model)}
-
-
-def put_back_functions(model: ir.Model, functions: dict) -> None:
-    """Returns functions set aside by :func:`set_aside_graph_parameter_functions`."""
-    model.functions.update(functions)

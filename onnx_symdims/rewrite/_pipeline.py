@@ -49,7 +49,6 @@ from onnx_symdims.rewrite._folding import kept_float_weight_nodes, should_fold
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
 from onnx_symdims.rewrite._graph_parameters import (
     inline_graph_parameter_functions,
-    put_back_functions,
     set_aside_graph_parameter_functions,
 )
 from onnx_symdims.rewrite._input_shapes import InputShapeError, apply_input_shapes
@@ -252,7 +251,7 @@ class OptimizePass(ir.passes.InPlacePass):
             AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(model)
         for value, shape in body_inputs:  # as declared (onnxruntime wants a Loop's i, c)
             value.shape = shape
-        put_back_functions(model, graph_parameter_functions)
+        model.functions.update(graph_parameter_functions)  # set aside above
         result.after = count_nodes(model.graph)
         if self.exact_floats:
             result.kept_float_nodes = kept_float_weight_nodes(model.graph)
