@@ -33,7 +33,7 @@ from onnx_symdims.ops._common import product
 from onnx_symdims.ops._registry import register
 from onnx_symdims.ops.contrib import infer_fused_matmul
 from onnx_symdims.ops.conv_pool import (
-    conv_output_dim,
+    conv_spatial_dim,
     infer_conv_output,
     pool_output_dim,
     read_window,
@@ -125,18 +125,7 @@ def nhwc_conv(
         if d is None or k is None:
             out.append(None)
             continue
-        dim = conv_output_dim(
-            d,
-            k,
-            window.strides[i],
-            window.dilations[i],
-            window.pads_begin[i],
-            window.pads_end[i],
-            window.auto_pad,
-        )
-        if isinstance(dim, int) and dim <= 0:
-            ctx.fail(f"spatial axis {i}: input size {d} is smaller than the kernel window")
-        out.append(dim)
+        out.append(conv_spatial_dim(ctx, i, d, k, window))
     out.append(None if w is None else w[0])
     ctx.set_output(0, out, dtype)
 

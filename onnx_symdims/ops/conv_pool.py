@@ -4,8 +4,9 @@ Every output dim is what onnxruntime computes, checked against it on exhaustive
 small cases (the tests keep a sample):
 
 * ``Conv`` (and ``ConvInteger``, ``QLinearConv``): ``(d + pads - dil*(k-1) - 1) // stride + 1``;
-  ``SAME_*``: ``ceil(d / stride)``. onnxruntime rejects inputs whose window does not fit,
-  so floor division is exact wherever a run succeeds.
+  ``SAME_*``: ``ceil(d / stride)``. onnxruntime rejects inputs whose window does not fit
+  (an output size below 1, ``d = 0`` under ``SAME_*``), so floor division is exact wherever
+  a run succeeds, and the output size is at least 1: a fact the hook records.
 * ``ConvTranspose``: ``stride*(d-1) + output_padding + dil*(k-1) + 1 - pads``; ``SAME_*``
   clamps the total padding at 0 (so ``d*stride`` only when ``output_padding +
   dil*(k-1) + 1 >= stride``); ``output_shape`` wins when given.
@@ -29,7 +30,7 @@ in :mod:`onnx_symdims.ops.resize`.
 
 from __future__ import annotations
 
-__all__ = ["infer_conv_output", "kernel_dims"]
+__all__ = ["conv_spatial_dim", "infer_conv_output", "kernel_dims"]
 
 import logging
 import math
@@ -184,6 +185,31 @@ def conv_output_dim(
             _CONV_DIMS.clear()
         found = _CONV_DIMS[key] = _conv_output_dim(*key)
     return found
+
+
+def conv_spatial_dim(ctx: NodeContext, axis: int, d: Dim, k: Dim, window: Window) -> Dim:
+    """:func:`conv_output_dim` of spatial ``axis``, with what a run of the node implies.
+
+    onnxruntime refuses a convolution whose window does not fit (an output size below 1,
+    also where the spec's floor would give 0): an int size without a window fails the
+    node, and a symbolic one is at least 1 in every run (a fact: ``H >= 1`` under a
+    padded stem, where exporters' formulas and the engine's clamps differ at ``H = 0``).
+    """
+    dim = conv_output_dim(
+        d,
+        k,
+        window.strides[axis],
+        window.dilations[axis],
+        window.pads_begin[axis],
+        window.pads_end[axis],
+        window.auto_pad,
+    )
+    if isinstance(dim, int):
+        if dim <= 0:
+            ctx.fail(f"spatial axis {axis}: input size {d} is smaller than the kernel window")
+    else:
+        ctx.ctx.note_ge(dim, 1)
+    return dim
 
 
 def _conv_output_dim(
@@ -371,18 +397,7 @@ def infer_conv_output(
         if d is None or k is None:
             out.append(None)
             continue
-        dim = conv_output_dim(
-            d,
-            k,
-            window.strides[i],
-            window.dilations[i],
-            window.pads_begin[i],
-            window.pads_end[i],
-            window.auto_pad,
-        )
-        if isinstance(dim, int) and dim <= 0:
-            ctx.fail(f"spatial axis {i}: input size {d} is smaller than the kernel window")
-        out.append(dim)
+        out.append(conv_spatial_dim(ctx, i, d, k, window))
     ctx.set_output(0, out, dtype)
 
 

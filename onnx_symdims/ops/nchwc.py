@@ -31,7 +31,7 @@ from onnx_symdims import expr
 from onnx_symdims.ops._common import fresh_at_most
 from onnx_symdims.ops._registry import register
 from onnx_symdims.ops.conv_pool import (
-    conv_output_dim,
+    conv_spatial_dim,
     infer_global_pool,
     infer_pool,
     kernel_dims,
@@ -143,18 +143,7 @@ def infer_nchwc_conv(ctx: NodeContext, node: ir.Node) -> None:
         if d is None or k is None:
             out.append(None)
             continue
-        dim = conv_output_dim(
-            d,
-            k,
-            window.strides[i],
-            window.dilations[i],
-            window.pads_begin[i],
-            window.pads_end[i],
-            window.auto_pad,
-        )
-        if isinstance(dim, int) and dim <= 0:
-            ctx.fail(f"spatial axis {i}: input size {d} is smaller than the kernel window")
-        out.append(dim)
+        out.append(conv_spatial_dim(ctx, i, d, k, window))
     ctx.set_output(0, out, dtype)
 
 
