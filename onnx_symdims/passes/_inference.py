@@ -1151,6 +1151,7 @@ class InferenceEngine:
         inferred: Shape | None,
         what: str,
         conflicts: list[str],
+        edge_axes: list[int],
     ) -> tuple[Dim | None, ...] | None:
         """The dims an anchored value gets (``None`` dims: unknown on both sides)."""
         ctx = self.ctx
@@ -1162,6 +1163,7 @@ class InferenceEngine:
             where=f"{what} {value.name!r}",
             node=node,
             conflicts=conflicts,
+            edge_axes=edge_axes,
         )
         if merged is not None and inferred is not None and len(merged) == len(inferred):
             # Downstream keeps what was computed: a declared name is only a label (the
@@ -1212,9 +1214,10 @@ class InferenceEngine:
         )
         merged = self._anchor_memo.get(key)
         conflicts: list[str] = []
+        edge_axes: list[int] = []  # declared formulas that hold only at sizes >= 2
         if merged is None:
             diagnostics = len(ctx.diagnostics)
-            merged = self._merge_anchor(node, value, inferred, what, conflicts)
+            merged = self._merge_anchor(node, value, inferred, what, conflicts, edge_axes)
             if (
                 merged is not None
                 and None not in merged
@@ -1237,6 +1240,8 @@ class InferenceEngine:
             # The declared texts were all read when the names were reserved: asking
             # again reads the same answer.
             empty = [_declares_nothing(old, ctx) for old in declared_ir]
+            for axis in edge_axes:
+                empty[axis] = True  # the inferred dim holds in every run: it is written
             written = [
                 self._writer.dim(d) if nothing else old
                 for old, d, nothing in zip(declared_ir, dims, empty)

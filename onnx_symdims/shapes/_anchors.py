@@ -53,9 +53,14 @@ in every run: torch.export declares a ``ceil_mode`` pooling's output ``H//3`` wh
 formula of the same sizes, a size the inferred dim already gives, falsely at ``H = 5``: a
 conflict, and the inferred dim is written. Only a point within the symbols' bounds, with
 every size at least 2, where both are defined and differ makes it one
-(:func:`_separating_point`): two spellings the scope cannot prove equal stay the author's,
-and so do the formulas exporters write without the clamps at sizes 0 and 1
-(``(h-1)//8 + 1`` for ``max(h-1,0)//8 + 1``). A declared expression over other names, or
+(:func:`_separating_point`): two spellings the scope cannot prove equal stay the author's.
+Exporters write formulas without the clamps at sizes 0 and 1 (torch.export assumes every
+dynamic size is at least 2): ``W - 1`` for ``x[:, :-1]``, which is ``max(W-1, 0)`` and
+runs at ``W = 0``. A point within the bounds with a size below 2 where both differ is an
+*edge*: the model may fail there (a convolution whose window does not fit, which is why
+the engine records such facts), so it is no conflict (an ``info`` diagnostic, never an
+error in strict mode), but the declared formula is no fact either: the inferred dim is
+kept and no equality recorded. A declared expression over other names, or
 over fewer (``total`` of ``past + seq``, ``e`` of ``broadcast(b+c, e)``), relates sizes:
 a relation the author states, recorded as before.
 
@@ -153,18 +158,26 @@ def _plan(
     declared: Sequence[Dim | None],
     what: str,
     differs: Callable[[expr.DimExpr, int], bool] | None = None,
-    separated: Callable[[expr.DimExpr, expr.DimExpr], str | None] | None = None,
-) -> tuple[list[Dim | None], list[tuple[Dim, Dim]], list[str]]:
-    """Per-dim merge without side effects: (result, equalities, conflicts).
+    separated: Callable[[expr.DimExpr, expr.DimExpr], tuple[str, bool] | None]
+    | None = None,
+) -> tuple[
+    list[Dim | None], list[tuple[Dim, Dim]], list[str], tuple[list[str], list[int]]
+]:
+    """Per-dim merge without side effects: (result, equalities, conflicts, edges).
+
+    ``edges``: the messages and the axes of the edges.
 
     ``differs(e, n)``: whether an inferred expression ``e`` may differ from a declared
     int ``n`` in a run (a conflict then). ``separated(e, f)``: a point (printed) where
     an inferred ``e`` that holds in every run differs from a declared ``f`` over its
-    names, or ``None`` (a conflict when there is one).
+    names, and whether it is an edge (a size below 2: the inferred dim is kept and no
+    equality recorded, but no conflict), or ``None``.
     """
     result: list[Dim | None] = []
     equalities: list[tuple[Dim, Dim]] = []
     conflicts: list[str] = []
+    edges: list[str] = []
+    edge_axes: list[int] = []
     for axis, (inf, decl) in enumerate(zip(inferred, declared)):
         inf, decl = _usable(inf), _usable(decl)
         if decl is None:
@@ -189,43 +202,53 @@ def _plan(
             equalities.append((inf, decl))
             result.append(decl)
         else:
-            point = separated(inf, decl) if separated is not None else None
-            if point is not None:
-                conflicts.append(
+            found = separated(inf, decl) if separated is not None else None
+            if found is not None:
+                point, at_edge = found
+                (edges if at_edge else conflicts).append(
                     f"{what} {axis}: declared {expr.to_onnx(decl)} but inferred "
                     f"{expr.to_onnx(inf)}, which differs at {point}"
                 )
+                if at_edge:
+                    edge_axes.append(axis)
                 result.append(inf)
                 continue
             equalities.append((inf, decl))
             result.append(decl)
-    return result, equalities, conflicts
+    return result, equalities, conflicts, (edges, edge_axes)
 
 
 #: Values tried per symbol above its lower bound, itself at least 2 (all combinations up
 #: to three symbols).
 _OFFSETS = (3, 5, 1, 4, 0, 2, 6, 10, 29, 98)
-#: The smallest size tried: exporters' formulas disagree with the clamps a runtime applies
-#: at 0 and 1 (``(h-1)//8 + 1`` is 0 at ``h = 0``, where the model fails), and torch.export
-#: assumes a dynamic size is at least 2 when it writes them.
-_SMALLEST_SIZE_TRIED = 2
+#: The smallest size of a conflict: torch.export assumes a dynamic size is at least 2 when
+#: it writes its formulas, and a model may fail at 0 or 1 (``(h-1)//8 + 1`` is 0 at
+#: ``h = 0``, where a runtime would clamp); a difference only below it is an edge.
+_SMALLEST_SIZE_OF_A_CONFLICT = 2
 #: Points tried for more symbols (a fixed walk: the diagnostic is the same every run).
 _MANY_SYMBOL_POINTS = 400
 
 
 def _separating_point(
-    scope: expr.Scope, names: Sequence[str], e: expr.DimExpr, f: expr.DimExpr
+    scope: expr.Scope,
+    names: Sequence[str],
+    e: expr.DimExpr,
+    f: expr.DimExpr,
+    *,
+    at_edge: bool = False,
 ) -> str | None:
     """``"H=5"``: a point within the symbols' bounds where ``e`` and ``f`` differ, or None.
 
-    Every size is at least :data:`_SMALLEST_SIZE_TRIED`. Points where either is undefined
-    (an exact division that does not divide, a broadcast that fails) are skipped: only a
-    value both give can show them apart.
+    Every size is at least :data:`_SMALLEST_SIZE_OF_A_CONFLICT`, or with ``at_edge``, at
+    least 0 with some size below it. Points where either is undefined (an exact division
+    that does not divide, a broadcast that fails) are skipped: only a value both give can
+    show them apart.
     """
+    smallest = 0 if at_edge else _SMALLEST_SIZE_OF_A_CONFLICT
     ranges = []
     for name in names:
         lower, upper = scope.bounds(expr.sym(name))
-        low = max(lower or 0, _SMALLEST_SIZE_TRIED)
+        low = max(lower or 0, smallest)
         ranges.append(
             [low + k for k in _OFFSETS if upper is None or low + k <= upper] or [low]
         )
@@ -240,6 +263,8 @@ def _separating_point(
     names = tuple(names)
     at_e, at_f = expr.evaluator(e, names), expr.evaluator(f, names)
     for point in points:
+        if at_edge and min(point) >= _SMALLEST_SIZE_OF_A_CONFLICT:
+            continue
         try:
             if at_e(*point) != at_f(*point):
                 return ", ".join(f"{n}={v}" for n, v in zip(names, point))
@@ -258,6 +283,7 @@ def _merge(
     node: ir.Node | None,
     what: str,
     found: list[str] | None = None,
+    edge_axes: list[int] | None = None,
 ) -> MaybeDims | None:
     if declared is None:
         return None if inferred is None else tuple(inferred)
@@ -268,6 +294,7 @@ def _merge(
         conflicts = [f"declared {size} {len(declared)} but inferred {size} {len(inferred)}"]
         result: Sequence[Dim | None] = inferred
         equalities: list[tuple[Dim, Dim]] = []
+        edges: list[str] = []
     else:
         differs = separated = None
         if what == "axis":
@@ -278,7 +305,7 @@ def _merge(
                     return False  # a size the engine could not name: the int tells it
                 return not scope.prove_eq(e, n)
 
-            def separated(e: expr.DimExpr, f: expr.DimExpr) -> str | None:
+            def separated(e: expr.DimExpr, f: expr.DimExpr) -> tuple[str, bool] | None:
                 names = e.symbols()
                 if f.symbols() != names or any(generated(name) for name in names):
                     # A relation to other sizes (f names fewer or other sizes: e of
@@ -286,9 +313,17 @@ def _merge(
                     return None
                 if scope.prove_eq(e, f):
                     return None
-                return _separating_point(scope, sorted(names), e, f)
+                for at_edge in (False, True):
+                    point = _separating_point(scope, sorted(names), e, f, at_edge=at_edge)
+                    if point is not None:
+                        return point, at_edge
+                return None
 
-        result, equalities, conflicts = _plan(inferred, declared, what, differs, separated)
+        result, equalities, conflicts, (edges, axes) = _plan(
+            inferred, declared, what, differs, separated
+        )
+        if edge_axes is not None:
+            edge_axes.extend(axes)
     if conflicts:
         kind = "shape" if what == "axis" else "value"
         message = (
@@ -302,6 +337,16 @@ def _merge(
         written = "; the inferred shape is written" if found is not None else ""
         ctx.add_diagnostic(node, "warning", message + f" (anchor skipped{written})")
         return tuple(inferred)
+    if edges:
+        # Not a conflict (the model may fail there, as the exporter assumed), but the
+        # declared formula is no fact: the inferred dim holds in every run and is kept.
+        ctx.add_diagnostic(
+            node,
+            "info",
+            f"{where}: declared {_printed(declared)} holds at sizes >= "
+            f"{_SMALLEST_SIZE_OF_A_CONFLICT} only, inferred {_printed(inferred)} is kept: "
+            + "; ".join(edges),
+        )
     for inf, decl in equalities:
         ctx.add_symbolic_constraint_with_leaf_derivation(inf, decl)
     return tuple(result)
@@ -316,6 +361,7 @@ def merge_with_anchor(
     where: str,
     node: ir.Node | None = None,
     conflicts: list[str] | None = None,
+    edge_axes: list[int] | None = None,
 ) -> MaybeDims | None:
     """Merges an inferred shape with an anchor and records the equalities it implies.
 
@@ -331,6 +377,8 @@ def merge_with_anchor(
         node: The producer of the value, for the diagnostic (optional).
         conflicts: Receives the conflict message, if any (the caller may then write
             the inferred shape over the false declared one).
+        edge_axes: Receives the axes whose declared formula differs from the inferred
+            dim only at sizes below 2 (the caller may write the inferred dim there).
 
     Returns:
         The merged dims (``None`` when neither side knows the rank). A dim is ``None``
@@ -349,6 +397,7 @@ def merge_with_anchor(
         node=node,
         what="axis",
         found=conflicts,
+        edge_axes=edge_axes,
     )
 
 

@@ -653,3 +653,60 @@ g (float[N, 2, H, W] x) => (float[N, 2, "(H-1)//3+1", W] y) {
     inferred = SymbolicShapeInferencePass()(model)
     assert dims_text(model.graph.outputs[0])[2] == "(H-1)//3+1"
     assert not [g for g in inferred.context.diagnostics if g.severity == "warning"]
+
+
+# torch.export declares `x[:, :-1]` as ``W - 1`` (attack5 ``sample_ops_dynamo``, torch
+# 2.13): it assumes every size is at least 2. The size is ``max(W-1, 0)``, and onnxruntime
+# runs the model at W = 0, where ``W - 1`` would be -1: the declared formula is no fact,
+# and the inferred dim is written.
+SHIFTED = """
+g (float[N, W] x) => (float[N, "W - 1"] y) {
+  s = Constant <value_ints = [0]> ()
+  e = Constant <value_ints = [-1]> ()
+  a = Constant <value_ints = [1]> ()
+  y = Slice(x, s, e, a)
+}"""
+
+
+def test_a_declared_formula_false_at_size_zero_is_not_written():
+    model = build(SHIFTED)
+    inferred = SymbolicShapeInferencePass()(model)
+    AnchorConstraintPropagationPass(inferred.context)(model)
+    assert dims_text(model.graph.outputs[0]) == ["N", "max(W-1,0)"]
+    # An edge, not a conflict: no warning, and strict mode accepts the model.
+    notes = {g.severity: g.message for g in inferred.context.diagnostics}
+    assert "warning" not in notes, notes
+    assert "declared W-1 but inferred max(W-1,0), which differs at W=0" in notes["info"]
+    SymbolicShapeInferencePass(strict=True)(build(SHIFTED))
+    rng = np.random.default_rng(0)
+    for width in (0, 1, 2, 5):
+        bindings = {"N": 2, "W": width}
+        actual = runtime_shapes(model, make_feeds(model, bindings, rng))
+        check_against_runtime(model, actual, bindings)
+
+
+# torch.export declares a ResNet stem's output (strided convolution, then a padded
+# pooling) as ``((H - 1)//4) + 1``. Without more facts the engine's size has a clamp at
+# H = 0, where the pooling of an empty axis would give 1 (onnxruntime truncates), and the
+# declared formula would be false there; but onnxruntime refuses a convolution whose window
+# does not fit (its output size is at least 1), so H >= 1 in every run, the two agree, and
+# the author's spelling stays.
+RESNET_STEM = """
+g (float[N, 1, H, 8] x, float[4, 1, 3, 3] w) => (float[N, 4, "((H - 1)//4) + 1", 2] z) {
+  y = Conv <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)
+  z = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (y)
+}"""
+
+
+def test_a_convolution_output_of_at_least_one_keeps_the_authors_formula():
+    model = build(RESNET_STEM)
+    inferred = SymbolicShapeInferencePass()(model)
+    AnchorConstraintPropagationPass(inferred.context)(model)
+    assert dims_text(model.graph.outputs[0]) == ["N", 4, "((H - 1)//4) + 1", 2]
+    assert dims_text(all_values(model)["y"]) == ["N", 4, "(H+1)//2", 4]
+    assert not [g for g in inferred.context.diagnostics if g.severity == "warning"]
+    rng = np.random.default_rng(0)
+    for height in (1, 2, 3, 5, 8):
+        bindings = {"N": 1, "H": height}
+        actual = runtime_shapes(model, make_feeds(model, bindings, rng))
+        check_against_runtime(model, actual, bindings)
