@@ -81,7 +81,7 @@ from typing import TYPE_CHECKING
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.shapes._context import is_anonymous_dim_text
+from onnx_symdims.shapes._context import _memo_under_facts, is_anonymous_dim_text
 from onnx_symdims.shapes._diagnostics import ShapeInferenceError
 
 if TYPE_CHECKING:
@@ -90,6 +90,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Dim = expr.Dim
+_MISSING = object()
 MaybeDims = tuple["Dim | None", ...]
 
 
@@ -225,8 +226,25 @@ _OFFSETS = (3, 5, 1, 4, 0, 2, 6, 10, 29, 98)
 #: it writes its formulas, and a model may fail at 0 or 1 (``(h-1)//8 + 1`` is 0 at
 #: ``h = 0``, where a runtime would clamp); a difference only below it is an edge.
 _SMALLEST_SIZE_OF_A_CONFLICT = 2
+#: Values tried per symbol in the search for an edge: 0 and 1 where the bounds allow,
+#: beside a few sizes from 2 up for the other symbols (formulas written for sizes >= 2
+#: part from the clamped ones right at 0 or 1).
+_EDGE_SIZES = (0, 1, 2, 3, 5, 8)
 #: Points tried for more symbols (a fixed walk: the diagnostic is the same every run).
 _MANY_SYMBOL_POINTS = 400
+
+
+def _separated(
+    scope: expr.Scope, names: Sequence[str], e: expr.DimExpr, f: expr.DimExpr
+) -> tuple[str, bool] | None:
+    """A point where ``e`` and ``f`` differ and whether it is an edge, or None."""
+    if scope.prove_eq(e, f):
+        return None
+    for at_edge in (False, True):
+        point = _separating_point(scope, names, e, f, at_edge=at_edge)
+        if point is not None:
+            return point, at_edge
+    return None
 
 
 def _separating_point(
@@ -240,18 +258,27 @@ def _separating_point(
     """``"H=5"``: a point within the symbols' bounds where ``e`` and ``f`` differ, or None.
 
     Every size is at least :data:`_SMALLEST_SIZE_OF_A_CONFLICT`, or with ``at_edge``, at
-    least 0 with some size below it. Points where either is undefined (an exact division
-    that does not divide, a broadcast that fails) are skipped: only a value both give can
-    show them apart.
+    least 0 with some size below it (:data:`_EDGE_SIZES`). Points where either is
+    undefined (an exact division that does not divide, a broadcast that fails) are
+    skipped: only a value both give can show them apart.
     """
-    smallest = 0 if at_edge else _SMALLEST_SIZE_OF_A_CONFLICT
     ranges = []
     for name in names:
         lower, upper = scope.bounds(expr.sym(name))
-        low = max(lower or 0, smallest)
+        if at_edge:
+            low = lower or 0
+            ranges.append(
+                [v for v in _EDGE_SIZES if v >= low and (upper is None or v <= upper)]
+            )
+            continue
+        low = max(lower or 0, _SMALLEST_SIZE_OF_A_CONFLICT)
         ranges.append(
             [low + k for k in _OFFSETS if upper is None or low + k <= upper] or [low]
         )
+    if at_edge and (
+        not all(ranges) or all(r[0] >= _SMALLEST_SIZE_OF_A_CONFLICT for r in ranges)
+    ):
+        return None  # the bounds leave no size below 2 (or none at all) to try
     if len(names) <= 3:
         points = itertools.product(*ranges)
     else:
@@ -311,13 +338,14 @@ def _merge(
                     # A relation to other sizes (f names fewer or other sizes: e of
                     # broadcast(b+c, e) says b+c is e), or a size the engine minted.
                     return None
-                if scope.prove_eq(e, f):
-                    return None
-                for at_edge in (False, True):
-                    point = _separating_point(scope, sorted(names), e, f, at_edge=at_edge)
-                    if point is not None:
-                        return point, at_edge
-                return None
+                # A pure function of e, f and the scope's facts and bounds: kept with
+                # them, the next inference (and the next layer) asks the same.
+                key = ("separated", e, f)
+                found = scope._scoped_memo.get(key, _MISSING)
+                if found is _MISSING:
+                    found = _separated(scope, sorted(names), e, f)
+                    _memo_under_facts(scope, key, found)
+                return found  # type: ignore[return-value]
 
         result, equalities, conflicts, (edges, axes) = _plan(
             inferred, declared, what, differs, separated
