@@ -25,7 +25,7 @@ Report schema (``"schema": "onnx-symdims.report/1"``; every key is always presen
     written       {"model": str | null, "external_data": str | null, "json": str | null}
     verify        null, or {"runs", "checked_dims", "unchecked_dims", "mismatches": [str],
                   "errors": [str], "relations": [str], "edges": [{"label", "sizes",
-                  "error"}]}
+                  "error"}], "departures": [str]}
     timings       {"load", "inference", "anchors", "save", "verify", "total"}: seconds
 """
 

@@ -277,3 +277,42 @@ def test_bfloat16_values_are_left_unchecked_not_every_run_failed():
     report = verify_model(model, runs=2, edges=True)
     assert report.runs >= 2 and not report.mismatches, report.errors
     assert report.checked_dims > 0
+
+
+# An exported ``view(-1, batch*heads, 8)`` (FSMT, GPT-Neo, OPT by torch.export): the shape
+# holds a 0 beside the -1 at batch 0, which the spec calls invalid under allowzero=1;
+# onnxruntime runs it and takes the -1 from the nonzero dims (L*4 rows, where the written
+# dim says L). Such a run does not judge the dims: it is reported apart.
+VIEW_OF_AN_EMPTY_BATCH = """
+g (float[L, B, 4] x) => (float[?, ?, 1] y) {
+  s = Shape(x)
+  l = Constant <value_ints = [0]> ()
+  b = Constant <value_ints = [1]> ()
+  e = Constant <value_ints = [2]> ()
+  bsize = Slice(s, b, e)
+  four = Constant <value_ints = [4]> ()
+  rows = Mul(bsize, four)
+  minus = Constant <value_ints = [-1]> ()
+  one = Constant <value_ints = [1]> ()
+  target = Concat <axis = 0> (minus, rows, one)
+  y = Reshape <allowzero = 1> (x, target)
+}"""
+
+
+def test_a_run_the_spec_calls_invalid_is_reported_not_judged():
+    m = _inferred(model_from_text(VIEW_OF_AN_EMPTY_BATCH))
+    assert [str(d) for d in m.graph.outputs[0].shape] == ["L", "4*B", "1"]
+    report = verify_model(m, runs=2, edges=True)
+    assert report.ok, report.mismatches
+    departed = [e for e in report.edges if e.departure]
+    assert [e.binding["B"] for e in departed] == [0]
+    assert "a 0 beside a -1, which the spec calls invalid" in departed[0].departure
+    assert any("{'B': 0" in d or "'B': 0" in d for d in report.departures)
+    # onnxruntime departs from the spec there: it runs, and its -1 is not L (3).
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(
+        ir.to_proto(m).SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    (y,) = session.run(None, {"x": np.zeros((3, 0, 4), np.float32)})
+    assert y.shape == (12, 0, 1)
