@@ -562,6 +562,11 @@ class InferenceEngine:
         # _note_compound_dims), valid for _noted_scope
         self._noted: dict[expr.DimExpr, int] = {}
         self._noted_scope: object = None
+        # shape -> (scope version, the shape settled then), elements -> (scope version,
+        # the elements refined then), valid for _settled_scope (see _settle_refining)
+        self._settled: dict[Shape, tuple[int, Shape]] = {}
+        self._refined: dict[Shape, tuple[int, Shape]] = {}
+        self._settled_scope: object = None
         # subgraph -> its nodes in topological order, when the sort found no problem:
         # a loop body is walked once per probing round, and inference never changes a
         # graph's nodes, so the order (and the check that it is one) is found once.
@@ -770,31 +775,89 @@ class InferenceEngine:
     def _finish(self, node: ir.Node, outputs: Sequence[ir.Value]) -> None:
         """:meth:`_settle` the outputs, then :meth:`_commit` each; the usual node inline.
 
-        Usual: no fact recorded yet in this scope (nothing to refine), at depth 0, only
-        tensor types: :meth:`_settle` reduces to noting compound dims, done here without
-        a call per output.
+        Usual: at depth 0 under a :class:`FactScope`. Before any fact is recorded
+        (nothing to refine), :meth:`_settle` reduces to noting compound dims, done here
+        without a call per output; after, :meth:`_settle_refining` reuses what it
+        settled before.
         """
         ctx = self.ctx
         scope = ctx.scope
-        if (
-            scope.version
-            or ctx.conditional_depth
-            or ctx._other_types
-            or scope.__class__ is not FactScope
-        ):
+        if ctx.conditional_depth or scope.__class__ is not FactScope:
             self._settle(node, outputs)
-            self._commit_outputs(node, outputs)
-            return
-        shapes = ctx._shapes
-        for value in outputs:  # _settle without refining: note the compound dims
-            shape = shapes.get(value)
-            if shape is not None:
-                for d in shape:  # not _all_plain(shape), inline
-                    if d.__class__ is int or isinstance(d, int) or d.is_symbol:
-                        continue
-                    self._note_compound_dims(shape)
-                    break
+        elif scope.version:
+            self._settle_refining(outputs, scope)
+        else:
+            shapes = ctx._shapes
+            for value in outputs:  # _settle without refining: note the compound dims
+                shape = shapes.get(value)
+                if shape is not None:
+                    for d in shape:  # not _all_plain(shape), inline
+                        if d.__class__ is int or isinstance(d, int) or d.is_symbol:
+                            continue
+                        self._note_compound_dims(shape)
+                        break
         self._commit_outputs(node, outputs)
+
+    def _settle_refining(self, outputs: Sequence[ir.Value], scope: FactScope) -> None:
+        """:meth:`_settle` at depth 0 under a :class:`FactScope` of version > 0.
+
+        Settling a shape (refining it, then noting its dims) or refining elements is a
+        pure function of the tuple and the scope's facts, which the scope's version
+        fixes: a tuple settled at a version without adding a fact settles to the same
+        tuple again and adds nothing. ``_settled`` (shapes) and ``_refined`` (elements)
+        keep ``tuple -> (version, result)`` for such tuples, so layers repeating a shape
+        pay one lookup for it. Both hold for one scope.
+        """
+        if scope is not self._settled_scope:
+            self._settled.clear()
+            self._refined.clear()
+            self._settled_scope = scope
+        ctx = self.ctx
+        shapes = ctx._shapes
+        values = ctx._values
+        settled = self._settled
+        refined = self._refined
+        for value in outputs:
+            version = scope.version
+            shape = shapes.get(value)
+            noted = None
+            if shape is not None:
+                hit = settled.get(shape)
+                if hit is not None and hit[0] == version:
+                    if hit[1] is not shape:
+                        shapes[value] = hit[1]
+                elif _all_plain(shape):
+                    if len(settled) > 100_000:
+                        settled.clear()
+                    settled[shape] = (version, shape)  # nothing to refine or note
+                else:
+                    noted = ctx.refine_dims(shape)
+                    if noted is not shape:
+                        shapes[value] = noted
+            elements = values.get(value)
+            if elements is not None:
+                now = scope.version
+                hit = refined.get(elements)
+                if hit is not None and hit[0] == now:
+                    if hit[1] is not elements:
+                        values[value] = hit[1]
+                else:
+                    new = elements if _all_plain(elements) else ctx.refine_dims(elements)
+                    if new is not elements:
+                        values[value] = new
+                    if scope.version == now:
+                        if len(refined) > 100_000:
+                            refined.clear()
+                        refined[elements] = (now, new)
+            if noted is None:
+                continue
+            # After the elements, as in _settle (a fact noted here is one they miss).
+            if noted is shape or not _all_plain(noted):
+                self._note_compound_dims(noted)
+            if scope.version == version:
+                if len(settled) > 100_000:
+                    settled.clear()
+                settled[shape] = (version, noted)
 
     def _commit_outputs(self, node: ir.Node, outputs: Sequence[ir.Value]) -> None:
         """:meth:`_commit` of each output; the usual one inline.
