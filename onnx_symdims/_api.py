@@ -10,11 +10,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import onnx_ir as ir
 
-from onnx_symdims.passes import (
-    AnchorConstraintPropagationPass,
-    SymbolicShapeInferencePass,
-    without_gc,
-)
+from onnx_symdims.passes import SymbolicShapeInferencePass, without_gc
 
 if TYPE_CHECKING:
     import onnx
@@ -36,6 +32,9 @@ def _run_passes(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None
     # not run (most models record none; building and running it costs 30-60k
     # instructions, a few percent of a small model's call).
     if anchors and inferred.context.constraints_size():
+        # Imported on use (see passes.__getattr__): the cold start does not load it.
+        from onnx_symdims.passes import AnchorConstraintPropagationPass
+
         strict = bool(options.get("strict")) or options.get("policy") == "strict"
         AnchorConstraintPropagationPass(
             inferred.context,
