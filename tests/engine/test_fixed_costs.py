@@ -1,64 +1,92 @@
-"""What a call of ``infer_symbolic_shapes`` skips when a model does not need it."""
+"""The shortcuts that cut a small model's fixed cost do what the long way did."""
 
 from __future__ import annotations
 
-import pathlib
-import subprocess
-import sys
-import textwrap
-
 import onnx_ir as ir
 
-import onnx_symdims
-from onnx_symdims import passes
+from onnx_symdims import expr
+from onnx_symdims.shapes import ShapesContext, is_anonymous_dim_text
 
-DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
-
-# z's count is a symbol the engine mints; y declares it "K": inference records the
-# equality, which the anchor pass turns into a rename of z's dim.
-ANCHORED = """
-<ir_version: 10, opset_import: ["" : 21]>
-g (float[N] x) => (int64[1, K] y) {
-    z = NonZero (x)
-    y = Identity (z)
-}
-"""
+_TEXTS = ["7/:2", "batch size", "N", "2*M + K", "?", "d7_2", "batch_size", "-1", "a.b", " * "]
 
 
-def test_first_call_without_an_equality_does_not_import_the_anchor_pass():
-    # The cold start: a model whose inference records no equality has nothing to rename.
-    script = textwrap.dedent(
-        f"""
-        import sys
-        import onnx_ir as ir
-        model = ir.load({str(DATA / "bert_ortfused.onnx")!r})
-        import onnx_symdims
-        onnx_symdims.infer_symbolic_shapes(model)
-        assert model.graph.outputs[0].shape is not None
-        print(" ".join(sorted(sys.modules)))
+def _reserved_the_long_way(texts: list[str]) -> ShapesContext:
+    """What the inference pass did before ``reserve_model_texts``."""
+    ctx = ShapesContext()
+    names = set(texts)
+    for text in texts:
+        parsed = expr.parse_dim(text)
+        if isinstance(parsed, expr.DimExpr):
+            names.update(parsed.symbols())
+    ctx.reserve_names(names)
+    for text in sorted(texts):
+        if not is_anonymous_dim_text(text):
+            ctx.read_dim_text(text)
+    return ctx
+
+
+def test_reserve_model_texts_names_and_reads_as_the_long_way():
+    for texts in (_TEXTS, _TEXTS[::-1], ["x y", "x_y", "x-y"]):
+        long_way = _reserved_the_long_way(texts)
+        ctx = ShapesContext()
+        ctx.reserve_model_texts(texts)
+        assert ctx.opaque_dim_names == long_way.opaque_dim_names
+        assert ctx._reserved == long_way._reserved
+        assert ctx.mutations == long_way.mutations
+        for text in texts:  # texts read later read the same
+            assert ctx.read_dim_text(text) is long_way.read_dim_text(text)
+        # fresh symbols avoid the same names
+        assert [ctx.new_symbol(h).name for h in ("N", "d7_2", "K")] == [
+            long_way.new_symbol(h).name for h in ("N", "d7_2", "K")
+        ]
+
+
+def test_dims_from_ir_reads_declared_text_and_mints_for_empty_dims():
+    ctx = ShapesContext()
+    shape = ir.Shape([2, "N", None, -1, "?", "2*N"])
+    dims = ctx.dims_from_ir(shape, "x")
+    assert dims[:2] == (2, expr.sym("N"))
+    assert [d.name for d in dims[2:5]] == ["x_d2", "x_d3", "x_d4"]
+    assert dims[5] is expr.parse_dim("2*N")
+
+
+def test_axis_suffix_check_finds_every_text_the_clearing_changes():
+    from onnx_symdims.passes._exporter_names import clear_exporter_output_names
+    from onnx_symdims.passes._inference import _has_axis_suffix
+
+    text = """
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[N, 4] x) => (float[{dims}] y) {{ y = Relu(x) }}
+    """
+    for dims, invented in (
+        ("Reluy_dim_0, 4", True),
+        ("N, Reluy_dim_1", True),
+        ("N, 4", False),
+        ("a_dim_x, 4", False),
+    ):
+        model = ir.from_onnx_text(text.format(dims=dims))
+        assert _has_axis_suffix(model) or not invented
+        assert bool(clear_exporter_output_names(model)) == invented
+
+
+def test_set_output_checks_a_cached_shape_as_the_first_time():
+    from onnx_symdims.shapes import NodeContext
+
+    model = ir.from_onnx_text(
+        """
+        <ir_version: 8, opset_import: ["" : 17]>
+        g (float[N, 4] x) => (y) { y = Relu(x) }
         """
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    ).stdout.split()
-    assert "onnx_symdims.passes._anchors" not in out
-
-
-def test_the_anchor_pass_is_still_exported_and_runs_after_an_equality():
-    from onnx_symdims.passes import AnchorConstraintPropagationPass, AnchorPropagationResult
-
-    assert AnchorConstraintPropagationPass is passes.AnchorConstraintPropagationPass
-    assert AnchorPropagationResult.__name__ == "AnchorPropagationResult"
-    model = onnx_symdims.infer_symbolic_shapes(ir.from_onnx_text(ANCHORED))
-    z = model.graph.node(0).outputs[0]
-    assert [str(d) for d in z.shape] == ["1", "K"]
-    unrenamed = onnx_symdims.infer_symbolic_shapes(ir.from_onnx_text(ANCHORED), anchors=False)
-    assert [str(d) for d in unrenamed.graph.node(0).outputs[0].shape] == ["1", "NonZero_z_nnz"]
-
-
-def test_the_anchor_pass_with_a_context_without_equalities_changes_nothing():
-    model = ir.from_onnx_text(ANCHORED)
-    ctx = onnx_symdims.ShapesContext()
-    result = passes.AnchorConstraintPropagationPass(ctx)(model)
-    assert not result.modified and result.renames == {} and result.diagnostics == []
-    assert result.context is ctx
+    node = next(iter(model.graph))
+    ctx = ShapesContext()
+    node_ctx = NodeContext(ctx, None)
+    node_ctx.reset(node, 17)
+    n = expr.sym("N")
+    for _ in range(2):  # the second time the tuple is known valid
+        node_ctx.set_output(0, (n, 4))
+        assert ctx.peek_shape(node.outputs[0]) == (n, 4)
+    for _ in range(2):  # an unknown dim is never cached as valid: a fresh symbol each time
+        node_ctx.set_output(0, (expr.unknown("x"), 4))
+        minted = ctx.peek_shape(node.outputs[0])[0]
+        assert minted.is_symbol and ctx.is_generated(minted.name)
