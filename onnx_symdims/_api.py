@@ -10,11 +10,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import onnx_ir as ir
 
-from onnx_symdims.passes import (
-    AnchorConstraintPropagationPass,
-    SymbolicShapeInferencePass,
-    without_gc,
-)
+from onnx_symdims.passes import SymbolicShapeInferencePass, without_gc
 
 if TYPE_CHECKING:
     import onnx
@@ -32,7 +28,13 @@ def _run_passes(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None
     # pre- or post-conditions, in place, a PassResult) hold by construction here, the
     # collector is off already (see _infer), and both cost every small model's run.
     inferred = SymbolicShapeInferencePass(**options).call_without_gc(model)
-    if anchors:
+    # Without a recorded equality the anchor pass renames and reports nothing: it is
+    # not run (most models record none; building and running it costs 30-60k
+    # instructions, a few percent of a small model's call).
+    if anchors and inferred.context.constraints_size():
+        # Imported on use (see passes.__getattr__): the cold start does not load it.
+        from onnx_symdims.passes import AnchorConstraintPropagationPass
+
         strict = bool(options.get("strict")) or options.get("policy") == "strict"
         AnchorConstraintPropagationPass(
             inferred.context,

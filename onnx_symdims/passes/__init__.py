@@ -16,10 +16,8 @@ __all__ = [
     "without_gc",
 ]
 
-from onnx_symdims.passes._anchors import (
-    AnchorConstraintPropagationPass,
-    AnchorPropagationResult,
-)
+from typing import TYPE_CHECKING, Any
+
 from onnx_symdims.passes._gc import without_gc
 from onnx_symdims.passes._inference import (
     POLICIES,
@@ -27,3 +25,20 @@ from onnx_symdims.passes._inference import (
     SymbolicShapeInferencePass,
     SymbolicShapeInferenceResult,
 )
+
+if TYPE_CHECKING:
+    from onnx_symdims.passes._anchors import (
+        AnchorConstraintPropagationPass,
+        AnchorPropagationResult,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    # The anchor pass is imported on first use: inference runs it only after recording
+    # an equality, which most models do not, and its import is part of every process's
+    # first call (the cold start).
+    if name in ("AnchorConstraintPropagationPass", "AnchorPropagationResult"):
+        from onnx_symdims.passes import _anchors
+
+        return getattr(_anchors, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

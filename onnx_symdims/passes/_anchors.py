@@ -606,6 +606,8 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         if self.context is not None:
             ctx = self.context
             first_diagnostic = len(ctx.diagnostics)
+            if not ctx.constraints_size():  # no equality: nothing to rename or report
+                return AnchorPropagationResult(model, False, ctx, diagnostics=[])
             renamable = ctx.generated_symbols
         else:
             # Imported on use (as is the planner below): most runs come with a context,
