@@ -107,11 +107,13 @@ _UNARY_VALUE_FNS: dict[str, Callable[[NodeContext, Dim], Dim]] = {
 @register("", UNARY_OPS)
 def infer_unary(ctx: NodeContext, node: ir.Node) -> None:
     """Same shape and element type as input 0."""
-    ctx.require_input(0)
-    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
-    value_fn = _UNARY_VALUE_FNS.get(node.op_type)
+    value = ctx.require_input(0)
+    facts = ctx.ctx
+    ctx.set_output(0, facts.shape_of(value), facts.dtype_of(value))
+    # node._op_type: the slot behind node.op_type (see passes/_inference.py).
+    value_fn = _UNARY_VALUE_FNS.get(node._op_type)
     if value_fn is not None:
-        elements = ctx.input_value(0)
+        elements = facts.value_of(value)
         if elements is not None:
             computed = [value_fn(ctx, e) for e in elements]
             ctx.set_output_value(0, None if is_fully_unknown(computed) else computed)
@@ -431,20 +433,30 @@ def infer_variadic(ctx: NodeContext, node: ir.Node) -> None:
     present = [i for i in range(ctx.num_inputs) if ctx.has_input(i)]
     if not present:
         ctx.fail("needs at least one input")
-    out_shape = ctx.broadcast_shapes(*(ctx.input_shape(i) for i in present))
+    shapes = [ctx.input_shape(i) for i in present]
+    out_shape = ctx.broadcast_shapes(*shapes)
     ctx.set_output(0, out_shape, ctx.input_dtype(present[0]))
     scope = ctx.scope
     fn: ElementFn | None
-    if node.op_type == "Max":
+    op = node._op_type  # the slot behind node.op_type (see passes/_inference.py)
+    if op == "Max":
         fn = functools.partial(expr.dmax, scope=scope)
-    elif node.op_type == "Min":
+    elif op == "Min":
         fn = functools.partial(expr.dmin, scope=scope)
-    elif node.op_type == "Sum":
+    elif op == "Sum":
         fn = _sum
     else:
         fn = None  # Mean of integers: not tracked
-    if fn is not None:
-        _propagate_values(ctx, fn, present, out_shape)
+    if fn is None:
+        return
+    if len(present) == 2 and is_static(out_shape):
+        # Two inputs (a size clamped by max or min): the binary ops' path, the same reads.
+        inputs = node._inputs
+        _propagate_binary(
+            ctx, fn, inputs[present[0]], inputs[present[1]], shapes[0], shapes[1], out_shape
+        )  # type: ignore[arg-type]
+        return
+    _propagate_values(ctx, fn, present, out_shape)
 
 
 def _sum(*args: Dim) -> Dim:

@@ -358,6 +358,8 @@ def _gather_flat(
     elements: Sequence[Dim], dims: Sequence[int], ranges: Sequence[Sequence[int]]
 ) -> list[Dim]:
     """The elements at the row-major index product of ``ranges`` over a ``dims`` array."""
+    if len(dims) == 1:  # a vector (a Shape output sliced): its own indices
+        return [elements[i] for i in ranges[0]]
     strides = _strides(dims)
     return [
         elements[sum(i * s for i, s in zip(index, strides))]
