@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "constant_array",
     "count_symbol",
+    "data_type",
     "default_domain_producer",
     "divide",
     "dtype_attr",
@@ -176,6 +177,17 @@ def output_name(ctx: NodeContext, i: int, default: str) -> str:
     return value.name if value is not None and value.name else default
 
 
+#: Every ONNX element type by its code: ``ir.DataType(code)`` is an enum call, about ten
+#: times a dict lookup, and Cast and the typed attributes ask it of every node.
+_DATA_TYPES: dict[int, ir.DataType] = {int(t): t for t in ir.DataType}
+
+
+def data_type(code: int) -> ir.DataType:
+    """``ir.DataType(code)``: raises ``ValueError`` for a code that is no element type."""
+    found = _DATA_TYPES.get(code)
+    return found if found is not None else ir.DataType(code)
+
+
 def dtype_attr(ctx: NodeContext, name: str, default: ir.DataType | None) -> ir.DataType | None:
     """An element-type attribute (``dtype``, ``stash_type``, ...), or ``default`` when absent.
 
@@ -185,7 +197,7 @@ def dtype_attr(ctx: NodeContext, name: str, default: ir.DataType | None) -> ir.D
     if code is None:
         return default
     try:
-        dtype = ir.DataType(code)
+        dtype = data_type(code)
     except ValueError:
         ctx.fail(f"attribute {name!r} = {code} is not an ONNX element type")
     if dtype == ir.DataType.UNDEFINED:

@@ -69,10 +69,28 @@ class Window(NamedTuple):
     auto_pad: str
 
 
+_INTS = ir.AttributeType.INTS
+
+
+def _ints_attr(ctx: NodeContext, name: str) -> Sequence[int] | None:
+    """``ctx.attr_ints(name)`` in one call: every convolution and pooling reads four.
+
+    Reads the node's attribute dict through onnx-ir's slots as ``NodeContext`` does (see
+    passes/_inference.py); anything but a plain ``INTS`` attribute goes to
+    ``ctx.attr_ints``, which fails the node the usual way.
+    """
+    attr = ctx.node._attributes.data.get(name)
+    if attr is None:
+        return None
+    if attr._ref_attr_name is None and attr._type == _INTS:
+        return attr._value  # type: ignore[no-any-return]
+    return ctx.attr_ints(name)
+
+
 def _int_list(
     ctx: NodeContext, name: str, length: int, default: int, minimum: int
 ) -> tuple[int, ...]:
-    values = ctx.attr_ints(name)
+    values = _ints_attr(ctx, name)
     if values is None:
         return (default,) * length
     if len(values) != length:
@@ -92,13 +110,15 @@ def read_window(ctx: NodeContext, spatial: int, *, pads_with_auto_pad: str) -> W
             than ``NOTSET``: ``"fail"`` (convolutions: onnxruntime rejects the node) or
             ``"ignore"`` (pooling: onnxruntime ignores them).
     """
-    auto_pad = ctx.attr_str("auto_pad", "NOTSET")
+    attributes = ctx.node._attributes.data  # the slots, as in _ints_attr
+    # Without the attribute (the usual node) auto_pad is NOTSET: no read to check.
+    auto_pad = ctx.attr_str("auto_pad", "NOTSET") if "auto_pad" in attributes else "NOTSET"
     if auto_pad not in _AUTO_PADS:
         ctx.fail(f"unknown auto_pad {auto_pad!r}")
     strides = _int_list(ctx, "strides", spatial, 1, 1)
     dilations = _int_list(ctx, "dilations", spatial, 1, 1)
     pads = _int_list(ctx, "pads", 2 * spatial, 0, 0)
-    if auto_pad != "NOTSET" and ctx.has_attr("pads"):
+    if auto_pad != "NOTSET" and "pads" in attributes:
         if pads_with_auto_pad == "fail":
             ctx.fail(f"both auto_pad={auto_pad} and pads are given")
         pads = (0,) * (2 * spatial)
@@ -114,7 +134,7 @@ def kernel_dims(
 
     Both given as integers must agree (onnxruntime rejects the node otherwise).
     """
-    attr = ctx.attr_ints("kernel_shape")
+    attr = _ints_attr(ctx, "kernel_shape")
     if attr is None:
         if required:
             ctx.fail("attribute 'kernel_shape' is required")
@@ -357,7 +377,10 @@ def _conv_geometry(
 
     ``None`` when the spatial rank is unknown; output 0 is then set to an unknown rank.
     """
-    spatial = _spatial_rank(ctx, x, w)
+    if x is not None and w is not None and len(x) == len(w) and len(x) >= 3:
+        spatial: int | None = len(x) - 2  # _spatial_rank of the usual pair, without a set
+    else:
+        spatial = _spatial_rank(ctx, x, w)
     if spatial is None:
         ctx.set_output(0, None, dtype)
         return None

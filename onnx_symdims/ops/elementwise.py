@@ -23,6 +23,7 @@ from onnx_symdims.ops._common import is_static, same_dim
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import (
     INTEGER_DTYPES,
+    MAX_VALUE_ELEMENTS,
     NodeContext,
     broadcast_elements,
     element_compare,
@@ -106,11 +107,13 @@ _UNARY_VALUE_FNS: dict[str, Callable[[NodeContext, Dim], Dim]] = {
 @register("", UNARY_OPS)
 def infer_unary(ctx: NodeContext, node: ir.Node) -> None:
     """Same shape and element type as input 0."""
-    ctx.require_input(0)
-    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
-    value_fn = _UNARY_VALUE_FNS.get(node.op_type)
+    value = ctx.require_input(0)
+    facts = ctx.ctx
+    ctx.set_output(0, facts.shape_of(value), facts.dtype_of(value))
+    # node._op_type: the slot behind node.op_type (see passes/_inference.py).
+    value_fn = _UNARY_VALUE_FNS.get(node._op_type)
     if value_fn is not None:
-        elements = ctx.input_value(0)
+        elements = facts.value_of(value)
         if elements is not None:
             computed = [value_fn(ctx, e) for e in elements]
             ctx.set_output_value(0, None if is_fully_unknown(computed) else computed)
@@ -244,11 +247,24 @@ _LEGACY_BROADCAST_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Greater", 
 @register("", ARITHMETIC_OPS + COMPARISON_OPS + LOGICAL_OPS, since=7)
 def infer_binary(ctx: NodeContext, node: ir.Node) -> None:
     """Numpy broadcasting of inputs 0 and 1; boolean output for comparisons/logic."""
-    a = ctx.require_input(0)
-    b = ctx.require_input(1)
+    # The slots behind node.inputs and node.op_type (see passes/_inference.py): every
+    # elementwise node reads them, and a property read is a Python call.
+    inputs = node._inputs
+    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+        ctx.require_input(0)
+        ctx.require_input(1)  # one of them fails the node
+    a = inputs[0]
+    b = inputs[1]
     facts = ctx.ctx
-    out_shape = ctx.broadcast_shapes(facts.shape_of(a), facts.shape_of(b))
-    op = node.op_type
+    a_shape = facts.shape_of(a)
+    b_shape = facts.shape_of(b)
+    # Equal shapes (a float tensor and its residual, or two scalars) broadcast to
+    # themselves: broadcast_shapes' first check, without its call.
+    if a_shape is not None and (a_shape is b_shape or a_shape == b_shape):
+        out_shape = a_shape
+    else:
+        out_shape = ctx.broadcast_shapes(a_shape, b_shape)
+    op = node._op_type
     if op in _BOOL_RESULT_OPS:
         dtype: ir.DataType | None = ir.DataType.BOOL
     else:
@@ -262,9 +278,111 @@ def infer_binary(ctx: NodeContext, node: ir.Node) -> None:
         return
     if op in ("Div", "Mod") and dtype in INTEGER_DTYPES:
         _note_divisors(ctx, out_shape)
-    fn = _binary_value_fn(ctx.scope, op, fmod)
+    fn = _PLAIN_VALUE_FNS.get(op) or _binary_value_fn(ctx.scope, op, fmod)
     if fn is not None:
-        _propagate_values(ctx, fn, (0, 1), out_shape)
+        _propagate_binary(ctx, fn, a, b, a_shape, b_shape, out_shape)  # type: ignore[arg-type]
+
+
+#: The element functions that need no scope (built once, not per node).
+_PLAIN_VALUE_FNS: dict[str, ElementFn] = {
+    "Add": expr.add,
+    "Sub": expr.sub,
+    "Mul": expr.mul,
+    "Pow": element_pow,
+}
+
+
+def _propagate_binary(
+    ctx: NodeContext,
+    fn: ElementFn,
+    a: ir.Value,
+    b: ir.Value,
+    a_shape: tuple[Dim, ...] | None,
+    b_shape: tuple[Dim, ...] | None,
+    out_shape: tuple[Dim, ...],
+) -> None:
+    """:func:`_propagate_values` of inputs ``a`` and ``b`` (shapes already read).
+
+    The same reads in the same order, and the same elements: scalars and vectors whose
+    elements are all known (shape arithmetic) are computed here without building the
+    operands of :func:`broadcast_elements`, whose vector path gives the same elements.
+    """
+    if not is_static(a_shape):
+        return
+    facts = ctx.ctx
+    a_elements = facts.value_of(a)
+    if not is_static(b_shape):
+        return
+    b_elements = facts.value_of(b)
+    if a_elements is None:
+        if b_elements is None:
+            return
+        _propagate_general(ctx, fn, a_shape, a_elements, b_shape, b_elements, out_shape)
+        return
+    if b_elements is None or len(a_shape) > 1 or len(b_shape) > 1:  # type: ignore[arg-type]
+        _propagate_general(ctx, fn, a_shape, a_elements, b_shape, b_elements, out_shape)
+        return
+    if not out_shape and not a_shape and not b_shape:
+        # Scalars (sizes added, divided, compared one at a time).
+        if len(a_elements) != 1 or len(b_elements) != 1:
+            return
+        element = fn(a_elements[0], b_elements[0])
+        if not (isinstance(element, expr.DimExpr) and element.is_unknown):
+            ctx.set_output_value(0, (element,))
+        return
+    # Vectors and scalars, all elements known: broadcast_elements' vector path.
+    a_size = a_shape[0] if a_shape else 1  # type: ignore[index]
+    b_size = b_shape[0] if b_shape else 1  # type: ignore[index]
+    if len(a_elements) != a_size or len(b_elements) != b_size:
+        return
+    if a_size == b_size or b_size == 1:
+        n = a_size
+    elif a_size == 1:
+        n = b_size
+    else:
+        return  # does not broadcast
+    if n > MAX_VALUE_ELEMENTS:
+        return
+    if a_size == b_size:
+        flat = tuple(map(fn, a_elements, b_elements))
+    elif b_size == 1:
+        e = b_elements[0]
+        flat = tuple([fn(x, e) for x in a_elements])
+    else:
+        e = a_elements[0]
+        flat = tuple([fn(e, y) for y in b_elements])
+    if (n,) != out_shape or is_fully_unknown(flat):
+        return
+    ctx.set_output_value(0, flat)
+
+
+def _propagate_general(
+    ctx: NodeContext,
+    fn: ElementFn,
+    a_shape: tuple[Dim, ...],
+    a_elements: Sequence[Dim] | None,
+    b_shape: tuple[Dim, ...],
+    b_elements: Sequence[Dim] | None,
+    out_shape: tuple[Dim, ...],
+) -> None:
+    """The rest of :func:`_propagate_values` once both operands are read."""
+    operands = ((a_shape, a_elements), (b_shape, b_elements))
+    if not out_shape and not a_shape and not b_shape:
+        args = []
+        for _, elements in operands:
+            if elements is None:
+                args.append(unknown_element())
+            elif len(elements) != 1:
+                return
+            else:
+                args.append(elements[0])
+        element = fn(*args)
+        if not (isinstance(element, expr.DimExpr) and element.is_unknown):
+            ctx.set_output_value(0, (element,))
+        return
+    result = broadcast_elements(fn, operands)
+    if result is not None and result[0] == out_shape:
+        ctx.set_output_value(0, result[1])
 
 
 def _note_divisors(ctx: NodeContext, out_shape: tuple[Dim, ...]) -> None:
@@ -315,20 +433,30 @@ def infer_variadic(ctx: NodeContext, node: ir.Node) -> None:
     present = [i for i in range(ctx.num_inputs) if ctx.has_input(i)]
     if not present:
         ctx.fail("needs at least one input")
-    out_shape = ctx.broadcast_shapes(*(ctx.input_shape(i) for i in present))
+    shapes = [ctx.input_shape(i) for i in present]
+    out_shape = ctx.broadcast_shapes(*shapes)
     ctx.set_output(0, out_shape, ctx.input_dtype(present[0]))
     scope = ctx.scope
     fn: ElementFn | None
-    if node.op_type == "Max":
+    op = node._op_type  # the slot behind node.op_type (see passes/_inference.py)
+    if op == "Max":
         fn = functools.partial(expr.dmax, scope=scope)
-    elif node.op_type == "Min":
+    elif op == "Min":
         fn = functools.partial(expr.dmin, scope=scope)
-    elif node.op_type == "Sum":
+    elif op == "Sum":
         fn = _sum
     else:
         fn = None  # Mean of integers: not tracked
-    if fn is not None:
-        _propagate_values(ctx, fn, present, out_shape)
+    if fn is None:
+        return
+    if len(present) == 2 and is_static(out_shape):
+        # Two inputs (a size clamped by max or min): the binary ops' path, the same reads.
+        inputs = node._inputs
+        _propagate_binary(
+            ctx, fn, inputs[present[0]], inputs[present[1]], shapes[0], shapes[1], out_shape
+        )  # type: ignore[arg-type]
+        return
+    _propagate_values(ctx, fn, present, out_shape)
 
 
 def _sum(*args: Dim) -> Dim:

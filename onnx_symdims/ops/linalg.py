@@ -54,7 +54,9 @@ def matmul_shape(ctx: NodeContext, a: Shape | None, b: Shape | None) -> Shape | 
     b_is_vector = len(b) == 1
     left = (1, *a) if a_is_vector else a
     right = (*b, 1) if b_is_vector else b
-    check_inner(ctx, left[-1], right[-2])
+    inner = left[-1]
+    if inner is not right[-2]:  # the same dim (the usual case) needs no check
+        check_inner(ctx, inner, right[-2])
     left_batch = left[:-2]
     right_batch = right[:-2]
     # Broadcasting against no batch dims (a weight matrix, the usual case) changes nothing.
@@ -73,11 +75,14 @@ def matmul_shape(ctx: NodeContext, a: Shape | None, b: Shape | None) -> Shape | 
 @register("", "MatMul")
 def infer_matmul(ctx: NodeContext, node: ir.Node) -> None:
     """``numpy.matmul`` of inputs 0 and 1; element type of input 0."""
-    a = ctx.require_input(0)
-    b = ctx.require_input(1)
+    inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
+    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+        ctx.require_input(0)
+        ctx.require_input(1)  # one of them fails the node
+    a = inputs[0]
     facts = ctx.ctx
     ctx.set_output(
-        0, matmul_shape(ctx, facts.shape_of(a), facts.shape_of(b)), facts.dtype_of(a)
+        0, matmul_shape(ctx, facts.shape_of(a), facts.shape_of(inputs[1])), facts.dtype_of(a)
     )
 
 

@@ -13,6 +13,7 @@ import logging
 
 import onnx_ir as ir
 
+from onnx_symdims.ops._common import data_type
 from onnx_symdims.ops._registry import register
 from onnx_symdims.shapes import NodeContext
 
@@ -25,7 +26,7 @@ def _output_dtype_attr(ctx: NodeContext) -> ir.DataType | None:
     if not code:
         return None
     try:
-        return ir.DataType(code)
+        return data_type(code)
     except ValueError:
         ctx.fail(f"invalid output_dtype {code}")
 

@@ -338,8 +338,9 @@ def _layer_normalization(ctx: NodeContext, y_dtype: ir.DataType | None) -> None:
     shape = ctx.input_shape(0)
     stats = stats_shape(ctx, shape, ctx.attr_int("axis", -1))
     ctx.set_output(0, shape, y_dtype)
-    ctx.set_output(1, stats, stash_dtype(ctx))
-    ctx.set_output(2, stats, stash_dtype(ctx))
+    stash = stash_dtype(ctx)  # read (and checked) once for both statistics
+    ctx.set_output(1, stats, stash)
+    ctx.set_output(2, stats, stash)
 
 
 @register("", "LayerNormalization", since=1)

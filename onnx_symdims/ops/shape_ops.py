@@ -21,6 +21,7 @@ import onnx_ir as ir
 from onnx_symdims import expr
 from onnx_symdims.ops._common import (
     constant_array,
+    data_type,
     default_domain_producer,
     is_static,
     object_array,
@@ -79,8 +80,9 @@ def infer_shape(ctx: NodeContext, node: ir.Node) -> None:
     if dims is None:
         ctx.set_output(0, [None], INT64)
         return
-    # Without attributes (the common case) start=0 and end=rank keep every dim.
-    if ctx.opset >= 15 and node.attributes:
+    # Without attributes (the common case) start=0 and end=rank keep every dim. (The
+    # dict in onnx-ir's slot: the Attributes mapping's truth is a Python __len__ call.)
+    if ctx.opset >= 15 and node._attributes.data:
         rank = len(dims)
         start = ctx.attr_int("start", 0)
         end = ctx.attr_int("end", rank)
@@ -116,7 +118,8 @@ def least_fresh(ctx: NodeContext, candidates: Sequence[Dim]) -> Dim:
 @register("", "Concat")
 def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
     """Dims along ``axis`` add up; the other dims are equal (an int is preferred)."""
-    present = [value for value in node.inputs if value is not None]
+    # node._inputs: the slot behind node.inputs (see passes/_inference.py).
+    present = [value for value in node._inputs if value is not None]
     if not present:
         ctx.fail("needs at least one input")
     axis = ctx.attr_int("axis")
@@ -125,7 +128,8 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
             ctx.fail("missing attribute 'axis'")
         axis = 1
     facts = ctx.ctx
-    shapes = [facts.shape_of(value) for value in present]
+    shape_of = facts.shape_of
+    shapes = [shape_of(value) for value in present]
     dtype = None
     for value in present:
         dtype = facts.dtype_of(value)
@@ -142,7 +146,35 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
             ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
     if rank == 0:
         ctx.fail("cannot concatenate scalars")
-    axis = ctx.normalize_axis(axis, rank)
+    if not -rank <= axis < rank:
+        ctx.normalize_axis(axis, rank)  # fails the node
+    if axis < 0:
+        axis += rank
+    if rank == 1:
+        # A vector (shape computations): only the concatenated axis, then the elements.
+        if len(known) < len(shapes):
+            ctx.set_output(0, (None,), dtype)
+        else:
+            total = first[0]
+            for s in known[1:]:
+                total = expr.add(total, s[0])
+            ctx.set_output(0, (total,), dtype)
+        pieces: list[Dim] = []
+        value_of = facts.value_of
+        for value, shape in zip(present, shapes):
+            elements = value_of(value)
+            if elements is None:
+                if (
+                    shape is None
+                    or not isinstance(shape[0], int)
+                    or shape[0] > MAX_VALUE_ELEMENTS
+                ):
+                    return
+                elements = [unknown_element() for _ in range(shape[0])]
+            pieces.extend(elements)
+        if not is_fully_unknown(pieces):
+            ctx.set_output_value(0, pieces)
+        return
     out: list[Dim | None] = []
     for k in range(rank):
         if k == axis:
@@ -172,21 +204,6 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
                 facts.add_constraint(d, chosen)  # a valid run has them equal
         out.append(chosen)
     ctx.set_output(0, out, dtype)
-    if rank == 1:
-        pieces: list[Dim] = []
-        for value, shape in zip(present, shapes):
-            elements = facts.value_of(value)
-            if elements is None:
-                if (
-                    shape is None
-                    or not isinstance(shape[0], int)
-                    or shape[0] > MAX_VALUE_ELEMENTS
-                ):
-                    return
-                elements = [unknown_element() for _ in range(shape[0])]
-            pieces.extend(elements)
-        if not is_fully_unknown(pieces):
-            ctx.set_output_value(0, pieces)
 
 
 @register("", "Gather")
@@ -214,7 +231,7 @@ def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
     if index_values is None:
         return
     bound = data[axis]
-    if not all(isinstance(j, int) for j in index_values):
+    if not is_static(index_values):
         # Symbolic indices: the result has the right shape but unknown elements.
         return
     for j in index_values:
@@ -253,7 +270,11 @@ def infer_unsqueeze(ctx: NodeContext, node: ir.Node) -> None:
         return
     rank = len(data) + len(axes)
     if len(axes) == 1:  # the usual case: one 1 inserted at one place
-        k = ctx.normalize_axis(axes[0], rank)
+        k = axes[0]
+        if not -rank <= k < rank:
+            ctx.normalize_axis(k, rank)  # fails the node
+        if k < 0:
+            k += rank
         ctx.set_output(0, (*data[:k], 1, *data[k:]), dtype)
     else:
         positions = set(ctx.normalize_axes(axes, rank))
@@ -356,8 +377,11 @@ _INT_RANGES = {
 _WIDE_INTS = frozenset({ir.DataType.INT32, ir.DataType.INT64, ir.DataType.UINT64})
 
 
+_BOOL = ir.DataType.BOOL
+
+
 def _cast_element(scope: expr.Scope, e: Dim, to: ir.DataType) -> Dim:
-    if to == ir.DataType.BOOL:
+    if to == _BOOL:
         return boolean_of(scope, e)
     if isinstance(e, int):
         low, high = _INT_RANGES[to]
@@ -604,14 +628,14 @@ def _exact_square_root(x: float, dtype: np.dtype) -> int | None:
 def infer_cast(ctx: NodeContext, node: ir.Node) -> None:
     """Same shape, element type ``to`` (an int, or a type name before opset 6)."""
     ctx.require_input(0)
-    attr = node.attributes.get("to")
+    attr = node._attributes.data.get("to")  # the slots (see passes/_inference.py)
     if attr is None:
         ctx.fail("missing attribute 'to'")
     try:
-        if attr.type == ir.AttributeType.STRING:
-            to = ir.DataType[attr.value.upper()]
+        if attr._type == ir.AttributeType.STRING:
+            to = ir.DataType[attr._value.upper()]
         else:
-            to = ir.DataType(ctx.attr_int("to"))
+            to = data_type(ctx.attr_int("to"))  # type: ignore[arg-type]
     except (KeyError, ValueError):
         ctx.fail(f"invalid target type {attr.value!r}")
     _set_cast(ctx, to)
@@ -651,14 +675,14 @@ _TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
 @register("", "Constant")
 def infer_constant(ctx: NodeContext, node: ir.Node) -> None:
     """Shape, type and (small integer) value from whichever ``value*`` attribute is set."""
-    attributes = node.attributes.data
+    attributes = node._attributes.data  # onnx-ir's slots (see passes/_inference.py)
     if len(attributes) != 1:
         ctx.fail(f"expects exactly one attribute, got {sorted(attributes)}")
     ((name, attr),) = attributes.items()
     if name == "value":
         # The usual tensor attribute is read directly (attr_tensor re-finds and re-checks it).
-        if attr.type is _TENSOR_ATTRIBUTE and not attr.is_ref():
-            tensor = attr.value
+        if attr._type is _TENSOR_ATTRIBUTE and attr._ref_attr_name is None:
+            tensor = attr._value
         else:
             tensor = ctx.attr_tensor("value")
         read = read_int64_proto(tensor)
@@ -747,7 +771,7 @@ def _cast_integer(ctx: NodeContext, value: ir.Value | None) -> float | None:
     attr = producer.attributes.get("to")
     if attr is None or attr.type != ir.AttributeType.INT:
         return None
-    bits = _EXACT_INTEGER_BITS.get(ir.DataType(attr.value))
+    bits = _EXACT_INTEGER_BITS.get(data_type(attr.value))
     elements = ctx.ctx.value_of(producer.inputs[0])
     if bits is None or elements is None or len(elements) != 1:
         return None

@@ -35,6 +35,7 @@ from onnx_symdims import expr
 from onnx_symdims.ops._common import (
     divide,
     fresh_at_most,
+    is_static,
     product,
     replace_axis,
     static_length,
@@ -300,19 +301,32 @@ def _apply_slice(
         ctx.set_output(0, dims, dtype)
         return
     # One axis (the usual case) cannot repeat: normalize it alone.
-    axes = (
-        [ctx.normalize_axis(axes[0], rank)]
-        if len(axes) == 1
-        else ctx.normalize_axes(axes, rank)
-    )
-    scope = ctx.scope
+    if len(axes) == 1:
+        axis = axes[0]
+        if not -rank <= axis < rank:
+            ctx.normalize_axis(axis, rank)  # fails the node
+        axes = (axis + rank if axis < 0 else axis,)
+    else:
+        axes = ctx.normalize_axes(axes, rank)
+    scope = facts.scope  # ctx.scope without the property call
     dims: list[Dim] = list(shape)
     for axis, start, end, step in zip(axes, starts, ends, steps):
         if step == 0:
             ctx.fail(f"step is 0 on axis {axis}")
         d = shape[axis]
         length = None
-        if start is not None and end is not None and step is not None:
+        if (
+            d.__class__ is int
+            and start.__class__ is int
+            and end.__class__ is int
+            and step.__class__ is int
+        ):
+            # slice_length of ints (a static axis, constant indices): no fact to consult.
+            if d == 0:
+                length = 0
+            elif not _runtime_dependent(end, step, scope):  # type: ignore[arg-type]
+                length = len(_onnx_slice_range(d, start, end, step))  # type: ignore[arg-type]
+        elif start is not None and end is not None and step is not None:
             length = _slice_length_under_facts(facts, d, start, end, step, scope)
         dims[axis] = _bounded_symbol(ctx, f"d{axis}", d) if length is None else length
     ctx.set_output(0, dims, dtype)
@@ -344,6 +358,8 @@ def _gather_flat(
     elements: Sequence[Dim], dims: Sequence[int], ranges: Sequence[Sequence[int]]
 ) -> list[Dim]:
     """The elements at the row-major index product of ``ranges`` over a ``dims`` array."""
+    if len(dims) == 1:  # a vector (a Shape output sliced): its own indices
+        return [elements[i] for i in ranges[0]]
     strides = _strides(dims)
     return [
         elements[sum(i * s for i, s in zip(index, strides))]
@@ -395,41 +411,67 @@ def infer_slice_v1(ctx: NodeContext, node: ir.Node) -> None:
     _apply_slice(ctx, starts, ends, axes, (1,) * len(starts))
 
 
-@register("", "Slice", since=10)
-def infer_slice(ctx: NodeContext, node: ir.Node) -> None:
-    """Slice with ``starts``/``ends``/``axes``/``steps`` inputs: clamped symbolic lengths."""
-    ctx.require_input(1)
-    ctx.require_input(2)
-    facts = ctx.ctx
-    inputs = node.inputs
-    # The elements of starts, ends, axes and steps (None: absent or unknown), each read
-    # once and in input order; the length from the elements, else from a static shape.
-    vectors: list[Sequence[Dim] | None] = []
+def _vector_length(
+    ctx: NodeContext,
+    inputs: Sequence[ir.Value | None],
+    vectors: Sequence[Sequence[Dim] | None],
+) -> int | None:
+    """The length of Slice's index inputs: from their elements, else a static shape."""
     lengths = set()
-    for i in (1, 2, 3, 4):
-        value = inputs[i] if i < len(inputs) else None
-        elements = None if value is None else facts.value_of(value)
-        vectors.append(elements)
+    for i, elements in zip((1, 2, 3, 4), vectors):
         if elements is not None:
             lengths.add(len(elements))
-        elif value is not None and (length := static_length(ctx, i)) is not None:
+        elif (
+            i < len(inputs)
+            and inputs[i] is not None
+            and (length := static_length(ctx, i)) is not None
+        ):
             lengths.add(length)
     if len(lengths) > 1:
         ctx.fail(f"starts, ends, axes and steps have different lengths {sorted(lengths)}")
-    n = lengths.pop() if lengths else None
-    starts_value, ends_value, axes_value, steps_value = vectors
+    return lengths.pop() if lengths else None
+
+
+@register("", "Slice", since=10)
+def infer_slice(ctx: NodeContext, node: ir.Node) -> None:
+    """Slice with ``starts``/``ends``/``axes``/``steps`` inputs: clamped symbolic lengths."""
+    inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
+    if len(inputs) < 3 or inputs[1] is None or inputs[2] is None:
+        ctx.require_input(1)
+        ctx.require_input(2)  # one of them fails the node
+    value_of = ctx.ctx.value_of
+    axes_input = inputs[3] if len(inputs) > 3 else None
+    steps_input = inputs[4] if len(inputs) > 4 else None
+    # The elements of starts, ends, axes and steps (None: absent or unknown), each read
+    # once and in input order.
+    starts_value = value_of(inputs[1])
+    ends_value = value_of(inputs[2])
+    axes_value = None if axes_input is None else value_of(axes_input)
+    steps_value = None if steps_input is None else value_of(steps_input)
+    vectors = (starts_value, ends_value, axes_value, steps_value)
+    if (
+        starts_value is not None
+        and ends_value is not None
+        and (axes_value is not None or axes_input is None)
+        and (steps_value is not None or steps_input is None)
+        and len(ends_value) == len(starts_value)
+        and (axes_value is None or len(axes_value) == len(starts_value))
+        and (steps_value is None or len(steps_value) == len(starts_value))
+    ):
+        n: int | None = len(starts_value)  # every given vector known, of one length
+    else:
+        n = _vector_length(ctx, inputs, vectors)
     starts = _slice_vector(ctx, 1, n, starts_value)
     ends = _slice_vector(ctx, 2, n, ends_value)
-    if ctx.has_input(3):
+    if axes_input is not None:
         # Like ctx.input_ints(3): only when every element is an int.
-        axes = (
-            axes_value
-            if axes_value is not None and all(isinstance(a, int) for a in axes_value)
-            else None
-        )
+        axes = axes_value if is_static(axes_value) else None
     else:
         axes = None if n is None else tuple(range(n))
-    steps = _slice_vector(ctx, 4, n, steps_value) if ctx.has_input(4) else (1,) * (n or 0)
+    if steps_input is not None:
+        steps = _slice_vector(ctx, 4, n, steps_value)
+    else:
+        steps = (1,) * (n or 0)
     if axes is None or starts is None or ends is None or steps is None:
         _apply_slice(ctx, (), (), None, ())
         return
@@ -565,6 +607,12 @@ def infer_flatten(ctx: NodeContext, node: ir.Node) -> None:
     ctx.set_output(0, [product(shape[:axis]), product(shape[axis:])], dtype)
 
 
+#: The ``perm`` tuples found to be permutations: a model repeats a few (one per layer's
+#: head split and merge), and a set lookup is cheaper than sorting and comparing.
+_PERMUTATIONS: set[tuple[int, ...]] = set()
+_MAX_PERMUTATIONS = 1_000
+
+
 @register("", "Transpose", since=1)
 def infer_transpose(ctx: NodeContext, node: ir.Node) -> None:
     """Transpose: dims permuted by ``perm`` (default: reversed); a bad perm fails."""
@@ -573,8 +621,11 @@ def infer_transpose(ctx: NodeContext, node: ir.Node) -> None:
     shape = None if data_value is None else facts.shape_of(data_value)
     dtype = None if data_value is None else facts.dtype_of(data_value)
     perm = ctx.attr_ints("perm")
-    if perm is not None and sorted(perm) != list(range(len(perm))):
-        ctx.fail(f"perm {list(perm)} is not a permutation")
+    if perm is not None and perm not in _PERMUTATIONS:
+        if sorted(perm) != list(range(len(perm))):
+            ctx.fail(f"perm {list(perm)} is not a permutation")
+        if len(_PERMUTATIONS) < _MAX_PERMUTATIONS:
+            _PERMUTATIONS.add(perm)  # type: ignore[arg-type]
     if shape is None:
         ctx.set_output(0, None if perm is None else [None] * len(perm), dtype)
         return
