@@ -418,8 +418,12 @@ def _set_reshaped(
 @register("", "Reshape", since=5)
 def infer_reshape(ctx: NodeContext, node: ir.Node) -> None:
     """Target shape from input 1 (``allowzero`` since opset 14)."""
-    data_value = ctx.require_input(0)
-    target_value = ctx.require_input(1)
+    inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
+    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+        ctx.require_input(0)
+        ctx.require_input(1)  # one of them fails the node
+    data_value = inputs[0]
+    target_value = inputs[1]
     # has_attr first: looking up an absent attribute is slow, and allowzero is rare.
     allowzero = (
         ctx.opset >= 14 and ctx.has_attr("allowzero") and bool(ctx.attr_int("allowzero"))

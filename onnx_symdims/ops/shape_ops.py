@@ -691,8 +691,11 @@ def infer_constant(ctx: NodeContext, node: ir.Node) -> None:
             ctx.set_output(0, dims, INT64)
             ctx.set_output_value(0, elements)
             return
-        ctx.set_output(0, tensor_dims(tensor), tensor.dtype)
-        ctx.set_output_value(0, int_elements(tensor))
+        dims = tensor_dims(tensor)
+        dtype = tensor.dtype
+        ctx.set_output(0, dims, dtype)
+        # int_elements has no elements for another type (a float constant): not read.
+        ctx.set_output_value(0, int_elements(tensor) if dtype in INTEGER_DTYPES else None)
     elif name == "value_int":
         ctx.set_output(0, [], INT64)
         ctx.set_output_value(0, [ctx.attr_int(name)])
@@ -735,7 +738,10 @@ def infer_constant_of_shape(ctx: NodeContext, node: ir.Node) -> None:
             # every run that gets past it the element is the dim: no proof of t >= 0 needed.
             dims.append(None if t.is_unknown else t)
     ctx.set_output(0, dims, dtype)
-    fill = int_elements(tensor) if tensor is not None else (0,)
+    if tensor is None:
+        fill: tuple[int, ...] | None = (0,)
+    else:  # (int_elements has nothing for another type: a float fill is not read)
+        fill = int_elements(tensor) if dtype in INTEGER_DTYPES else None
     if fill is not None and len(fill) == 1 and is_static(dims):
         count = math.prod(dims)  # type: ignore[arg-type]
         if count <= MAX_VALUE_ELEMENTS and dtype in INTEGER_DTYPES:
