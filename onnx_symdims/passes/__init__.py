@@ -40,5 +40,7 @@ def __getattr__(name: str) -> Any:
     if name in ("AnchorConstraintPropagationPass", "AnchorPropagationResult"):
         from onnx_symdims.passes import _anchors
 
-        return getattr(_anchors, name)
+        value = getattr(_anchors, name)
+        globals()[name] = value  # later lookups (the API's, every call) skip __getattr__
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -235,12 +235,10 @@ class ModelSnapshot(tuple):
         # than C helpers (attrgetter, set operations on tuples): the interpreter reads a
         # slot faster than attrgetter's generic lookup, and a set operation on a tuple
         # builds a set first.
-        # One C call per node checks its inputs (issuperset iterates the tuple, it
-        # builds no set); the rare node with a suspect input is checked input by input.
-        all_defined = defined.issuperset
         for node in main_nodes:
-            if not all_defined(node._inputs):
-                suspects.extend(value for value in node._inputs if value not in defined)
+            for value in node._inputs:
+                if value not in defined:  # rare: a loop, not a generator per node
+                    suspects.append(value)  # type: ignore[arg-type]  # noqa: PERF401
             outputs_ = node._outputs
             define(outputs_)
             extend(outputs_)
