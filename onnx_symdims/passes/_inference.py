@@ -675,7 +675,20 @@ class InferenceEngine:
         node_ctx = NodeContext(self.ctx, self)
         infer = self._infer_node
         if progress is None:  # the usual call: nothing to count
+            # What _infer_node does first for a Constant when the model has no function
+            # (none can be called Constant) and Constant has a hook, without its call.
+            constant = (
+                self._constant_fast_path
+                if self.constant_fast_path and not self._functions
+                else None
+            )
+            hooked = None  # whether Constant has a hook: looked up at the first one
             for node in nodes:
+                if constant is not None and node._op_type == "Constant" and not node._domain:
+                    if hooked is None:
+                        hooked = self._dispatch("", "Constant")[0] is not None
+                    if hooked and constant(node):
+                        continue
                 infer(node_ctx, node)
             return
         total = len(nodes)
