@@ -480,6 +480,7 @@ def _all_plain(dims: Sequence[Dim]) -> bool:
 
 
 _TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
+_TENSOR_TYPE = ir.TensorType
 _INT64 = ir.DataType.INT64
 
 
@@ -674,7 +675,20 @@ class InferenceEngine:
         node_ctx = NodeContext(self.ctx, self)
         infer = self._infer_node
         if progress is None:  # the usual call: nothing to count
+            # What _infer_node does first for a Constant when the model has no function
+            # (none can be called Constant) and Constant has a hook, without its call.
+            constant = (
+                self._constant_fast_path
+                if self.constant_fast_path and not self._functions
+                else None
+            )
+            hooked = None  # whether Constant has a hook: looked up at the first one
             for node in nodes:
+                if constant is not None and node._op_type == "Constant" and not node._domain:
+                    if hooked is None:
+                        hooked = self._dispatch("", "Constant")[0] is not None
+                    if hooked and constant(node):
+                        continue
                 infer(node_ctx, node)
             return
         total = len(nodes)
@@ -957,7 +971,26 @@ class InferenceEngine:
                     values[value] = elements
                 if dtype is not MISSING:
                     dtypes[value] = dtype
-            self._commit_outputs(node, outputs)
+            if ctx._other_types:
+                self._commit_outputs(node, outputs)
+                return
+            # _commit_outputs, inline: nothing declared is its usual output.
+            written = self._writer._shapes
+            for value in outputs:
+                if value._shape is not None or value._type is not None:
+                    self._commit(node, value)
+                    continue
+                inferred = shapes.get(value)
+                if inferred is None:
+                    shapes[value] = None  # set_shape(value, None)
+                dtype = dtypes.get(value)
+                if dtype is None:
+                    continue  # no shape without a type (see _commit_outputs)
+                if inferred is not None:
+                    shape = written.get(inferred)
+                    value._shape = self._writer.shape(inferred) if shape is None else shape
+                value._type = new_tensor_type(dtype)
+                self.modified = True
             return
         for value, value_facts in zip(outputs, facts):
             ctx.restore_facts(value, value_facts)
@@ -1064,20 +1097,47 @@ class InferenceEngine:
                 else:
                     return None  # tensors, graphs: not worth keying
             attributes = tuple(parts)
-        inputs = node._inputs
-        inputs_key = self.ctx.inputs_key(inputs)
-        if inputs_key is None:
-            return None
-        return (
-            inputs_key,
-            len(inputs),
-            len(node._outputs),
+        ctx = self.ctx
+        key: list[object] = [
             node._op_type,
             node._domain,
             opset,
-            self.ctx.scope.version,
+            ctx.scope.version,
+            len(node._outputs),
             attributes,
-        )
+        ]
+        # ctx.inputs_key(node._inputs), inline (every memoized node): the shape, value as
+        # shape and dtype of each input as a hook reads them, one entry per input.
+        shapes, values, dtypes, others = ctx._shapes, ctx._values, ctx._dtypes, ctx._other_types
+        append = key.append
+        for value in node._inputs:
+            if value is None:
+                append(None)
+                continue
+            type_ = value._type
+            if (type_ is not None and type_.__class__ is not _TENSOR_TYPE) or (
+                others and value in others
+            ):
+                return None  # a sequence, optional or map: not keyed
+            shape = shapes.get(value, MISSING)
+            if shape is MISSING:
+                shape = ctx.shape_of(value)
+            elements = values.get(value, MISSING)
+            if elements is MISSING:
+                if value._const_value is None:
+                    # What value_of finds for a value no hook gave elements to.
+                    elements = values[value] = None
+                else:
+                    elements = ctx.value_of(value)
+            dtype = dtypes.get(value)
+            if dtype is None:
+                declared = ctx._declared_dtypes
+                dtype = declared.get(value)
+                if dtype is None:
+                    # Graph inputs and initializers: read from the IR once.
+                    dtype = declared[value] = ctx.dtype_of(value)
+            append((shape, elements, dtype))
+        return tuple(key)
 
     def _fallback_after_bug(self, node_ctx: NodeContext) -> None:
         """Coverage never drops below ONNX's: a crashed hook hands over to the fallback."""
