@@ -157,6 +157,16 @@ def _propagate_values(
         operands.append((shape, elements))
     if not any_known:
         return
+    _set_broadcast_value(ctx, fn, operands, out_shape)
+
+
+def _set_broadcast_value(
+    ctx: NodeContext,
+    fn: ElementFn,
+    operands: Sequence[tuple[tuple[Dim, ...], Sequence[Dim] | None]],
+    out_shape: tuple[Dim, ...],
+) -> None:
+    """Sets output 0's elements to ``fn`` of the operands' (static shapes, one known)."""
     if not out_shape and not any(shape for shape, _ in operands):
         # Scalars only (shape arithmetic: sizes added, divided, compared one at a time):
         # what broadcast_elements gives for them, without its general machinery.
@@ -314,13 +324,16 @@ def _propagate_binary(
     if not is_static(b_shape):
         return
     b_elements = facts.value_of(b)
-    if a_elements is None:
-        if b_elements is None:
-            return
-        _propagate_general(ctx, fn, a_shape, a_elements, b_shape, b_elements, out_shape)
+    if a_elements is None and b_elements is None:
         return
-    if b_elements is None or len(a_shape) > 1 or len(b_shape) > 1:  # type: ignore[arg-type]
-        _propagate_general(ctx, fn, a_shape, a_elements, b_shape, b_elements, out_shape)
+    if (
+        a_elements is None
+        or b_elements is None
+        or len(a_shape) > 1  # type: ignore[arg-type]
+        or len(b_shape) > 1  # type: ignore[arg-type]
+    ):
+        operands = ((a_shape, a_elements), (b_shape, b_elements))
+        _set_broadcast_value(ctx, fn, operands, out_shape)  # type: ignore[arg-type]
         return
     if not out_shape and not a_shape and not b_shape:
         # Scalars (sizes added, divided, compared one at a time).
@@ -354,35 +367,6 @@ def _propagate_binary(
     if (n,) != out_shape or is_fully_unknown(flat):
         return
     ctx.set_output_value(0, flat)
-
-
-def _propagate_general(
-    ctx: NodeContext,
-    fn: ElementFn,
-    a_shape: tuple[Dim, ...],
-    a_elements: Sequence[Dim] | None,
-    b_shape: tuple[Dim, ...],
-    b_elements: Sequence[Dim] | None,
-    out_shape: tuple[Dim, ...],
-) -> None:
-    """The rest of :func:`_propagate_values` once both operands are read."""
-    operands = ((a_shape, a_elements), (b_shape, b_elements))
-    if not out_shape and not a_shape and not b_shape:
-        args = []
-        for _, elements in operands:
-            if elements is None:
-                args.append(unknown_element())
-            elif len(elements) != 1:
-                return
-            else:
-                args.append(elements[0])
-        element = fn(*args)
-        if not (isinstance(element, expr.DimExpr) and element.is_unknown):
-            ctx.set_output_value(0, (element,))
-        return
-    result = broadcast_elements(fn, operands)
-    if result is not None and result[0] == out_shape:
-        ctx.set_output_value(0, result[1])
 
 
 def _note_divisors(ctx: NodeContext, out_shape: tuple[Dim, ...]) -> None:

@@ -1106,8 +1106,9 @@ class InferenceEngine:
             len(node._outputs),
             attributes,
         ]
-        # ctx.inputs_key(node._inputs), inline (every memoized node): the shape, value as
-        # shape and dtype of each input as a hook reads them, one entry per input.
+        # The shape, value as shape and dtype of each input as a hook reads them, one
+        # entry per input (every memoized node, so inline); the facts are interned, so
+        # keys hash fast. A node with a non-tensor input (sequence, optional, map) has none.
         shapes, values, dtypes, others = ctx._shapes, ctx._values, ctx._dtypes, ctx._other_types
         append = key.append
         for value in node._inputs:

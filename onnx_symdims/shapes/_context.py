@@ -867,47 +867,6 @@ class ShapesContext:
         self._declared_dtypes.pop(value, None)
         self.mutations += 1
 
-    def inputs_key(self, inputs: Sequence[ir.Value | None]) -> tuple | None:
-        """The shape, value as shape and dtype of each input, as a hook reads them.
-
-        ``None`` when an input has a non-tensor (sequence, optional, map) type. Used as
-        part of a memo key: the facts of values are interned, so keys hash fast.
-        """
-        shapes, values, dtypes, others = (
-            self._shapes,
-            self._values,
-            self._dtypes,
-            self._other_types,
-        )
-        key: list[object] = []
-        for value in inputs:
-            if value is None:
-                key.append(None)
-                continue
-            type_ = value._type  # the property's slot (see passes/_inference.py)
-            if (type_ is not None and type_.__class__ is not ir.TensorType) or (
-                others and value in others
-            ):
-                return None
-            shape = shapes.get(value, MISSING)
-            if shape is MISSING:
-                shape = self.shape_of(value)
-            elements = values.get(value, MISSING)
-            if elements is MISSING:
-                if value._const_value is None:
-                    # What value_of finds for a value no hook gave elements to.
-                    elements = values[value] = None
-                else:
-                    elements = self.value_of(value)
-            dtype = dtypes.get(value)
-            if dtype is None:
-                dtype = self._declared_dtypes.get(value)
-                if dtype is None:
-                    # Graph inputs and initializers: read from the IR once.
-                    dtype = self._declared_dtypes[value] = self.dtype_of(value)
-            key.append((shape, elements, dtype))
-        return tuple(key)
-
     def facts_of(self, value: ir.Value) -> tuple[object, object, object]:
         """The shape, value and dtype entries of ``value`` (:data:`MISSING` when absent)."""
         return (

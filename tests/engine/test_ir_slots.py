@@ -1,7 +1,7 @@
 """The onnx-ir slots the engine's hot paths read instead of the properties.
 
-``passes/_inference.py``, ``passes/_model_dims.py``, ``passes/_anchors.py``,
-``ops/control_flow.py`` and ``ShapesContext.inputs_key`` read ``node._inputs`` for
+``passes/_inference.py``, ``passes/_model_dims.py``, ``passes/_anchors.py``
+and ``ops/control_flow.py`` read ``node._inputs`` for
 ``node.inputs`` and so on (a property read is a Python call per access, on every node),
 and write ``value._shape`` / ``value._type`` where the setters would only store an
 ``ir.Shape`` or a type. An onnx-ir release that changes one of them
