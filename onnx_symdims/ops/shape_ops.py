@@ -146,19 +146,10 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
             ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
     if rank == 0:
         ctx.fail("cannot concatenate scalars")
-    if not -rank <= axis < rank:
-        ctx.normalize_axis(axis, rank)  # fails the node
-    if axis < 0:
-        axis += rank
+    axis = ctx.normalize_axis(axis, rank)
     if rank == 1:
         # A vector (shape computations): only the concatenated axis, then the elements.
-        if len(known) < len(shapes):
-            ctx.set_output(0, (None,), dtype)
-        else:
-            total = first[0]
-            for s in known[1:]:
-                total = expr.add(total, s[0])
-            ctx.set_output(0, (total,), dtype)
+        ctx.set_output(0, (_concatenated_dim(known, len(shapes), 0),), dtype)
         pieces: list[Dim] = []
         value_of = facts.value_of
         for value, shape in zip(present, shapes):
@@ -178,13 +169,7 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
     out: list[Dim | None] = []
     for k in range(rank):
         if k == axis:
-            if len(known) < len(shapes):
-                out.append(None)
-                continue
-            total = first[k]
-            for s in known[1:]:
-                total = expr.add(total, s[k])
-            out.append(total)
+            out.append(_concatenated_dim(known, len(shapes), k))
             continue
         chosen = first[k]
         for s in known:
@@ -204,6 +189,16 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
                 facts.add_constraint(d, chosen)  # a valid run has them equal
         out.append(chosen)
     ctx.set_output(0, out, dtype)
+
+
+def _concatenated_dim(known: Sequence[Sequence[Dim]], inputs: int, axis: int) -> Dim | None:
+    """The sum of the inputs' dims on ``axis``; ``None`` when an input's rank is unknown."""
+    if len(known) < inputs:
+        return None
+    total = known[0][axis]
+    for shape in known[1:]:
+        total = expr.add(total, shape[axis])
+    return total
 
 
 @register("", "Gather")
@@ -270,11 +265,7 @@ def infer_unsqueeze(ctx: NodeContext, node: ir.Node) -> None:
         return
     rank = len(data) + len(axes)
     if len(axes) == 1:  # the usual case: one 1 inserted at one place
-        k = axes[0]
-        if not -rank <= k < rank:
-            ctx.normalize_axis(k, rank)  # fails the node
-        if k < 0:
-            k += rank
+        k = ctx.normalize_axis(axes[0], rank)
         ctx.set_output(0, (*data[:k], 1, *data[k:]), dtype)
     else:
         positions = set(ctx.normalize_axes(axes, rank))

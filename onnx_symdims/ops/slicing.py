@@ -301,13 +301,11 @@ def _apply_slice(
         ctx.set_output(0, dims, dtype)
         return
     # One axis (the usual case) cannot repeat: normalize it alone.
-    if len(axes) == 1:
-        axis = axes[0]
-        if not -rank <= axis < rank:
-            ctx.normalize_axis(axis, rank)  # fails the node
-        axes = (axis + rank if axis < 0 else axis,)
-    else:
-        axes = ctx.normalize_axes(axes, rank)
+    axes = (
+        (ctx.normalize_axis(axes[0], rank),)
+        if len(axes) == 1
+        else ctx.normalize_axes(axes, rank)
+    )
     scope = facts.scope  # ctx.scope without the property call
     dims: list[Dim] = list(shape)
     for axis, start, end, step in zip(axes, starts, ends, steps):
@@ -321,11 +319,9 @@ def _apply_slice(
             and end.__class__ is int
             and step.__class__ is int
         ):
-            # slice_length of ints (a static axis, constant indices): no fact to consult.
-            if d == 0:
-                length = 0
-            elif not _runtime_dependent(end, step, scope):  # type: ignore[arg-type]
-                length = len(_onnx_slice_range(d, start, end, step))  # type: ignore[arg-type]
+            # A static axis and constant indices: no fact to consult, nothing worth
+            # keeping with the facts.
+            length = slice_length(d, start, end, step, scope)
         elif start is not None and end is not None and step is not None:
             length = _slice_length_under_facts(facts, d, start, end, step, scope)
         dims[axis] = _bounded_symbol(ctx, f"d{axis}", d) if length is None else length

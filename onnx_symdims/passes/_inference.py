@@ -971,26 +971,7 @@ class InferenceEngine:
                     values[value] = elements
                 if dtype is not MISSING:
                     dtypes[value] = dtype
-            if ctx._other_types:
-                self._commit_outputs(node, outputs)
-                return
-            # _commit_outputs, inline: nothing declared is its usual output.
-            written = self._writer._shapes
-            for value in outputs:
-                if value._shape is not None or value._type is not None:
-                    self._commit(node, value)
-                    continue
-                inferred = shapes.get(value)
-                if inferred is None:
-                    shapes[value] = None  # set_shape(value, None)
-                dtype = dtypes.get(value)
-                if dtype is None:
-                    continue  # no shape without a type (see _commit_outputs)
-                if inferred is not None:
-                    shape = written.get(inferred)
-                    value._shape = self._writer.shape(inferred) if shape is None else shape
-                value._type = new_tensor_type(dtype)
-                self.modified = True
+            self._commit_outputs(node, outputs)
             return
         for value, value_facts in zip(outputs, facts):
             ctx.restore_facts(value, value_facts)

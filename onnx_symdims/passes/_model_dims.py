@@ -138,8 +138,6 @@ def structural_problems(
     return problems
 
 
-
-
 class ModelSnapshot(tuple):
     """The nodes and values of a model, collected in one walk.
 
