@@ -18,9 +18,20 @@ Example::
 
 from __future__ import annotations
 
-from onnx_symdims.expr._atoms import BCAST, EXACT, FLOOR, MAX, MIN, MOD, SYM, Atom
+from onnx_symdims.expr._atoms import (
+    BCAST,
+    EXACT,
+    FLOOR,
+    INT64_MIN,
+    MAX,
+    MIN,
+    MOD,
+    SYM,
+    Atom,
+    _memoized,
+)
 from onnx_symdims.expr._dimexpr import Dim, DimExpr, _atom_expr
-from onnx_symdims.expr._ring import neg, sub
+from onnx_symdims.expr._ring import _add_impl, neg, sub
 from onnx_symdims.expr._substitute import replace_subexpressions, substitute
 
 __all__ = ["DIM_SCOPE", "Scope"]
@@ -385,8 +396,13 @@ class Scope:
 
     def prove_ge(self, a: Dim, b: Dim) -> bool:
         """True when ``a >= b`` is proven."""
-        if b.__class__ is int and not b and _is_known_expr(a):
-            return self.prove_nonneg(a)  # a - 0 is a: the most common question
+        if b.__class__ is int and a.__class__ is DimExpr and a.unknown_reason is None:  # type: ignore[union-attr]
+            if not b:
+                return self.prove_nonneg(a)  # a - 0 is a: the most common question
+            if b != INT64_MIN:
+                # sub(a, b) is add(a, -b), whose memo this reads directly: facts noted
+                # by every convolution (out >= 1) and every index check ask this.
+                return self.prove_nonneg(_memoized("+", _add_impl, a, -b))
         return self.prove_nonneg(sub(a, b))
 
     def prove_gt(self, a: Dim, b: Dim) -> bool:
