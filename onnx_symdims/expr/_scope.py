@@ -141,8 +141,16 @@ class Scope:
                 if len(_SHARED_MEMOS) >= _MAX_SHARED_MEMOS:
                     _SHARED_MEMOS.clear()  # scopes keep the tables they hold
                 _SHARED_MEMOS[history] = tables
-        for name, table in tables.items():
-            setattr(self, name, table)
+        # Plain stores for the tables every scope has (every fact a node records moves
+        # the scope to new tables, twice for a fact that also bounds a symbol); not
+        # self.__dict__.update, which would turn the instance's attributes into a dict
+        # and slow every later read of them.
+        self._proofs = tables["_proofs"]
+        self._intervals = tables["_intervals"]
+        self._cases = tables["_cases"]
+        self._scoped_memo = tables["_scoped_memo"]
+        for name in self._MEMO_TABLES[4:]:  # a subclass's own tables
+            setattr(self, name, tables[name])
 
     def _follow(self, history: object, fact: object) -> None:
         """Sets the history ``history`` followed by ``fact`` (``None``: no fact) and its memos."""
