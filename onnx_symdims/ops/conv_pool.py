@@ -227,6 +227,8 @@ def _spatial_rank(ctx: NodeContext, *shapes: Shape | None) -> int | None:
 
 def _fill(ctx: NodeContext, dims: Sequence[Dim | None], hint: str = "d") -> tuple[Dim, ...]:
     """Replaces unknown dims by fresh symbols (so several outputs can share them)."""
+    if None not in dims:  # every dim known (the usual pool): no generator to run
+        return tuple(dims)  # type: ignore[arg-type]
     return tuple(ctx.new_symbol(f"{hint}{k}") if d is None else d for k, d in enumerate(dims))
 
 
