@@ -65,6 +65,17 @@ def sub(a: Dim, b: Dim) -> Dim:
     if type(a) is int and type(b) is int:
         r = a - b
         return r if _in_int64(r) else unknown("overflow")
+    # One memo lookup for the two steps below (a negation and a sum, each memoized):
+    # shape arithmetic subtracts in every slice, window and split.
+    return _memoized("-", _sub_impl, a, b)
+
+
+def _sub_impl(a: Dim, b: Dim) -> Dim:
+    """``a - b`` as ``a + (-1)*b``.
+
+    The memo keeps only known results, so an unknown operand or step mints its unknown
+    on every call, as the two steps do.
+    """
     return add(a, mul(-1, b))
 
 

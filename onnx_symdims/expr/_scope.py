@@ -18,9 +18,20 @@ Example::
 
 from __future__ import annotations
 
-from onnx_symdims.expr._atoms import BCAST, EXACT, FLOOR, MAX, MIN, MOD, SYM, Atom
+from onnx_symdims.expr._atoms import (
+    BCAST,
+    EXACT,
+    FLOOR,
+    INT64_MIN,
+    MAX,
+    MIN,
+    MOD,
+    SYM,
+    Atom,
+    _memoized,
+)
 from onnx_symdims.expr._dimexpr import Dim, DimExpr, _atom_expr
-from onnx_symdims.expr._ring import neg, sub
+from onnx_symdims.expr._ring import _add_impl, neg, sub
 from onnx_symdims.expr._substitute import replace_subexpressions, substitute
 
 __all__ = ["DIM_SCOPE", "Scope"]
@@ -130,8 +141,16 @@ class Scope:
                 if len(_SHARED_MEMOS) >= _MAX_SHARED_MEMOS:
                     _SHARED_MEMOS.clear()  # scopes keep the tables they hold
                 _SHARED_MEMOS[history] = tables
-        for name, table in tables.items():
-            setattr(self, name, table)
+        # Plain stores for the tables every scope has (every fact a node records moves
+        # the scope to new tables, twice for a fact that also bounds a symbol); not
+        # self.__dict__.update, which would turn the instance's attributes into a dict
+        # and slow every later read of them.
+        self._proofs = tables["_proofs"]
+        self._intervals = tables["_intervals"]
+        self._cases = tables["_cases"]
+        self._scoped_memo = tables["_scoped_memo"]
+        for name in self._MEMO_TABLES[4:]:  # a subclass's own tables
+            setattr(self, name, tables[name])
 
     def _follow(self, history: object, fact: object) -> None:
         """Sets the history ``history`` followed by ``fact`` (``None``: no fact) and its memos."""
@@ -385,8 +404,13 @@ class Scope:
 
     def prove_ge(self, a: Dim, b: Dim) -> bool:
         """True when ``a >= b`` is proven."""
-        if b.__class__ is int and not b and _is_known_expr(a):
-            return self.prove_nonneg(a)  # a - 0 is a: the most common question
+        if b.__class__ is int and a.__class__ is DimExpr and a.unknown_reason is None:  # type: ignore[union-attr]
+            if not b:
+                return self.prove_nonneg(a)  # a - 0 is a: the most common question
+            if b != INT64_MIN:
+                # sub(a, b) is add(a, -b), whose memo this reads directly: facts noted
+                # by every convolution (out >= 1) and every index check ask this.
+                return self.prove_nonneg(_memoized("+", _add_impl, a, -b))
         return self.prove_nonneg(sub(a, b))
 
     def prove_gt(self, a: Dim, b: Dim) -> bool:

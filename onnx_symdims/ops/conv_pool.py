@@ -100,6 +100,24 @@ def _int_list(
     return tuple(values)
 
 
+#: A window read before, keyed by the raw attribute values it was read from (see
+#: read_window) -> the Window. Networks repeat a few windows in every layer and every
+#: inference; one lookup replaces three list reads and their checks.
+_WINDOWS: dict[tuple, Window] = {}
+_MAX_WINDOWS = 4096
+_STRING = ir.AttributeType.STRING
+_NOT_PLAIN = object()
+
+
+def _plain_value(attr: ir.Attr | None, kind: ir.AttributeType) -> object:
+    """``attr``'s value when it is a plain ``kind`` attribute; ``None`` when absent."""
+    if attr is None:
+        return None
+    if attr._ref_attr_name is None and attr._type == kind:
+        return attr._value
+    return _NOT_PLAIN
+
+
 def read_window(ctx: NodeContext, spatial: int, *, pads_with_auto_pad: str) -> Window:
     """Reads ``strides``, ``dilations``, ``pads`` and ``auto_pad`` for ``spatial`` axes.
 
@@ -111,6 +129,30 @@ def read_window(ctx: NodeContext, spatial: int, *, pads_with_auto_pad: str) -> W
             ``"ignore"`` (pooling: onnxruntime ignores them).
     """
     attributes = ctx.node._attributes.data  # the slots, as in _ints_attr
+    get = attributes.get
+    # The window is a pure function of these (plain attributes: the reads below return
+    # exactly these values, and a window that failed a check is never kept).
+    key = (
+        spatial,
+        pads_with_auto_pad,
+        _plain_value(get("auto_pad"), _STRING),
+        _plain_value(get("strides"), _INTS),
+        _plain_value(get("dilations"), _INTS),
+        _plain_value(get("pads"), _INTS),
+    )
+    window = _WINDOWS.get(key)
+    if window is None:
+        window = _read_window(ctx, spatial, pads_with_auto_pad, attributes)
+        if _NOT_PLAIN not in key:
+            if len(_WINDOWS) >= _MAX_WINDOWS:
+                _WINDOWS.clear()
+            _WINDOWS[key] = window
+    return window
+
+
+def _read_window(
+    ctx: NodeContext, spatial: int, pads_with_auto_pad: str, attributes: dict
+) -> Window:
     # Without the attribute (the usual node) auto_pad is NOTSET: no read to check.
     auto_pad = ctx.attr_str("auto_pad", "NOTSET") if "auto_pad" in attributes else "NOTSET"
     if auto_pad not in _AUTO_PADS:
@@ -154,12 +196,16 @@ def kernel_dims(
 
 def _required_kernel(ctx: NodeContext, x: Shape | None) -> list[int]:
     """The required ``kernel_shape`` (pooling, MaxUnpool); its length fixes the rank of ``x``."""
-    attr = ctx.attr_ints("kernel_shape")
+    # One read (kernel_dims would read it again): _ints_attr fails a non-plain attribute
+    # as ctx.attr_ints does, and the checks are kernel_dims' for a known length.
+    attr = _ints_attr(ctx, "kernel_shape")
     if attr is None:
         ctx.fail("attribute 'kernel_shape' is required")
     if x is not None and len(x) != len(attr) + 2:
         ctx.fail(f"input rank {len(x)} does not match kernel_shape {list(attr)}")
-    return kernel_dims(ctx, None, len(attr), required=True)  # type: ignore[return-value]
+    if attr and min(attr) < 1:
+        ctx.fail(f"kernel_shape values must be >= 1, got {list(attr)}")
+    return list(attr)
 
 
 def _spatial_rank(ctx: NodeContext, *shapes: Shape | None) -> int | None:
@@ -181,6 +227,8 @@ def _spatial_rank(ctx: NodeContext, *shapes: Shape | None) -> int | None:
 
 def _fill(ctx: NodeContext, dims: Sequence[Dim | None], hint: str = "d") -> tuple[Dim, ...]:
     """Replaces unknown dims by fresh symbols (so several outputs can share them)."""
+    if None not in dims:  # every dim known (the usual pool): no generator to run
+        return tuple(dims)  # type: ignore[arg-type]
     return tuple(ctx.new_symbol(f"{hint}{k}") if d is None else d for k, d in enumerate(dims))
 
 
@@ -190,7 +238,7 @@ def _fill(ctx: NodeContext, dims: Sequence[Dim | None], hint: str = "d") -> tupl
 #: conv_output_dim's arguments -> its result. A pure function of them (dims are canonical
 #: expressions), asked again and again: a network repeats a few geometries on a few input
 #: dims, and one lookup costs a tenth of the six arithmetic steps.
-_CONV_DIMS: dict[tuple, Dim] = {}
+_CONV_DIMS: dict[tuple, Dim | None] = {}
 _MAX_CONV_DIMS = 10_000
 
 
@@ -253,6 +301,33 @@ def conv_transpose_output_dim(
     auto_pad: str,
 ) -> Dim | None:
     """Spatial output dim of a transposed convolution (``None``: not expressible)."""
+    # Memoized as conv_output_dim is (a pure function of its arguments), in its table:
+    # the keys differ in length, so they never meet. An unknown (overflow) is not kept,
+    # as the algebra's memo keeps none: each call mints its own.
+    key = (d, k, stride, dilation, pad_begin, pad_end, output_padding, auto_pad)
+    found = _CONV_DIMS.get(key, _MISSING)
+    if found is _MISSING:
+        found = _conv_transpose_output_dim(*key)
+        if not (isinstance(found, expr.DimExpr) and found.is_unknown):
+            if len(_CONV_DIMS) >= _MAX_CONV_DIMS:
+                _CONV_DIMS.clear()
+            _CONV_DIMS[key] = found
+    return found  # type: ignore[return-value]
+
+
+_MISSING = object()
+
+
+def _conv_transpose_output_dim(
+    d: Dim,
+    k: Dim,
+    stride: int,
+    dilation: int,
+    pad_begin: int,
+    pad_end: int,
+    output_padding: int,
+    auto_pad: str,
+) -> Dim | None:
     effective_kernel = expr.add(expr.mul(dilation, expr.sub(k, 1)), 1)
     full = expr.add(expr.mul(stride, expr.sub(d, 1)), output_padding + effective_kernel)
     if not auto_pad.startswith("SAME"):

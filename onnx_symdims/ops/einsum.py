@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__: list[str] = []
 
 import logging
+from collections.abc import Sequence
 
 import onnx_ir as ir
 
@@ -30,15 +31,33 @@ INT64 = ir.DataType.INT64
 ELLIPSIS = "..."
 
 
-def _einsum_term(ctx: NodeContext, term: str) -> list[str]:
+#: A term's text -> its labels, or the message its node fails with: a pure function of
+#: the text, and the character checks cost more than the rest of a small Einsum.
+_TERM_LABELS: dict[str, tuple[str, ...] | str] = {}
+_MAX_TERM_LABELS = 1024
+
+
+def _einsum_term(ctx: NodeContext, term: str) -> tuple[str, ...]:
     """The labels of one term: letters and at most one ``"..."``."""
+    labels = _TERM_LABELS.get(term)
+    if labels is None:
+        if len(_TERM_LABELS) >= _MAX_TERM_LABELS:
+            _TERM_LABELS.clear()
+        labels = _TERM_LABELS[term] = _term_labels(term)
+    if labels.__class__ is str:
+        ctx.fail(labels)  # type: ignore[arg-type]
+    return labels  # type: ignore[return-value]
+
+
+def _term_labels(term: str) -> tuple[str, ...] | str:
+    """:func:`_einsum_term`'s labels, or the message of the check that fails."""
     if term.count(ELLIPSIS) > 1:
-        ctx.fail(f"einsum term {term!r} has more than one ellipsis")
+        return f"einsum term {term!r} has more than one ellipsis"
     before, found, after = term.partition(ELLIPSIS)
     for part in (before, after):
         if not all(c.isascii() and c.isalpha() for c in part):
-            ctx.fail(f"einsum term {term!r} has a character that is not a letter")
-    return [*before, *([ELLIPSIS] if found else []), *after]
+            return f"einsum term {term!r} has a character that is not a letter"
+    return (*before, *([ELLIPSIS] if found else []), *after)
 
 
 def _combine_label(ctx: NodeContext, dims: list[Dim], unknown_shape: bool) -> Dim | None:
@@ -94,7 +113,7 @@ def infer_einsum(ctx: NodeContext, node: ir.Node) -> None:
         for c, d in zip(letters, shape):
             label_dims.setdefault(c, []).append(d)
     if arrow:
-        output = _einsum_term(ctx, rhs)
+        output: Sequence[str] = _einsum_term(ctx, rhs)
         letters = [c for c in output if c != ELLIPSIS]
         if len(set(letters)) != len(letters):
             ctx.fail(f"einsum output {rhs!r} repeats a label")

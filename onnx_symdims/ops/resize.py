@@ -74,6 +74,13 @@ def _resize_axes(ctx: NodeContext, rank: int) -> list[int]:
 # ----------------------------------------------------------------------------------------
 # Output dims
 # ----------------------------------------------------------------------------------------
+#: (d, scale) -> scaled_dim's result for a valid scale: a pure function of the two, and
+#: numpy's float32 scalar arithmetic costs more than the rest of a Resize node.
+_SCALED: dict[tuple[Dim, float], Dim | None] = {}
+_MAX_SCALED = 4096
+_MISSING = object()
+
+
 def scaled_dim(ctx: NodeContext, d: Dim, scale: float) -> Dim | None:
     """``int(float32(scale) * float32(d))`` as onnxruntime computes it (``None``: unknown).
 
@@ -81,6 +88,18 @@ def scaled_dim(ctx: NodeContext, d: Dim, scale: float) -> Dim | None:
     ``p/q`` with ``p, q <= 1024`` and ``q`` a power of two: then the float32 product is
     exact (while ``p*d < 2**24``) and equals ``(p*d) // q``.
     """
+    key = (d, scale)
+    found = _SCALED.get(key, _MISSING)
+    if found is _MISSING:
+        found = _scaled_dim(ctx, d, scale)  # fails the node on an invalid scale: not kept
+        if not (isinstance(found, expr.DimExpr) and found.is_unknown):
+            if len(_SCALED) >= _MAX_SCALED:
+                _SCALED.clear()
+            _SCALED[key] = found
+    return found  # type: ignore[return-value]
+
+
+def _scaled_dim(ctx: NodeContext, d: Dim, scale: float) -> Dim | None:
     scale32 = np.float32(scale)
     if not scale32 > 0 or not math.isfinite(scale32):
         ctx.fail(f"scale must be a positive finite number, got {scale}")
