@@ -543,10 +543,13 @@ class InferenceEngine:
         # ONNX's per-node inference, made on first use (most models send it no node).
         self._onnx_fallback: ops.OnnxFallback | None = None
         self._functions = model.functions
-        self._opsets = {
-            ops.normalize_domain(domain): version
-            for domain, version in model.opset_imports.items()
-        }
+        # The model's imports, "ai.onnx" read as "" (most models do not spell it: a copy).
+        imports = model.graph.opset_imports
+        self._opsets = (
+            {ops.normalize_domain(domain): version for domain, version in imports.items()}
+            if "ai.onnx" in imports
+            else dict(imports)
+        )
         self.snapshot: ModelSnapshot | None = None
         # _memo_key(...) -> [the facts of the node's outputs, settled] (see _replay)
         self._memo: dict[tuple, list] = {}

@@ -162,6 +162,11 @@ def _text_names(text: str) -> tuple[frozenset[str], bool]:
     return found
 
 
+#: dim text -> its dim, for the texts that are not opaque (their dim is their parse,
+#: whatever the context: see ShapesContext.read_dim_text).
+_PARSED_TEXTS: dict[str, Dim] = {}
+
+
 def _is_bare_symbol(d: Dim) -> bool:
     return isinstance(d, expr.DimExpr) and d.is_symbol
 
@@ -348,13 +353,21 @@ class ShapesContext:
         """
         found = self._text_dims.get(text)
         if found is None:
-            found = expr.parse_dim(text)
-            if (
-                isinstance(found, expr.DimExpr)
-                and found.is_symbol
-                and not _READABLE_NAME.fullmatch(found.name)  # type: ignore[arg-type]
-            ):
-                found = expr.sym(self._opaque_name(text))
+            # A text that is not opaque reads as its parse in every context: found once
+            # per process (a small model's call reads each of its texts once).
+            found = _PARSED_TEXTS.get(text)
+            if found is None:
+                found = expr.parse_dim(text)
+                if (
+                    isinstance(found, expr.DimExpr)
+                    and found.is_symbol
+                    and not _READABLE_NAME.fullmatch(found.name)  # type: ignore[arg-type]
+                ):
+                    found = expr.sym(self._opaque_name(text))
+                else:
+                    if len(_PARSED_TEXTS) > 100_000:
+                        _PARSED_TEXTS.clear()
+                    _PARSED_TEXTS[text] = found
             self._text_dims[text] = found
         return found
 

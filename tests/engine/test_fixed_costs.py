@@ -90,3 +90,16 @@ def test_set_output_checks_a_cached_shape_as_the_first_time():
         node_ctx.set_output(0, (expr.unknown("x"), 4))
         minted = ctx.peek_shape(node.outputs[0])[0]
         assert minted.is_symbol and ctx.is_generated(minted.name)
+
+
+def test_read_dim_text_reads_plain_text_alike_and_opaque_text_per_context():
+    first, second = ShapesContext(), ShapesContext()
+    second.reserve_names(["d7_2"])
+    for ctx in (first, second, ShapesContext()):
+        assert ctx.read_dim_text("N") is expr.parse_dim("N")
+        assert ctx.read_dim_text("2*M + K") is expr.parse_dim("2*M + K")
+        assert ctx.read_dim_text("12") == 12
+    # An opaque text's name depends on the context's reserved names: never shared.
+    assert first.read_dim_text("7/:2").name == "d7_2"
+    assert second.read_dim_text("7/:2").name == "d7_2_1"
+    assert second.opaque_dim_names == {"7/:2": "d7_2_1"}
