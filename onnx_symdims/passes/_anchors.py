@@ -39,7 +39,7 @@ __all__ = ["AnchorConstraintPropagationPass", "AnchorPropagationResult"]
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import compress
+from itertools import compress, filterfalse
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -165,8 +165,10 @@ class _Rewriter:
         self._key_symbols = [key.symbols() for key in mapping]
         self._cache: dict[expr.DimExpr, Dim] = {}
         self._ir_dims: dict[expr.DimExpr, ir.SymbolicDim] = {}
-        # dim text (and protection) -> its rewritten IR dim, or None when unchanged
-        self._texts: dict[tuple[str, bool], int | ir.SymbolicDim | None] = {}
+        # dim text -> its rewritten IR dim, or None when unchanged: for dims rewritten
+        # freely (plain) and for protected ones (see _rewrite_text).
+        self.plain_texts: dict[str, int | ir.SymbolicDim | None] = {}
+        self._protected_texts: dict[str, int | ir.SymbolicDim | None] = {}
         # Many values share one dims tuple (and one frozen shape): rewrite each once.
         self._tuples: dict[tuple[Dim, ...], tuple[Dim, ...] | None] = {}
         # Frozen shapes are shared by many values: rewrite each one once.
@@ -233,7 +235,7 @@ class _Rewriter:
         """``filled``: axes of a protected shape whose dims the engine wrote."""
         # Most shapes keep every dim: one cached lookup per named dim, and a list is
         # built only from the first dim that changes.
-        texts = self._texts
+        plain, guarded_texts = self.plain_texts, self._protected_texts
         dims = shape._dims  # slots, not properties: every distinct shape of the model
         new_dims: list[int | ir.SymbolicDim] | None = None
         for axis, d in enumerate(dims):
@@ -242,10 +244,11 @@ class _Rewriter:
             text = d._value
             if not text:
                 continue
-            key = (text, protected and axis not in filled)
-            new_ir = texts.get(key, _MISS)
+            guarded = protected and axis not in filled
+            texts = guarded_texts if guarded else plain
+            new_ir = texts.get(text, _MISS)
             if new_ir is _MISS:
-                new_ir = texts[key] = self._rewrite_text(text, key[1])
+                new_ir = texts[text] = self._rewrite_text(text, guarded)
             if new_ir is not None:
                 if new_dims is None:
                     new_dims = list(dims)
@@ -344,11 +347,26 @@ def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesCont
     distinct = dict(zip(map(id, shapes), shapes))  # the shapes list keeps the ids unique
     distinct.pop(id(None), None)
     seen, renamed = rewriter.seen, rewriter.renamed
+    texts, rewrite_text = rewriter.plain_texts, rewriter._rewrite_text
     changed_plain: set[int] = set()  # shapes that are not frozen: rewritten every run
-    for key in distinct.keys() - seen.keys():
+    # A C loop over the new shapes (a set difference of the views would iterate over all
+    # of seen, which grows run after run).
+    for key in filterfalse(seen.__contains__, distinct):
         shape = distinct[key]
         frozen = shape._frozen
-        new = rewriter._rewrite_shape(shape, False, frozen)
+        # Most shapes keep every dim: their texts' cached rewrites say so without a call.
+        new = None
+        for d in shape._dims:
+            if d.__class__ is int or isinstance(d, int):
+                continue
+            text = d._value
+            if text:
+                new_ir = texts.get(text, _MISS)
+                if new_ir is _MISS:
+                    new_ir = texts[text] = rewrite_text(text, False)
+                if new_ir is not None:
+                    new = rewriter._rewrite_shape(shape, False, frozen)
+                    break
         if frozen:
             seen[key] = shape
             if new is not None:

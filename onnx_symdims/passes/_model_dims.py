@@ -16,13 +16,13 @@ __all__ = [
 import dataclasses
 import logging
 from collections.abc import Iterable, Iterator
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter
 
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.shapes import graph_nodes, graph_values, initializer_values, node_subgraphs
+from onnx_symdims.shapes import graph_nodes, graph_values, initializer_values
 
 logger = logging.getLogger(__name__)
 
@@ -30,11 +30,29 @@ logger = logging.getLogger(__name__)
 _GRAPH = ir.AttributeType.GRAPH
 _GRAPHS = ir.AttributeType.GRAPHS
 _new_tuple = tuple.__new__
+_GRAPH_AND_NODES = itemgetter(0, 2)  # of a _subgraphs_with_depth entry
+_DEPTH = itemgetter(1)
 
 
 def _direct_subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
-    # The attributes' slot (see passes/_inference.py): every node of every subgraph.
-    return [graph for node in nodes if node._attributes.data for graph in node_subgraphs(node)]
+    """The graphs the attributes of ``nodes`` hold, in order.
+
+    :func:`node_subgraphs` of each node, inline: most nodes have attributes and no
+    graph, and this runs on every node of every subgraph of every model (the slots, see
+    passes/_inference.py).
+    """
+    graphs: list[ir.Graph] = []
+    for node in nodes:
+        attributes = node._attributes.data
+        if attributes:
+            for attr in attributes.values():
+                kind = attr._type
+                if kind is _GRAPH:
+                    if attr._value is not None:
+                        graphs.append(attr._value)
+                elif kind is _GRAPHS:
+                    graphs.extend(attr._value or ())
+    return graphs
 
 
 def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
@@ -214,12 +232,11 @@ class ModelSnapshot(tuple):
         """Walks ``model`` once."""
         main = model.graph
         main_nodes = graph_nodes(main)
-        inputs = tuple(graph_values(main.inputs))
-        outputs = tuple(graph_values(main.outputs))
+        inputs = graph_values(main.inputs)
+        outputs = graph_values(main.outputs)
         initializers = tuple(initializer_values(main))
         main_values: list[ir.Value] = [*inputs, *outputs]
         extend = main_values.extend
-        nested: list[tuple[ir.Graph | ir.Function, list[ir.Node]]] = []
         # in_topological_order(main_nodes), in the same walk: an input that is not a
         # graph input, an initializer or the output of a node visited before is suspect
         # (it comes too late if its producer is in the graph). A set lookup per input
@@ -227,7 +244,7 @@ class ModelSnapshot(tuple):
         defined: set[ir.Value | None] = {None, *inputs, *initializers}
         define = defined.update
         suspects: list[ir.Value] = []
-        depth = 0  # the deepest subgraph nesting of the main graph
+        holders: list[ir.Node] = []  # the nodes that hold a subgraph
         # The properties' slots (node._inputs for node.inputs...): a property read is a
         # Python call, several per node (see passes/_inference.py). Plain loops rather
         # than C helpers (attrgetter, set operations on tuples): the interpreter reads a
@@ -245,19 +262,24 @@ class ModelSnapshot(tuple):
                 for attr in attributes.values():
                     kind = attr._type
                     if kind is _GRAPH or kind is _GRAPHS:
-                        found = _subgraphs_with_depth((node,))
-                        nested.extend((graph, nodes) for graph, _, nodes in found)
-                        depth = max(depth, max((d for _, d, _ in found), default=0))
+                        holders.append(node)
                         break
         main_sorted = _sorted_despite(suspects, main_nodes)
-        bound = depth
-        for function in model.functions.values():
-            function_nodes = graph_nodes(function)
-            found = _subgraphs_with_depth(function_nodes)
-            nested.append((function, function_nodes))
-            nested.extend((graph, nodes) for graph, _, nodes in found)
-            # One call level, then the function's own nesting (see nesting_bound).
-            bound += 1 + max((d for _, d, _ in found), default=0)
+        nested: list[tuple[ir.Graph | ir.Function, list[ir.Node]]] = []
+        bound = 0  # the deepest subgraph nesting of the main graph, then the functions'
+        if holders:
+            found = _subgraphs_with_depth(holders)
+            nested.extend(map(_GRAPH_AND_NODES, found))
+            bound = max(map(_DEPTH, found), default=0)
+        functions = model.functions
+        if functions:
+            for function in functions.values():
+                function_nodes = graph_nodes(function)
+                found = _subgraphs_with_depth(function_nodes)
+                nested.append((function, function_nodes))
+                nested.extend(map(_GRAPH_AND_NODES, found))
+                # One call level, then the function's own nesting (see nesting_bound).
+                bound += 1 + max(map(_DEPTH, found), default=0)
         # Every value once, first seen first: the main graph's inputs and outputs lead
         # (_rewrite_model relies on it), then per nested graph its inputs, outputs,
         # initializers and node outputs.
@@ -266,7 +288,7 @@ class ModelSnapshot(tuple):
         for graph, nodes in nested:
             add(graph_values(graph.inputs))
             add(graph_values(graph.outputs))
-            if isinstance(graph, ir.Graph):
+            if graph.__class__ is ir.Graph or isinstance(graph, ir.Graph):
                 add(initializer_values(graph))
             for node in nodes:
                 add(node._outputs)
@@ -315,12 +337,14 @@ def _subgraphs_with_depth(
     the caller's.
     """
     found: list[tuple[ir.Graph, int, list[ir.Node]]] = []
-    stack = [(graph, 1) for graph in _direct_subgraphs(nodes)[::-1]]
+    stack = list(zip(reversed(_direct_subgraphs(nodes)), repeat(1)))
     while stack:
         sub, depth = stack.pop()
         sub_nodes = graph_nodes(sub)
         found.append((sub, depth, sub_nodes))
-        stack.extend((graph, depth + 1) for graph in reversed(_direct_subgraphs(sub_nodes)))
+        inner = _direct_subgraphs(sub_nodes)
+        if inner:
+            stack.extend(zip(reversed(inner), repeat(depth + 1)))
     return found
 
 
