@@ -17,16 +17,24 @@ def _const(name: str, values, dtype=np.int64) -> onnx.TensorProto:
     return numpy_helper.from_array(np.array(values, dtype=dtype), name)
 
 
-def decoder(n_layers: int = 48, hidden: int = 32, heads: int = 4, vocab: int = 64) -> onnx.ModelProto:
+def decoder(
+    n_layers: int = 48, hidden: int = 32, heads: int = 4, vocab: int = 64
+) -> onnx.ModelProto:
     """A decoder with ``n_layers`` layers, inputs ``input_ids[batch, seq]``, a mask
     ``attention_mask[batch, total_seq]`` and per-layer ``past_key_i/past_value_i``."""
     head_dim = hidden // heads
     rng = np.random.default_rng(0)
     inits = [
-        numpy_helper.from_array(rng.standard_normal((vocab, hidden)).astype(np.float32), "embed"),
+        numpy_helper.from_array(
+            rng.standard_normal((vocab, hidden)).astype(np.float32), "embed"
+        ),
         numpy_helper.from_array(rng.standard_normal((hidden, hidden)).astype(np.float32), "W"),
-        numpy_helper.from_array(rng.standard_normal((hidden, 4 * hidden)).astype(np.float32), "W1"),
-        numpy_helper.from_array(rng.standard_normal((4 * hidden, hidden)).astype(np.float32), "W2"),
+        numpy_helper.from_array(
+            rng.standard_normal((hidden, 4 * hidden)).astype(np.float32), "W1"
+        ),
+        numpy_helper.from_array(
+            rng.standard_normal((4 * hidden, hidden)).astype(np.float32), "W2"
+        ),
         numpy_helper.from_array(np.zeros(hidden, np.float32), "bias"),
         _const("i0", 0),
         _const("i1", 1),
@@ -43,16 +51,36 @@ def decoder(n_layers: int = 48, hidden: int = 32, heads: int = 4, vocab: int = 6
     nodes = [helper.make_node("Gather", ["embed", "input_ids"], ["h0"], axis=0)]
     inputs = [
         helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
-        helper.make_tensor_value_info("attention_mask", TensorProto.FLOAT, ["batch", "total_seq"]),
+        helper.make_tensor_value_info(
+            "attention_mask", TensorProto.FLOAT, ["batch", "total_seq"]
+        ),
     ]
     outputs = []
     x = "h0"
     for i in range(n_layers):
         p = f"l{i}_"
 
-        names_global = {x, "W", "W1", "W2", "bias", "i0", "i1", "i2", "ax0", "ax1", "ax_1", "heads_hd",
-                        "hidden1", "scale", "eps", "two", "attention_mask",
-                        f"past_key_{i}", f"past_value_{i}"}
+        names_global = {
+            x,
+            "W",
+            "W1",
+            "W2",
+            "bias",
+            "i0",
+            "i1",
+            "i2",
+            "ax0",
+            "ax1",
+            "ax_1",
+            "heads_hd",
+            "hidden1",
+            "scale",
+            "eps",
+            "two",
+            "attention_mask",
+            f"past_key_{i}",
+            f"past_value_{i}",
+        }
 
         def n(op, ins, outs, p=p, names_global=names_global, **kw):
             ins = [a if a in names_global else p + a for a in ins]
@@ -105,13 +133,25 @@ def decoder(n_layers: int = 48, hidden: int = 32, heads: int = 4, vocab: int = 6
         n("MatMul", ["gated", "W2"], ["down"])
         n("Add", ["res1", "down"], ["out"])
         for kind in ("key", "value"):
-            inputs.append(helper.make_tensor_value_info(
-                f"past_{kind}_{i}", TensorProto.FLOAT, ["batch", heads, "past_seq", head_dim]))
-            outputs.append(helper.make_tensor_value_info(
-                f"{p}present_{kind}", TensorProto.FLOAT, ["batch", heads, "total_seq", head_dim]))
+            inputs.append(
+                helper.make_tensor_value_info(
+                    f"past_{kind}_{i}",
+                    TensorProto.FLOAT,
+                    ["batch", heads, "past_seq", head_dim],
+                )
+            )
+            outputs.append(
+                helper.make_tensor_value_info(
+                    f"{p}present_{kind}",
+                    TensorProto.FLOAT,
+                    ["batch", heads, "total_seq", head_dim],
+                )
+            )
         x = p + "out"
     nodes.append(helper.make_node("MatMul", [x, "W"], ["logits"]))
-    outputs.insert(0, helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", hidden]))
+    outputs.insert(
+        0, helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", hidden])
+    )
     graph = helper.make_graph(nodes, "decoder", inputs, outputs, initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -149,7 +189,8 @@ def chain(n_blocks: int = 1670, hidden: int = 64) -> onnx.ModelProto:
         ]
         x = p + "out"
     graph = helper.make_graph(
-        nodes, "chain",
+        nodes,
+        "chain",
         [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["batch", "seq", hidden])],
         [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", "seq", hidden])],
         initializer=inits,

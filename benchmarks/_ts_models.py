@@ -45,7 +45,9 @@ class _Builder:
         self._count += 1
         outs = [f"/{op_type}_{self._count}_output_{k}" for k in range(n_out)]
         self.nodes.append(
-            helper.make_node(op_type, list(inputs), outs, name=f"/{op_type}_{self._count}", **attrs)
+            helper.make_node(
+                op_type, list(inputs), outs, name=f"/{op_type}_{self._count}", **attrs
+            )
         )
         return outs[0] if n_out == 1 else outs
 
@@ -69,15 +71,19 @@ class _Builder:
     def linear(self, x: str, name: str, weight: np.ndarray, bias: np.ndarray) -> str:
         """A projection: ``nn.Linear`` (``MatMul``) or, with ``conv1d``, GPT-2's ``Conv1D``::
 
-            size_out = x.size()[:-1] + (nf,)
-            x = torch.addmm(bias, x.view(-1, x.size(-1)), weight)
-            return x.view(size_out)
+        size_out = x.size()[:-1] + (nf,)
+        x = torch.addmm(bias, x.view(-1, x.size(-1)), weight)
+        return x.view(size_out)
         """
         w = self.weight(name + ".weight", weight)
         if not self.conv1d:
             return self.op("MatMul", x, w)
         prefix = self.op(
-            "Slice", self.op("Shape", x), self.const([0]), self.const([-1]), self.const([0]),
+            "Slice",
+            self.op("Shape", x),
+            self.const([0]),
+            self.const([-1]),
+            self.const([0]),
             self.const([1]),
         )
         size_out = self.op("Concat", prefix, self.const([weight.shape[1]]), axis=0)
@@ -130,7 +136,11 @@ class _Builder:
 def _rms_norm(b: _Builder, x: str, weight: str, eps: float) -> str:
     x = b.to_float(x)  # hidden_states.to(torch.float32): already float
     var = b.op("ReduceMean", b.op("Pow", x, b.const(2.0, np.float32)), axes=[-1], keepdims=1)
-    rsqrt = b.op("Div", b.const(1.0, np.float32), b.op("Sqrt", b.op("Add", var, b.const(eps, np.float32))))
+    rsqrt = b.op(
+        "Div",
+        b.const(1.0, np.float32),
+        b.op("Sqrt", b.op("Add", var, b.const(eps, np.float32))),
+    )
     return b.op("Mul", weight, b.to_float(b.op("Mul", x, rsqrt)))
 
 
@@ -192,11 +202,16 @@ def _causal_mask(b: _Builder, input_ids: str, mask_in: str, past_len: str | None
     causal = b.expand(b.unsq(b.unsq(mask, 0), 1), bsz, 1, tgt, src)
     # the padding mask: mask[:, None, None, :].expand(bsz, 1, tgt, src_len).to(float)
     m_bsz, m_src = b.size(mask_in, 0), b.size(mask_in, 1)
-    padded = b.slice(b.unsq(b.unsq(b.slice(mask_in, 0, 0, _INT64_MAX), 1), 2), 3, 0, _INT64_MAX)
+    padded = b.slice(
+        b.unsq(b.unsq(b.slice(mask_in, 0, 0, _INT64_MAX), 1), 2), 3, 0, _INT64_MAX
+    )
     padded = b.to_float(b.expand(padded, m_bsz, 1, tgt, m_src))
     inverted = b.op("Sub", b.const(1.0, np.float32), padded)
     inverted = b.op(
-        "Where", b.op("Cast", inverted, to=TensorProto.BOOL), b.const(_FLOAT_MIN, np.float32), inverted
+        "Where",
+        b.op("Cast", inverted, to=TensorProto.BOOL),
+        b.const(_FLOAT_MIN, np.float32),
+        inverted,
     )
     return b.op("Add", inverted, causal)
 
@@ -204,11 +219,11 @@ def _causal_mask(b: _Builder, input_ids: str, mask_in: str, past_len: str | None
 def _rotary(b: _Builder, x: str, inv_freq: str, position_ids: str) -> tuple[str, str]:
     """``LlamaRotaryEmbedding.forward(x, position_ids)`` (computed in every layer)::
 
-        inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
-        position_ids_expanded = position_ids[:, None, :].float()
-        freqs = (inv_freq_expanded @ position_ids_expanded).transpose(1, 2)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+    inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+    position_ids_expanded = position_ids[:, None, :].float()
+    freqs = (inv_freq_expanded @ position_ids_expanded).transpose(1, 2)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
     """
     inv = b.unsq(b.slice(b.unsq(inv_freq, 0), 1, 0, _INT64_MAX), 2)
     inv = b.expand(b.to_float(inv), b.size(position_ids, 0), -1, 1)
@@ -290,16 +305,28 @@ def ts_decoder(
     inputs = [
         helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq_len"]),
         helper.make_tensor_value_info(
-            "attention_mask", TensorProto.INT64, ["batch", "total_seq_len" if kv_cache else "seq_len"]
+            "attention_mask",
+            TensorProto.INT64,
+            ["batch", "total_seq_len" if kv_cache else "seq_len"],
         ),
     ]
-    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq_len", vocab])]
+    outputs = [
+        helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq_len", vocab])
+    ]
     pasts = []
     if kv_cache:
-        inputs.append(helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["batch", "seq_len"]))
-        pasts = [(f"past_key_values.{i}.key", f"past_key_values.{i}.value") for i in range(layers)]
+        inputs.append(
+            helper.make_tensor_value_info(
+                "position_ids", TensorProto.INT64, ["batch", "seq_len"]
+            )
+        )
+        pasts = [
+            (f"past_key_values.{i}.key", f"past_key_values.{i}.value") for i in range(layers)
+        ]
         inputs += [
-            helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", kv_heads, "past_seq_len", hd])
+            helper.make_tensor_value_info(
+                name, TensorProto.FLOAT, ["batch", kv_heads, "past_seq_len", hd]
+            )
             for pair in pasts
             for name in pair
         ]
@@ -328,7 +355,13 @@ def ts_decoder(
         ln2 = b.weight(p + "post_attention_layernorm.weight", np.ones(hidden, np.float32))
         h = _rms_norm(b, x, ln1, 1e-6)
         attn, present = _attention(
-            b, cfg, h, mask, position_ids, inv_freq, w,
+            b,
+            cfg,
+            h,
+            mask,
+            position_ids,
+            inv_freq,
+            w,
             pasts[i] if kv_cache else None,
         )
         x = b.op("Add", x, attn)
@@ -341,11 +374,18 @@ def ts_decoder(
         if present is not None:
             for kind, value in zip(("key", "value"), present):
                 b.rename(value, f"present.{i}.{kind}")
-                outputs.append(helper.make_tensor_value_info(
-                    f"present.{i}.{kind}", TensorProto.FLOAT, ["batch", kv_heads, "total_seq_len", hd]))
+                outputs.append(
+                    helper.make_tensor_value_info(
+                        f"present.{i}.{kind}",
+                        TensorProto.FLOAT,
+                        ["batch", kv_heads, "total_seq_len", hd],
+                    )
+                )
     x = _rms_norm(b, x, b.weight("model.norm.weight", np.ones(hidden, np.float32)), 1e-6)
     b.rename(b.op("MatMul", x, b.weight("lm_head.weight", rand(hidden, vocab))), "logits")
-    graph = helper.make_graph(b.nodes, "main_graph", inputs, outputs, initializer=b.initializers)
+    graph = helper.make_graph(
+        b.nodes, "main_graph", inputs, outputs, initializer=b.initializers
+    )
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="pytorch"
     )
@@ -360,14 +400,18 @@ def feeds(model: onnx.ModelProto, batch: int, seq: int, past: int, seed: int = 0
     sizes = {"batch": batch, "seq_len": seq, "past_seq_len": past, "total_seq_len": past + seq}
     out = {}
     for value in model.graph.input:
-        dims = [sizes[d.dim_param] if d.dim_param else d.dim_value
-                for d in value.type.tensor_type.shape.dim]
+        dims = [
+            sizes[d.dim_param] if d.dim_param else d.dim_value
+            for d in value.type.tensor_type.shape.dim
+        ]
         if value.name == "input_ids":
             out[value.name] = rng.integers(0, 2, dims).astype(np.int64)
         elif value.name == "attention_mask":
             out[value.name] = np.ones(dims, np.int64)
         elif value.name == "position_ids":
-            out[value.name] = np.broadcast_to(np.arange(past, past + seq), dims).astype(np.int64)
+            out[value.name] = np.broadcast_to(np.arange(past, past + seq), dims).astype(
+                np.int64
+            )
         else:
             out[value.name] = rng.standard_normal(dims).astype(np.float32)
     return out
@@ -385,7 +429,9 @@ def _check(layers: int = 2) -> None:
         ops: dict[str, int] = {}
         for node in model.graph.node:
             ops[node.op_type] = ops.get(node.op_type, 0) + 1
-        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
         for batch, seq, past in ((1, 1, 0), (2, 3, 4), (3, 5, 0), (2, 1, 7)):
             if not kv_cache:
                 past = 0
@@ -397,15 +443,26 @@ def _check(layers: int = 2) -> None:
         if kv_cache:
             full = feeds(model, 2, 5, 0)
             want = sess.run(None, full)[0][:, -1]
-            prefix = dict(full, input_ids=full["input_ids"][:, :4],
-                          attention_mask=full["attention_mask"][:, :4],
-                          position_ids=full["position_ids"][:, :4])
+            prefix = dict(
+                full,
+                input_ids=full["input_ids"][:, :4],
+                attention_mask=full["attention_mask"][:, :4],
+                position_ids=full["position_ids"][:, :4],
+            )
             names = [o.name for o in sess.get_outputs()]
             cache = dict(zip(names, sess.run(None, prefix)))
-            step = {"input_ids": full["input_ids"][:, 4:], "attention_mask": full["attention_mask"],
-                    "position_ids": full["position_ids"][:, 4:]}
-            step.update({n.replace("present", "past_key_values"): v
-                         for n, v in cache.items() if n.startswith("present")})
+            step = {
+                "input_ids": full["input_ids"][:, 4:],
+                "attention_mask": full["attention_mask"],
+                "position_ids": full["position_ids"][:, 4:],
+            }
+            step.update(
+                {
+                    n.replace("present", "past_key_values"): v
+                    for n, v in cache.items()
+                    if n.startswith("present")
+                }
+            )
             got = sess.run(None, step)[0][:, -1]
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
         top = sorted(ops.items(), key=lambda kv: -kv[1])[:8]

@@ -34,7 +34,9 @@ from tests.integration import backend_cases  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("modes", nargs="*", help="pure and/or inject (default: both)")
     parser.add_argument("--inexact-floats", action="store_true")
     parser.add_argument("--fusions", choices=["ort", "onnx"])
@@ -66,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
                 bad += 1
                 print(f"  {verdict}: {case.name}: {detail}", flush=True)
         print(
-            f"mode {mode}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+            f"mode {mode}: "
+            + ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
             + f" ({time.perf_counter() - start:.0f} s)",
             flush=True,
         )

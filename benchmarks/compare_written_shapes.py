@@ -47,17 +47,26 @@ def dump(out_path: str) -> None:
     paths = [p for pattern in PATTERNS for p in sorted(glob.glob(pattern, recursive=True))]
     records: dict[str, object] = {}
     for path in paths:
-        key = os.path.relpath(os.path.realpath(path), os.path.realpath(os.path.join(ROOT, "..")))
+        key = os.path.relpath(
+            os.path.realpath(path), os.path.realpath(os.path.join(ROOT, ".."))
+        )
         try:
             model = onnx_symdims.infer_symbolic_shapes(ir.load(path))
         except Exception as e:  # recorded: both versions must fail alike
             records[key] = f"error {type(e).__name__}: {e}"
             continue
-        graphs = [("main", model.graph), *((g.name or "sub", g) for g in model.graph.subgraphs())]
+        graphs = [
+            ("main", model.graph),
+            *((g.name or "sub", g) for g in model.graph.subgraphs()),
+        ]
         graphs += [(str(f.identifier()), f) for f in model.functions.values()]
         record = {}
         for k, (name, graph) in enumerate(graphs):
-            values = [*graph.inputs, *graph.outputs, *(v for node in graph for v in node.outputs)]
+            values = [
+                *graph.inputs,
+                *graph.outputs,
+                *(v for node in graph for v in node.outputs),
+            ]
             for i, value in enumerate(values):
                 record[f"{k}:{name}:{i}:{value.name}"] = _value_text(value)
         records[key] = record
@@ -79,8 +88,10 @@ def compare(a_path: str, b_path: str) -> int:
         differ += 1
         if isinstance(left, dict) and isinstance(right, dict):
             keys = [k for k in sorted(set(left) | set(right)) if left.get(k) != right.get(k)]
-            print(f"{model}: {len(keys)} values differ, e.g. {keys[0]}: "
-                  f"{left.get(keys[0])} vs {right.get(keys[0])}")
+            print(
+                f"{model}: {len(keys)} values differ, e.g. {keys[0]}: "
+                f"{left.get(keys[0])} vs {right.get(keys[0])}"
+            )
         else:
             print(f"{model}: {str(left)[:80]} vs {str(right)[:80]}")
     values = sum(len(r) for r in a.values() if isinstance(r, dict))

@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     # Workers run concurrently; each is restarted after the seed that killed it.
     pending = {w: args.seed + w for w in range(args.workers)}
     processes = {
-        w: _spawn(s, args.workers, deadline, args.shrink, args.memo) for w, s in pending.items()
+        w: _spawn(s, args.workers, deadline, args.shrink, args.memo)
+        for w, s in pending.items()
     }
     selector = selectors.DefaultSelector()
     for w, process in processes.items():

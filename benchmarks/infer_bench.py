@@ -176,13 +176,18 @@ def cold_start(path: str, runs: int = 11) -> None:
             firsts, seconds = [], []
             for k in range(runs + 1):
                 out = subprocess.run(
-                    [sys.executable, "-c", _COLD, path], env=env, check=True,
-                    capture_output=True, text=True,
+                    [sys.executable, "-c", _COLD, path],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    text=True,
                 ).stdout.split()
                 if k or "PYTHONDONTWRITEBYTECODE" in extra:  # first run fills the cache
                     firsts.append(float(out[0]))
                     seconds.append(float(out[1]))
-            q1, _, q3 = statistics.quantiles(firsts, n=4) if len(firsts) > 1 else [firsts[0]] * 3
+            q1, _, q3 = (
+                statistics.quantiles(firsts, n=4) if len(firsts) > 1 else [firsts[0]] * 3
+            )
             print(
                 f"cold start, {os.path.basename(path)} ({nodes} nodes), {label}: import + first "
                 f"call {statistics.median(firsts):.1f} ms (quartiles {q1:.1f}-{q3:.1f}), second "
@@ -222,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
             for peer in (OSI, ORT):
                 if isinstance(results.get(peer), float):
                     worst_peer = min(worst_peer, results[peer] / ours)  # type: ignore[operator]
-    print(f"\nworst ours / onnx C++: {worst_cpp:.2f}x; smallest peer speed-up: {worst_peer:.1f}x")
+    print(
+        f"\nworst ours / onnx C++: {worst_cpp:.2f}x; smallest peer speed-up: {worst_peer:.1f}x"
+    )
     return 0
 
 

@@ -61,10 +61,33 @@ import _ts_models  # noqa: E402
 
 _INTS = {onnx.TensorProto.INT64, onnx.TensorProto.INT32}
 _ALWAYS_SHAPE = {"Shape", "Size", "ConstantOfShape", "Range"}
-_SHAPE_IF_INT = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Where",
-                 "Add", "Sub", "Mul", "Div", "Equal"}
-_BOOL_OUT = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or",
-             "Xor", "IsNaN", "IsInf"}
+_SHAPE_IF_INT = {
+    "Gather",
+    "Unsqueeze",
+    "Squeeze",
+    "Concat",
+    "Slice",
+    "Cast",
+    "Where",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Equal",
+}
+_BOOL_OUT = {
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "Not",
+    "And",
+    "Or",
+    "Xor",
+    "IsNaN",
+    "IsInf",
+}
 _INT64_OUT = {"Shape", "Size", "NonZero", "ArgMax", "ArgMin"}
 
 
@@ -136,10 +159,23 @@ def count_nodes(model: onnx.ModelProto) -> tuple[int, int]:
 # --- input sizes and the onnxruntime check ----------------------------------------------
 
 # (batch, seq, past) tried in this order; the larger ones for image models
-_PATTERNS = [(1, 3, 0), (2, 1, 4), (2, 5, 4), (1, 1, 0), (2, 3, 4), (1, 5, 0),
-             (2, 16, 0), (1, 32, 0), (2, 64, 0), (1, 48, 0)]
-_FLOAT_TYPES = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.FLOAT16: np.float16,
-                onnx.TensorProto.DOUBLE: np.float64}
+_PATTERNS = [
+    (1, 3, 0),
+    (2, 1, 4),
+    (2, 5, 4),
+    (1, 1, 0),
+    (2, 3, 4),
+    (1, 5, 0),
+    (2, 16, 0),
+    (1, 32, 0),
+    (2, 64, 0),
+    (1, 48, 0),
+]
+_FLOAT_TYPES = {
+    onnx.TensorProto.FLOAT: np.float32,
+    onnx.TensorProto.FLOAT16: np.float16,
+    onnx.TensorProto.DOUBLE: np.float64,
+}
 
 
 def _graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
@@ -158,6 +194,7 @@ def _symbols(model: onnx.ModelProto) -> list[str]:
 
 def _evaluate(text: str, values: dict[str, int]) -> int | None:
     """The value of a dim written as an expression (``past_seq_len + seq_len``), or None."""
+
     def ev(node):
         if isinstance(node, ast.Expression):
             return ev(node.body)
@@ -175,20 +212,31 @@ def _evaluate(text: str, values: dict[str, int]) -> int | None:
         return None
 
 
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.FloorDiv: operator.floordiv}
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+}
 
 
 def _candidates(symbols: list[str], truth_bindings: list[dict]) -> list[dict[str, int]]:
     """Assignments of the input symbols: ``past``/``total``/``batch``/other, the totals
     (names with ``total``, ``all`` or ``mask``) as past + seq, other symbols distinct,
     symbols written as expressions of the others evaluated."""
-    exprs = [s for s in symbols if not s.isidentifier()
-             and _evaluate(s, dict.fromkeys(symbols, 1)) is not None]
+    exprs = [
+        s
+        for s in symbols
+        if not s.isidentifier() and _evaluate(s, dict.fromkeys(symbols, 1)) is not None
+    ]
     symbols = [s for s in symbols if s not in exprs]
     low = {s: s.lower() for s in symbols}
     past = [s for s in symbols if "past" in low[s]]
-    total = [s for s in symbols if s not in past and any(k in low[s] for k in ("total", "all", "mask"))]
+    total = [
+        s
+        for s in symbols
+        if s not in past and any(k in low[s] for k in ("total", "all", "mask"))
+    ]
     batch = [s for s in symbols if s not in past and s not in total and "batch" in low[s]]
     other = [s for s in symbols if s not in past and s not in total and s not in batch]
     out = []
@@ -199,8 +247,11 @@ def _candidates(symbols: list[str], truth_bindings: list[dict]) -> list[dict[str
         seq_value = next((a[s] for s in other if "seq" in low[s]), seq)
         a.update(dict.fromkeys(total, (p if past else 0) + seq_value))
         out.append(a)
-    out += [{s: int(binding[s]) for s in symbols} for binding in truth_bindings
-            if all(s in binding for s in symbols)]
+    out += [
+        {s: int(binding[s]) for s in symbols}
+        for binding in truth_bindings
+        if all(s in binding for s in symbols)
+    ]
     for a in out:
         a.update({s: _evaluate(s, a) for s in exprs})
     return out
@@ -214,8 +265,12 @@ def make_feeds(model: onnx.ModelProto, sizes: dict[str, int], seed: int = 0) -> 
     feeds = {}
     for vi in _graph_inputs(model):
         tt = vi.type.tensor_type
-        dims = [sizes.get(d.dim_param, 1) if d.dim_param else (d.dim_value if d.HasField("dim_value") else 1)
-                for d in tt.shape.dim]
+        dims = [
+            sizes.get(d.dim_param, 1)
+            if d.dim_param
+            else (d.dim_value if d.HasField("dim_value") else 1)
+            for d in tt.shape.dim
+        ]
         name = vi.name.lower()
         if tt.elem_type in _FLOAT_TYPES:
             feeds[vi.name] = rng.standard_normal(dims).astype(_FLOAT_TYPES[tt.elem_type])
@@ -252,10 +307,13 @@ def _session(model_bytes: bytes):
 def _truth_bindings(path: str | None) -> list[dict]:
     if not path:
         return []
-    for candidate in (os.path.join(os.path.dirname(path), "truth.json"),
-                      os.path.splitext(path)[0] + ".truth.json",
-                      os.path.join(REPO, "tests", "data",
-                                   os.path.basename(os.path.splitext(path)[0]) + ".truth.json")):
+    for candidate in (
+        os.path.join(os.path.dirname(path), "truth.json"),
+        os.path.splitext(path)[0] + ".truth.json",
+        os.path.join(
+            REPO, "tests", "data", os.path.basename(os.path.splitext(path)[0]) + ".truth.json"
+        ),
+    ):
         if os.path.exists(candidate):
             with open(candidate) as f:
                 return json.load(f).get("bindings", [])
@@ -318,11 +376,14 @@ def check(result: onnx.ModelProto, sizes) -> tuple[str, str]:
             worst = max(worst, err)
             if not same:
                 return "DIFF", f"{name} at {binding}: max abs err {err:.3g}"
-            exact = exact and np.array_equal(want, got[name], equal_nan=want.dtype.kind in "fc")
+            exact = exact and np.array_equal(
+                want, got[name], equal_nan=want.dtype.kind in "fc"
+            )
     return ("exact" if exact else "ok"), f"max abs err {worst:.3g}"
 
 
 # --- the tools ------------------------------------------------------------------------
+
 
 def _onnxscript(model: onnx.ModelProto) -> onnx.ModelProto:
     import onnxscript.optimizer
@@ -388,7 +449,9 @@ def tools(skip_peers: bool, variants: bool = False) -> dict[str, Callable | None
     return table
 
 
-def run_tool(fn: Callable, model_bytes: bytes, reps: int) -> tuple[onnx.ModelProto, list[float]]:
+def run_tool(
+    fn: Callable, model_bytes: bytes, reps: int
+) -> tuple[onnx.ModelProto, list[float]]:
     """Runs ``fn`` ``reps`` times on fresh copies; returns the last result and the times."""
     times, result = [], None
     for _ in range(reps):
@@ -406,8 +469,10 @@ def run_tool(fn: Callable, model_bytes: bytes, reps: int) -> tuple[onnx.ModelPro
 
 # --- the bench ------------------------------------------------------------------------
 
+
 def model_list(args) -> list[tuple[str, str | None, Callable[[], bytes]]]:
     """``(name, path or None, bytes loader)`` for the models to bench."""
+
     def from_path(path):
         return lambda: onnx.load(path, load_external_data=False).SerializeToString()
 
@@ -423,13 +488,17 @@ def model_list(args) -> list[tuple[str, str | None, Callable[[], bytes]]]:
             else:
                 out.append((os.path.relpath(p, REPO), p, from_path(p)))
         return out
-    out = [(os.path.relpath(p, REPO), p, from_path(p))
-           for p in sorted(glob.glob(os.path.join(REPO, "tests", "data", "*.onnx")))]
+    out = [
+        (os.path.relpath(p, REPO), p, from_path(p))
+        for p in sorted(glob.glob(os.path.join(REPO, "tests", "data", "*.onnx")))
+    ]
     corpus = glob.glob(os.path.join(args.corpus, "models", "*", "model.onnx"))
     if not corpus:
         print(f"note: no dev corpus at {args.corpus}, skipped", flush=True)
-    out += [(f"corpus:{os.path.basename(os.path.dirname(p))}", p, from_path(p))
-            for p in sorted(corpus)]
+    out += [
+        (f"corpus:{os.path.basename(os.path.dirname(p))}", p, from_path(p))
+        for p in sorted(corpus)
+    ]
     tiny = os.path.join(REPO, "onnx_symdims", "data", "tiny_decoder.onnx")
     out.append(("tiny_decoder", tiny, from_path(tiny)))
     out.append(("gen:ts_decoder_2", None, generated(2)))
@@ -452,13 +521,21 @@ def bench_model(name, path, model_bytes, table, reps) -> dict:
         try:
             result, times = run_tool(fn, model_bytes, reps)
         except Exception as e:
-            row[tool] = {"error": f"failed: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}"}
+            row[tool] = {
+                "error": f"failed: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}"
+            }
             continue
         n, s = count_nodes(result)
         status, detail = check(result, sizes)
-        row[tool] = {"nodes": n, "shape": s, "seconds": statistics.median(times),
-                     "times": times, "check": status, "detail": detail,
-                     "new_domains": sorted(_domains(result) - _domains(model))}
+        row[tool] = {
+            "nodes": n,
+            "shape": s,
+            "seconds": statistics.median(times),
+            "times": times,
+            "check": status,
+            "detail": detail,
+            "new_domains": sorted(_domains(result) - _domains(model)),
+        }
     return row
 
 
@@ -482,8 +559,15 @@ def print_table(rows: list[dict], columns: list[str]) -> None:
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:
-        print("| " + " | ".join([row["model"], *(_cell(row[c]) for c in ["raw", *columns])]) + " |")
-    totals = ["**total**", f"{sum(r['raw']['nodes'] for r in rows)}/{sum(r['raw']['shape'] for r in rows)}"]
+        print(
+            "| "
+            + " | ".join([row["model"], *(_cell(row[c]) for c in ["raw", *columns])])
+            + " |"
+        )
+    totals = [
+        "**total**",
+        f"{sum(r['raw']['nodes'] for r in rows)}/{sum(r['raw']['shape'] for r in rows)}",
+    ]
     for c in columns:
         done = [r for r in rows if "nodes" in r[c]]
         if not done:
@@ -511,13 +595,22 @@ def print_table(rows: list[dict], columns: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", action="append", default=[], help="bench only these (repeatable)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model", action="append", default=[], help="bench only these (repeatable)"
+    )
     parser.add_argument("--corpus", default=DEFAULT_CORPUS)
-    parser.add_argument("--generated", action="store_true", help="add ts_decoder 16 and 40 layers")
+    parser.add_argument(
+        "--generated", action="store_true", help="add ts_decoder 16 and 40 layers"
+    )
     parser.add_argument("--skip-peers", action="store_true", help="no onnxslim / onnxsim")
-    parser.add_argument("--variants", action="store_true",
-                        help="add onnxscript without its shape inference, alone and after ours")
+    parser.add_argument(
+        "--variants",
+        action="store_true",
+        help="add onnxscript without its shape inference, alone and after ours",
+    )
     parser.add_argument("--tools", help="comma-separated columns to run (e.g. ours,onnxslim)")
     parser.add_argument("--reps", type=int, default=1, help="median of N runs per tool")
     parser.add_argument("--json", help="write the rows here")
@@ -537,9 +630,12 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         row = bench_model(name, path, load(), table, max(1, args.reps))
         rows.append(row)
-        print(f"{name}: {time.perf_counter() - t0:.1f}s  "
-              + "  ".join(f"{c}={_cell(row[c])}" for c in ["raw", *table])
-              + f"  sizes={[list(s.values()) for s in row['sizes']]}", flush=True)
+        print(
+            f"{name}: {time.perf_counter() - t0:.1f}s  "
+            + "  ".join(f"{c}={_cell(row[c])}" for c in ["raw", *table])
+            + f"  sizes={[list(s.values()) for s in row['sizes']]}",
+            flush=True,
+        )
     print()
     print_table(rows, list(table))
     print(f"\nbench wall time {time.perf_counter() - t_start:.1f}s")

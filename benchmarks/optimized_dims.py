@@ -51,7 +51,11 @@ def _written_shapes(model: ir.Model) -> dict[str, tuple[list, int]]:
     shapes = {}
     for node in model.graph:
         for value in node.outputs:
-            if value.name and value.shape is not None and isinstance(value.type, ir.TensorType):
+            if (
+                value.name
+                and value.shape is not None
+                and isinstance(value.type, ir.TensorType)
+            ):
                 dims = [d if isinstance(d, int) else d.value for d in value.shape]
                 shapes[value.name] = (dims, int(value.dtype))
     return shapes
@@ -81,7 +85,9 @@ def check_model(path: str, options: dict) -> tuple[int, list[str]]:
     proto = ir.serde.serialize_model(optimized)
     for name, (_, elem_type) in shapes.items():
         if name not in outputs:
-            proto.graph.output.append(onnx.helper.make_tensor_value_info(name, elem_type, None))
+            proto.graph.output.append(
+                onnx.helper.make_tensor_value_info(name, elem_type, None)
+            )
     session_options = ort.SessionOptions()
     session_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session_options.log_severity_level = 4
@@ -101,7 +107,9 @@ def check_model(path: str, options: dict) -> tuple[int, list[str]]:
             dims = shapes[name][0]
             where = f"{name}{' (graph output)' if name in outputs else ''} at {binding}"
             if len(dims) != array.ndim:
-                problems.append(f"{where}: written rank {len(dims)}, onnxruntime {array.shape}")
+                problems.append(
+                    f"{where}: written rank {len(dims)}, onnxruntime {array.shape}"
+                )
                 continue
             for axis, dim in enumerate(dims):
                 try:

@@ -47,7 +47,9 @@ BUNDLED = os.path.join(ROOT, "onnx_symdims", "data", "tiny_decoder.onnx")
 
 
 def load_scorer(corpus: str):
-    spec = importlib.util.spec_from_file_location("dev_corpus_score", os.path.join(corpus, "score.py"))
+    spec = importlib.util.spec_from_file_location(
+        "dev_corpus_score", os.path.join(corpus, "score.py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -305,7 +307,9 @@ def _print_table(names, tools, score) -> int:
                 total_wrong += s["wrong"]
                 if s["wrong"]:
                     print(f"  wrong values: {s['wrong_values'][:10]}", file=sys.stderr)
-            cells.append(f"{s['percent_correct']:6.1f}% ({s['wrong']:3d} wrong) {s['seconds']*1000:6.0f}ms")
+            cells.append(
+                f"{s['percent_correct']:6.1f}% ({s['wrong']:3d} wrong) {s['seconds'] * 1000:6.0f}ms"
+            )
         print(f"{name:26s} " + " ".join(cells), flush=True)
     print(f"onnx-symdims total wrong dims: {total_wrong}")
     return 1 if total_wrong else 0

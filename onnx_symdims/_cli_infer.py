@@ -196,7 +196,9 @@ def run_verify(
                 edges=True,
             )
     except ImportError as e:
-        raise CliError("--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2) from e
+        raise CliError(
+            "--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2
+        ) from e
     except VerifyError as e:
         raise CliError(f"{report['model']['path']}: {e}") from e
     report["verify"] = {
@@ -206,7 +208,10 @@ def run_verify(
         "mismatches": [str(m) for m in result.mismatches],
         "errors": result.errors,
         "relations": result.relations,
-        "edges": [{"label": e.label, "sizes": dict(e.binding), "error": e.error} for e in result.edges],
+        "edges": [
+            {"label": e.label, "sizes": dict(e.binding), "error": e.error}
+            for e in result.edges
+        ],
         "departures": result.departures,
     }
     for relation in result.relations:

@@ -250,17 +250,17 @@ def _print_summary(report: dict[str, Any], result) -> None:
             "alone (--inexact-floats folds them where onnxruntime can)"
         )
     fired = report["fired"]
-    lines.append(
-        "rules fired: " + (", ".join(f"{k} {v}" for k, v in fired.items()) or "none")
-    )
+    lines.append("rules fired: " + (", ".join(f"{k} {v}" for k, v in fired.items()) or "none"))
     declined = report["declined"]
     if declined:
         # Why a node was left alone: the first thing to read when a model stays big.
         lines.append(
             f"rules declined ({sum(declined.values())} checks, {len(declined)} reasons; "
-            f"all in --json under \"declined\"), most often:"
+            f'all in --json under "declined"), most often:'
         )
-        lines.extend(f"  {n} x {reason}" for reason, n in list(declined.items())[:_MAX_DECLINED])
+        lines.extend(
+            f"  {n} x {reason}" for reason, n in list(declined.items())[:_MAX_DECLINED]
+        )
     diagnostic_lines(lines, report["diagnostics"])
     print("\n".join(lines), flush=True)
 
@@ -287,7 +287,9 @@ def _verify(run: Run, original, model, options: dict[str, Any], report, exact: b
                 **({"rtol": 0.0, "atol": 0.0} if exact else {}),
             )
     except ImportError as e:
-        raise CliError("--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2) from e
+        raise CliError(
+            "--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2
+        ) from e
     except VerifyError as e:
         raise CliError(f"{report['model']['path']}: {e}") from e
     report["verify"] = {

@@ -164,7 +164,11 @@ def build_report(
         "inputs": io_entries(model.graph.inputs),
         "outputs": io_entries(model.graph.outputs),
         "values": counts["values"],
-        "dims": {"int": counts["int"], "symbolic": counts["symbolic"], "fresh": counts["fresh"]},
+        "dims": {
+            "int": counts["int"],
+            "symbolic": counts["symbolic"],
+            "fresh": counts["fresh"],
+        },
         "unknown_rank_values": counts["unknown_rank"],
         "fresh_symbols": fresh_symbols,
         "constraints": [{"lhs": a, "rhs": b} for a, b in ctx.constraints()],
@@ -202,7 +206,11 @@ def group_diagnostics(diagnostics: Iterable[Diagnostic | str]) -> dict[str, Any]
         by_severity[severity] += 1
         if len(entry["examples"]) < 3:
             entry["examples"].append(str(diagnostic))
-    return {"total": sum(by_severity.values()), "by_severity": dict(by_severity), "by_op": by_op}
+    return {
+        "total": sum(by_severity.values()),
+        "by_severity": dict(by_severity),
+        "by_op": by_op,
+    }
 
 
 def _listed(lines: list[str], items: Sequence[str], indent: str = "  ") -> None:

@@ -13,8 +13,14 @@ old relative ``location``, which then points nowhere).
 
 from __future__ import annotations
 
-__all__ = ["ModelFileError", "ModelLoadError", "ModelSaveError", "SaveResult", "load_model",
-           "save_model"]
+__all__ = [
+    "ModelFileError",
+    "ModelLoadError",
+    "ModelSaveError",
+    "SaveResult",
+    "load_model",
+    "save_model",
+]
 
 import dataclasses
 import logging
@@ -67,7 +73,9 @@ def root_cause(error: BaseException) -> str:
     innermost exception holds the reason a user can act on.
     """
     seen = {id(error)}
-    while (inner := error.__cause__ or error.__context__) is not None and id(inner) not in seen:
+    while (inner := error.__cause__ or error.__context__) is not None and id(
+        inner
+    ) not in seen:
         seen.add(id(inner))
         error = inner
     message = str(error) or type(error).__name__
@@ -228,7 +236,9 @@ def save_model(
     if external_data is not None and (
         os.path.isabs(external_data) or os.path.normpath(external_data).startswith("..")
     ):
-        raise ModelSaveError(path, f"external data {external_data!r} must be a plain file name")
+        raise ModelSaveError(
+            path, f"external data {external_data!r} must be a plain file name"
+        )
     external = list(_external_tensors(model))
     note = ""
     if external_data is None and external:

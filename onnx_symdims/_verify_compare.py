@@ -124,7 +124,11 @@ def _narrowest_float(graph: ir.Graph) -> np.dtype | None:
             dtype = np.dtype(dtype.numpy()) if dtype is not None else None
         except (TypeError, ValueError, AttributeError):  # no numpy type (e.g. float8)
             continue
-        if dtype is None or dtype.itemsize >= 4 or not (dtype.kind == "f" or dtype.name == "bfloat16"):
+        if (
+            dtype is None
+            or dtype.itemsize >= 4
+            or not (dtype.kind == "f" or dtype.name == "bfloat16")
+        ):
             continue
         if narrowest is None or dtype.itemsize < narrowest.itemsize:
             narrowest = dtype
@@ -158,7 +162,10 @@ def _compare_arrays(
     nan_a, nan_b = np.isnan(a), np.isnan(b)
     if not np.array_equal(nan_a, nan_b):
         return OutputDifference(name, "values", "NaN positions differ", binding)
-    a64, b64 = np.where(nan_a, 0, a).astype(np.float64), np.where(nan_b, 0, b).astype(np.float64)
+    a64, b64 = (
+        np.where(nan_a, 0, a).astype(np.float64),
+        np.where(nan_b, 0, b).astype(np.float64),
+    )
     # a float output computed in float16 rounds like one (its tolerance widened alike)
     steps_of = computed_in if computed_in is not None and a.dtype.itemsize >= 4 else a.dtype
     rtol, atol = _tolerance_for(steps_of, rtol, atol)

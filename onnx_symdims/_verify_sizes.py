@@ -857,7 +857,9 @@ def candidate_relations(
         if name in inputs and least > SIZE_RANGES[0][1]:
             text = f"{name} >= {least}"
             why = "the inferred dims subtract windows"
-            guesses.append(Guess(text, why, ranges=((name, (least, None)),), rank=(5, 0, least)))
+            guesses.append(
+                Guess(text, why, ranges=((name, (least, None)),), rank=(5, 0, least))
+            )
     if spatial:
         why = "a common patch, stride or window size"
         guesses += [_multiples(spatial, m, why, (5, m)) for m in COMMON_DIVISORS]

@@ -143,9 +143,7 @@ class Run:
         self.big = self.big or sum(1 for _ in model.graph) > PROGRESS_THRESHOLD
         return model
 
-    def save(
-        self, model: ir.Model, path: str, external_data: str | None = None
-    ) -> SaveResult:
+    def save(self, model: ir.Model, path: str, external_data: str | None = None) -> SaveResult:
         """Saves ``model`` (external weights next to it when needed) and says what it wrote."""
         from onnx_symdims._modelio import ModelSaveError, save_model
 
@@ -549,7 +547,8 @@ def _parser() -> argparse.ArgumentParser:
         "a fusion that changes a proven shape is undone",
     )
     optimize.add_argument(
-        "--inexact-floats", action="store_true",
+        "--inexact-floats",
+        action="store_true",
         help="also fold float constants that numpy computes otherwise than onnxruntime "
         "(MatMul, Exp, ...) and fuse BatchNormalization into Conv/Gemm: smaller, but float "
         "outputs equal only up to rounding (default: bit for bit)",
@@ -576,11 +575,17 @@ def _parser() -> argparse.ArgumentParser:
         "an unnamed dim is written there; a declared size or name is never changed",
     )
     optimize.add_argument(
-        "--max-rounds", type=_positive_int, default=6, metavar="N",
+        "--max-rounds",
+        type=_positive_int,
+        default=6,
+        metavar="N",
         help="most rounds of the rewrite loop (default 6)",
     )
     optimize.add_argument(
-        "--max-constant-elements", type=_positive_int, default=1024, metavar="N",
+        "--max-constant-elements",
+        type=_positive_int,
+        default=1024,
+        metavar="N",
         help="largest ConstantOfShape output written out as a constant (default 1024; a "
         "larger one stays a node: a weight built by ConstantOfShape would grow the file "
         "by its size)",

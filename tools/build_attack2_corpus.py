@@ -81,7 +81,9 @@ def _load(name):
     return mod
 
 
-ab = _load("build_attack_corpus")  # loads the probe (ab.pc), check (ab.cc) and dev (ab.dc) builders
+ab = _load(
+    "build_attack_corpus"
+)  # loads the probe (ab.pc), check (ab.cc) and dev (ab.dc) builders
 pc, cc, dc = ab.pc, ab.cc, ab.dc
 HF, kv, seq, encdec, image, audio = cc.HF, cc.kv, cc.seq, cc.encdec, cc.image, cc.audio
 TOKENS = pc.TOKENS
@@ -256,8 +258,9 @@ def b_exaone4_swa_kv(tmp):
         f"Exaone4ForCausalLM 2 layers, GQA 4/2, q/k RMSNorm, post-norms, layer 0 sliding window "
         f"{cc.SWA_WINDOW} (cropped cache, rotary), layer 1 full without rotary (dynamo)"
     )
-    return cc._kv(tmp, m, 2, 8, True, EXAONE4.vocab, note, "dynamo", cc.SWA_KV_BINDINGS,
-                  cache_config=cfg)
+    return cc._kv(
+        tmp, m, 2, 8, True, EXAONE4.vocab, note, "dynamo", cc.SWA_KV_BINDINGS, cache_config=cfg
+    )
 
 
 GPT_OSS = HF(
@@ -287,8 +290,9 @@ def b_gpt_oss_kv(tmp):
         f"concatenated before the softmax), layer 0 sliding window {cc.SWA_WINDOW}, MoE 4 experts "
         "top-2 with clamped swiglu, eager (dynamo)"
     )
-    return cc._kv(tmp, m, 2, 8, True, GPT_OSS.vocab, note, "dynamo", cc.SWA_KV_BINDINGS,
-                  cache_config=cfg)
+    return cc._kv(
+        tmp, m, 2, 8, True, GPT_OSS.vocab, note, "dynamo", cc.SWA_KV_BINDINGS, cache_config=cfg
+    )
 
 
 b_persimmon_kv_legacy13 = legacy_at(
@@ -340,7 +344,10 @@ b_ernie_legacy11 = legacy_at(
         "TorchScript",
         attn="eager",
         exporter="legacy",
-        out_dyn={"last_hidden_state": {0: "batch", 1: "seq_len"}, "pooler_output": {0: "batch"}},
+        out_dyn={
+            "last_hidden_state": {0: "batch", 1: "seq_len"},
+            "pooler_output": {0: "batch"},
+        },
     ),
     11,
 )
@@ -441,9 +448,14 @@ def b_layoutlm(tmp):
     dc.export_dynamo(w, args, cc._path(tmp), names, outs, ds)
     # zero boxes: any random box would need x1 >= x0 (the width / height embeddings)
     gens = {"input_ids": ("int", 0, 400), "bbox": ("zeros",), "attention_mask": ("ones",)}
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, names), LAYOUT_BINDINGS, gens,
-                    "LayoutLMModel 2 layers: bbox [batch, seq_len, 4] gathered per coordinate "
-                    "(x0, y0, x1, y1, height, width embeddings) (dynamo)")
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, names),
+        LAYOUT_BINDINGS,
+        gens,
+        "LayoutLMModel 2 layers: bbox [batch, seq_len, 4] gathered per coordinate "
+        "(x0, y0, x1, y1, height, width embeddings) (dynamo)",
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -550,6 +562,7 @@ b_siglip_vision = image(
     extra_kw={"interpolate_pos_encoding": True},
 )
 
+
 def _clip_vision_legacy(tmp):
     torch = dc._torch()
     hf = HF(
@@ -576,14 +589,23 @@ def _clip_vision_legacy(tmp):
             return o.last_hidden_state, o.pooler_output
 
     w = W(m).eval()
-    dyn = {"pixel_values": {0: "batch", 2: "height", 3: "width"},
-           "last_hidden_state": {0: "batch", 1: "tokens"}, "pooler_output": {0: "batch"}}
-    dc.export_legacy(w, [torch.randn(3, 3, 64, 48)], cc._path(tmp), ["pixel_values"], outs, dyn)
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, ["pixel_values"]), cc.IMAGE_BINDINGS,
-                    {"*": ("randn",)},
-                    "CLIPVisionModel 1 layer, patch 8, interpolate_pos_encoding (bicubic to the "
-                    "patch grid), pre-layernorm, CLS pooled; dynamic batch/height/width, output "
-                    "dim 1 declared as an opaque 'tokens'")
+    dyn = {
+        "pixel_values": {0: "batch", 2: "height", 3: "width"},
+        "last_hidden_state": {0: "batch", 1: "tokens"},
+        "pooler_output": {0: "batch"},
+    }
+    dc.export_legacy(
+        w, [torch.randn(3, 3, 64, 48)], cc._path(tmp), ["pixel_values"], outs, dyn
+    )
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, ["pixel_values"]),
+        cc.IMAGE_BINDINGS,
+        {"*": ("randn",)},
+        "CLIPVisionModel 1 layer, patch 8, interpolate_pos_encoding (bicubic to the "
+        "patch grid), pre-layernorm, CLS pooled; dynamic batch/height/width, output "
+        "dim 1 declared as an opaque 'tokens'",
+    )
 
 
 b_clip_vision_legacy13 = legacy_at(_clip_vision_legacy, 13)
@@ -592,18 +614,30 @@ b_clip_vision_legacy13 = legacy_at(_clip_vision_legacy, 13)
 def b_vitmae(tmp):
     """ViTMAE random masking with the noise given as an input (no RandomUniform in the graph)."""
     torch = dc._torch()
-    hf = HF("ViTMAEModel", "ViTMAEConfig", **cc.TINY_VIT, intermediate_size=64, mask_ratio=0.75)
+    hf = HF(
+        "ViTMAEModel", "ViTMAEConfig", **cc.TINY_VIT, intermediate_size=64, mask_ratio=0.75
+    )
     m, _ = hf.new("eager")
     names = ["pixel_values", "noise"]
     outs = ["last_hidden_state", "mask", "ids_restore"]
     w = dc._wrap_named(m, names, outs)
-    dc.export_dynamo(w, [torch.randn(3, 3, 32, 32), torch.rand(3, 16)], cc._path(tmp), names,
-                     outs, {"pixel_values": {0: "batch"}, "noise": {0: "batch"}})
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, names), pc.BATCH_BINDINGS,
-                    {"pixel_values": ("randn",), "noise": ("rand",)},
-                    "ViTMAEModel 1 layer, patch 8, 32x32: random masking from a noise input "
-                    "(argsort twice, keep int(16 * 0.25) patches by a gather, the mask scattered "
-                    "back); static size, dynamic batch (dynamo)")
+    dc.export_dynamo(
+        w,
+        [torch.randn(3, 3, 32, 32), torch.rand(3, 16)],
+        cc._path(tmp),
+        names,
+        outs,
+        {"pixel_values": {0: "batch"}, "noise": {0: "batch"}},
+    )
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, names),
+        pc.BATCH_BINDINGS,
+        {"pixel_values": ("randn",), "noise": ("rand",)},
+        "ViTMAEModel 1 layer, patch 8, 32x32: random masking from a noise input "
+        "(argsort twice, keep int(16 * 0.25) patches by a gather, the mask scattered "
+        "back); static size, dynamic batch (dynamo)",
+    )
 
 
 DETR_BINDINGS = [
@@ -617,8 +651,12 @@ def _detr_hf():
     import transformers
 
     backbone = transformers.ResNetConfig(
-        num_channels=3, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
-        layer_type="basic", out_features=["stage2"],
+        num_channels=3,
+        embedding_size=8,
+        hidden_sizes=[8, 16],
+        depths=[1, 1],
+        layer_type="basic",
+        out_features=["stage2"],
     )
     return HF(
         "DetrModel",
@@ -640,20 +678,33 @@ def _detr_hf():
 def b_detr(tmp):
     hf = _detr_hf()
     m, _ = hf.new("eager")
-    path, ref = dc._image_dyn(tmp, m, ["last_hidden_state", "encoder_last_hidden_state"],
-                              (128, 112))
-    return cc._spec(path, ref, DETR_BINDINGS, {"*": ("randn",)},
-                    "DetrModel ResNet backbone (2 stages), pixel mask of ones interpolated to the "
-                    "feature map (nearest, size from the map), sine positions by cumsum over the "
-                    "mask, 1+1 layers, 5 queries (dynamo)")
+    path, ref = dc._image_dyn(
+        tmp, m, ["last_hidden_state", "encoder_last_hidden_state"], (128, 112)
+    )
+    return cc._spec(
+        path,
+        ref,
+        DETR_BINDINGS,
+        {"*": ("randn",)},
+        "DetrModel ResNet backbone (2 stages), pixel mask of ones interpolated to the "
+        "feature map (nearest, size from the map), sine positions by cumsum over the "
+        "mask, 1+1 layers, 5 queries (dynamo)",
+    )
 
 
 def _depth_anything_hf():
     import transformers
 
     backbone = transformers.Dinov2Config(
-        image_size=28, patch_size=14, num_channels=3, hidden_size=32, num_hidden_layers=2,
-        num_attention_heads=2, mlp_ratio=2, out_indices=[1, 2], reshape_hidden_states=False,
+        image_size=28,
+        patch_size=14,
+        num_channels=3,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        mlp_ratio=2,
+        out_indices=[1, 2],
+        reshape_hidden_states=False,
         apply_layernorm=True,
     )
     return HF(
@@ -673,10 +724,15 @@ def b_depth_anything(tmp):
     hf = _depth_anything_hf()
     m, _ = hf.new("eager")
     path, ref = dc._image_dyn(tmp, m, ["predicted_depth"], (70, 56))
-    return cc._spec(path, ref, DEPTH_BINDINGS, {"*": ("randn",)},
-                    "DepthAnythingForDepthEstimation (DINOv2 backbone patch 14, 2 layers, DPT "
-                    "neck: reassemble by H // 14, W // 14, fusion upsampling x2, head interpolated "
-                    "to (14 * (H // 14), 14 * (W // 14))) (dynamo)")
+    return cc._spec(
+        path,
+        ref,
+        DEPTH_BINDINGS,
+        {"*": ("randn",)},
+        "DepthAnythingForDepthEstimation (DINOv2 backbone patch 14, 2 layers, DPT "
+        "neck: reassemble by H // 14, W // 14, fusion upsampling x2, head interpolated "
+        "to (14 * (H // 14), 14 * (W // 14))) (dynamo)",
+    )
 
 
 DEPTH_BINDINGS = [
@@ -759,13 +815,23 @@ def b_w2v2_bert(tmp):
     m, _ = hf.new("eager")
     names = ["input_features"]
     w = dc._wrap_named(m, names, ["last_hidden_state"])
-    dc.export_dynamo(w, [torch.randn(3, 40, 160)], cc._path(tmp), names, ["last_hidden_state"],
-                     {"input_features": {0: "batch", 1: "frames"}})
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, names), W2V2_BERT_BINDINGS,
-                    {"*": ("randn",)},
-                    "Wav2Vec2BertModel 1 conformer layer: relative_key positions (clamped "
-                    "distance -8..4 gathered into an embedding), causal depthwise conv k5 with "
-                    "left pad, adapter conv k3 s2 (frames -> (frames - 1) // 2 + 1) (dynamo)")
+    dc.export_dynamo(
+        w,
+        [torch.randn(3, 40, 160)],
+        cc._path(tmp),
+        names,
+        ["last_hidden_state"],
+        {"input_features": {0: "batch", 1: "frames"}},
+    )
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, names),
+        W2V2_BERT_BINDINGS,
+        {"*": ("randn",)},
+        "Wav2Vec2BertModel 1 conformer layer: relative_key positions (clamped "
+        "distance -8..4 gathered into an embedding), causal depthwise conv k5 with "
+        "left pad, adapter conv k3 s2 (frames -> (frames - 1) // 2 + 1) (dynamo)",
+    )
 
 
 def b_moonshine_enc(tmp):
@@ -797,11 +863,22 @@ def b_moonshine_enc(tmp):
 
     w = W(m).eval()
     names = ["input_values"]
-    dc.export_dynamo(w, [torch.randn(3, 1600)], cc._path(tmp), names, ["last_hidden_state"],
-                     {"input_values": {0: "batch", 1: "audio_len"}})
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, names), MOONSHINE_BINDINGS, {"*": ("randn",)},
-                    "MoonshineModel encoder: conv k127 s64 / k7 s3 / k3 s2 over raw audio, "
-                    "group norm, partial rotary attention over frames (dynamo)")
+    dc.export_dynamo(
+        w,
+        [torch.randn(3, 1600)],
+        cc._path(tmp),
+        names,
+        ["last_hidden_state"],
+        {"input_values": {0: "batch", 1: "audio_len"}},
+    )
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, names),
+        MOONSHINE_BINDINGS,
+        {"*": ("randn",)},
+        "MoonshineModel encoder: conv k127 s64 / k7 s3 / k3 s2 over raw audio, "
+        "group norm, partial rotary attention over frames (dynamo)",
+    )
 
 
 MOONSHINE_BINDINGS = [
@@ -836,17 +913,32 @@ def b_patchtst(tmp):
     m, _ = hf.new("eager")
     names = ["past_values"]
     w = dc._wrap_named(m, names, ["last_hidden_state", "loc", "scale"])
-    dc.export_dynamo(w, [torch.randn(3, 32, 3)], cc._path(tmp), names,
-                     ["last_hidden_state", "loc", "scale"], {"past_values": {0: "batch"}})
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, names), PATCHTST_BINDINGS, {"*": ("randn",)},
-                    "PatchTSTModel context 32, patches 8 stride 4 by unfold, std scaling, "
-                    "channel-independent attention (batch * channels); dynamic batch (dynamo)")
+    dc.export_dynamo(
+        w,
+        [torch.randn(3, 32, 3)],
+        cc._path(tmp),
+        names,
+        ["last_hidden_state", "loc", "scale"],
+        {"past_values": {0: "batch"}},
+    )
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, names),
+        PATCHTST_BINDINGS,
+        {"*": ("randn",)},
+        "PatchTSTModel context 32, patches 8 stride 4 by unfold, std scaling, "
+        "channel-independent attention (batch * channels); dynamic batch (dynamo)",
+    )
 
 
 # ----------------------------------------------------------------------------
 # Hand-written torch modules: export modes
 # ----------------------------------------------------------------------------
-OPS_BINDINGS = [{"batch": 2, "seq_len": 10}, {"batch": 3, "seq_len": 7}, {"batch": 5, "seq_len": 13}]
+OPS_BINDINGS = [
+    {"batch": 2, "seq_len": 10},
+    {"batch": 3, "seq_len": 7},
+    {"batch": 5, "seq_len": 13},
+]
 
 
 def _index_ops_module(torch, with_unfold=True, with_einsum=True):
@@ -870,7 +962,9 @@ def _index_ops_module(torch, with_unfold=True, with_einsum=True):
             order = score.argsort(dim=1, descending=True)
             gathered = torch.gather(h, 1, order.unsqueeze(-1).expand(-1, -1, 8))
             vals, idx = score.topk(n // 2, dim=1)
-            scat = torch.zeros_like(h).scatter_add(1, idx.unsqueeze(-1).expand(-1, -1, 8), h[:, : n // 2])
+            scat = torch.zeros_like(h).scatter_add(
+                1, idx.unsqueeze(-1).expand(-1, -1, 8), h[:, : n // 2]
+            )
             csum = h.cumsum(1)
             rolled = torch.roll(h, shifts=3, dims=1)
             if with_unfold:
@@ -895,8 +989,19 @@ def _index_ops_module(torch, with_unfold=True, with_einsum=True):
     return IndexOps().eval()
 
 
-OPS_OUTS = ["gathered", "topk_values", "scattered", "cumsum", "windows", "einsum", "upsampled",
-            "blocks", "stepped", "selected", "nonzero"]
+OPS_OUTS = [
+    "gathered",
+    "topk_values",
+    "scattered",
+    "cumsum",
+    "windows",
+    "einsum",
+    "upsampled",
+    "blocks",
+    "stepped",
+    "selected",
+    "nonzero",
+]
 
 
 def b_index_ops_bounded(tmp):
@@ -920,14 +1025,24 @@ def b_index_ops_bounded(tmp):
     ds = {"x": {0: batch, 1: seq_len}, "y": {0: batch, 1: 2 * seq_len}}
     outs = [*OPS_OUTS, "y_even", "y_pairs"]
     with torch.no_grad():
-        torch.onnx.export(w, (torch.randn(3, 9, 8), torch.randn(3, 18)), dynamo=True,
-                          dynamic_shapes=ds, input_names=names,
-                          output_names=outs).save(cc._path(tmp))
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, names), OPS_BINDINGS, {"*": ("randn",)},
-                    "hand-written: argsort/gather, topk(L // 2), scatter_add, cumsum, roll, unfold, "
-                    "einsum, interpolate(scale_factor=1.5), pad to a multiple of 4, arange index "
-                    "arithmetic, boolean-mask index, nonzero; Dim bounds batch 2..16, seq_len 4..64, "
-                    "y of derived size 2 * seq_len (dynamo)")
+        torch.onnx.export(
+            w,
+            (torch.randn(3, 9, 8), torch.randn(3, 18)),
+            dynamo=True,
+            dynamic_shapes=ds,
+            input_names=names,
+            output_names=outs,
+        ).save(cc._path(tmp))
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, names),
+        OPS_BINDINGS,
+        {"*": ("randn",)},
+        "hand-written: argsort/gather, topk(L // 2), scatter_add, cumsum, roll, unfold, "
+        "einsum, interpolate(scale_factor=1.5), pad to a multiple of 4, arange index "
+        "arithmetic, boolean-mask index, nonzero; Dim bounds batch 2..16, seq_len 4..64, "
+        "y of derived size 2 * seq_len (dynamo)",
+    )
 
 
 def _index_ops_legacy(opset):
@@ -936,12 +1051,18 @@ def _index_ops_legacy(opset):
         w = _index_ops_module(torch, with_unfold=False, with_einsum=opset >= 12)
         names = ["x"]
         dyn = {"x": {0: "batch", 1: "seq_len"}}
-        dc.export_legacy(w, [torch.randn(3, 9, 8)], cc._path(tmp), names, OPS_OUTS, dyn,
-                         opset=opset)
-        return cc._spec(cc._path(tmp), dc.torch_ref(w, names), OPS_BINDINGS, {"*": ("randn",)},
-                        "hand-written index ops (index_ops_bounded_dynamo's module, x only, the "
-                        "unfold by three strided slices stacked, a bmm for the einsum below opset 12), "
-                        f"TorchScript opset {opset}")
+        dc.export_legacy(
+            w, [torch.randn(3, 9, 8)], cc._path(tmp), names, OPS_OUTS, dyn, opset=opset
+        )
+        return cc._spec(
+            cc._path(tmp),
+            dc.torch_ref(w, names),
+            OPS_BINDINGS,
+            {"*": ("randn",)},
+            "hand-written index ops (index_ops_bounded_dynamo's module, x only, the "
+            "unfold by three strided slices stacked, a bmm for the einsum below opset 12), "
+            f"TorchScript opset {opset}",
+        )
 
     return build
 
@@ -978,12 +1099,23 @@ def b_shape_cond(tmp):
 
     w = W().eval()
     names = ["x"]
-    dc.export_dynamo(w, [torch.randn(3, 9, 8)], cc._path(tmp), names, ["fixed", "pooled"],
-                     {"x": {0: "batch", 1: "seq_len"}})
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, names), COND_BINDINGS, {"*": ("randn",)},
-                    "hand-written: torch.cond(seq_len % 2 == 0) (an If on a shape predicate) whose "
-                    "branches reshape to [batch, seq_len, 2, 4] and back / rotate by one "
-                    "position (dynamo)")
+    dc.export_dynamo(
+        w,
+        [torch.randn(3, 9, 8)],
+        cc._path(tmp),
+        names,
+        ["fixed", "pooled"],
+        {"x": {0: "batch", 1: "seq_len"}},
+    )
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, names),
+        COND_BINDINGS,
+        {"*": ("randn",)},
+        "hand-written: torch.cond(seq_len % 2 == 0) (an If on a shape predicate) whose "
+        "branches reshape to [batch, seq_len, 2, 4] and back / rotate by one "
+        "position (dynamo)",
+    )
 
 
 def b_while_legacy(tmp):
@@ -1010,13 +1142,21 @@ def b_while_legacy(tmp):
             return g, g.shape[1] * x[:, 0]
 
     w = W().eval()
-    dyn = {"x": {0: "batch", 1: "seq_len"}, "grown": {0: "batch", 1: "steps"},
-           "scaled": {0: "batch"}}
+    dyn = {
+        "x": {0: "batch", 1: "seq_len"},
+        "grown": {0: "batch", 1: "steps"},
+        "scaled": {0: "batch"},
+    }
     dc.export_legacy(w, [torch.randn(3, 9, 8)], cc._path(tmp), ["x"], ["grown", "scaled"], dyn)
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, ["x"]), OPS_BINDINGS, {"*": ("randn",)},
-                    "hand-written: a scripted while loop (condition on the index and on the data) "
-                    "growing a loop-carried tensor by one column per step ([B, 1, 8] -> "
-                    "[B, ceil(L / 2), 8]), TorchScript opset 17")
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, ["x"]),
+        OPS_BINDINGS,
+        {"*": ("randn",)},
+        "hand-written: a scripted while loop (condition on the index and on the data) "
+        "growing a loop-carried tensor by one column per step ([B, 1, 8] -> "
+        "[B, ceil(L / 2), 8]), TorchScript opset 17",
+    )
 
 
 # ----------------------------------------------------------------------------

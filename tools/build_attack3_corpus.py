@@ -394,8 +394,12 @@ b_funnel_max = seq(
     attn="eager",
 )
 b_funnel_legacy = seq(
-    FUNNEL3.but(attention_type="relative_shift", pooling_type="mean", separate_cls=True,
-                truncate_seq=True),
+    FUNNEL3.but(
+        attention_type="relative_shift",
+        pooling_type="mean",
+        separate_cls=True,
+        truncate_seq=True,
+    ),
     ["last_hidden_state"],
     "FunnelModel 3 blocks, mean pooling with separate cls and truncation, relative_shift "
     "(TorchScript opset 17, no output dynamic axes: the exporter names the output dims)",
@@ -496,7 +500,6 @@ b_switch = seq(
 )
 
 
-
 def _raw(builder, note="torch.export with optimize=False (no onnxscript cleanup)"):
     """The same builder exported by torch.export without the exporter's own optimizer."""
     return ab.exported(builder, note, dynamo_kw={"optimize": False})
@@ -562,7 +565,9 @@ def select_module(torch, ops):
             if "masked_select" in ops:
                 outs.append(torch.masked_select(h, h > 0.5))
             if "unique" in ops:
-                outs.append(torch.unique((h[..., 0] * 2.0).round().to(torch.int64), sorted=True))
+                outs.append(
+                    torch.unique((h[..., 0] * 2.0).round().to(torch.int64), sorted=True)
+                )
             if "repeat_interleave" in ops:
                 reps = (h[0, :, 0] > 0).to(torch.int64) + 1
                 outs.append(torch.repeat_interleave(h, reps, dim=1))
@@ -575,7 +580,9 @@ def select_module(torch, ops):
             if "scatter" in ops:
                 idx = torch.arange(0, n, 2)
                 src = h[:, : idx.shape[0]]
-                dst = torch.zeros_like(h).scatter(1, idx.view(1, -1, 1).expand(h.shape[0], -1, 8), src)
+                dst = torch.zeros_like(h).scatter(
+                    1, idx.view(1, -1, 1).expand(h.shape[0], -1, 8), src
+                )
                 outs.append(dst)
             if "topk" in ops:
                 vals, ind = score.topk(n // 3 + 1, dim=1)
@@ -612,8 +619,12 @@ def window_module(torch, ops):
                 outs.append(functional.interpolate(t, size=2 * n + 1, mode="nearest"))
                 outs.append(functional.interpolate(t, scale_factor=0.5, mode="linear"))
                 img = h.reshape(b, 1, n, d)
-                outs.append(functional.interpolate(img, scale_factor=(1.5, 0.5), mode="bilinear"))
-            if "roll_sym" in ops:  # a shift read from the shape: aten.roll by a SymInt fails (dynamo)
+                outs.append(
+                    functional.interpolate(img, scale_factor=(1.5, 0.5), mode="bilinear")
+                )
+            if (
+                "roll_sym" in ops
+            ):  # a shift read from the shape: aten.roll by a SymInt fails (dynamo)
                 outs.append(torch.roll(h, shifts=n // 2, dims=1))
             if "roll" in ops:
                 outs.append(torch.roll(h, shifts=(1, -2), dims=(1, 2)))
@@ -699,20 +710,45 @@ def cond_module(torch):
     return CondM().eval()
 
 
-OPS_BINDINGS = [{"batch": 2, "seq_len": 10}, {"batch": 3, "seq_len": 7}, {"batch": 5, "seq_len": 13}]
+OPS_BINDINGS = [
+    {"batch": 2, "seq_len": 10},
+    {"batch": 3, "seq_len": 7},
+    {"batch": 5, "seq_len": 13},
+]
 DERIVED_BINDINGS = [
     {"batch": 2, "seq_len": 10, "seq2": 20, "seq1": 11},
     {"batch": 3, "seq_len": 7, "seq2": 14, "seq1": 8},
     {"batch": 5, "seq_len": 13, "seq2": 26, "seq1": 14},
 ]
-SELECT_OPS = ["nonzero", "bool_index", "masked_select", "unique", "repeat_interleave", "index_put",
-              "scatter", "topk"]
-WINDOW_OPS = ["narrow", "unfold", "pad", "interpolate", "roll_sym", "roll", "flip", "tril", "einsum"]
+SELECT_OPS = [
+    "nonzero",
+    "bool_index",
+    "masked_select",
+    "unique",
+    "repeat_interleave",
+    "index_put",
+    "scatter",
+    "topk",
+]
+WINDOW_OPS = [
+    "narrow",
+    "unfold",
+    "pad",
+    "interpolate",
+    "roll_sym",
+    "roll",
+    "flip",
+    "tril",
+    "einsum",
+]
 DERIVED_OPS = ["split", "split3", "arange", "floordiv", "empty", "view"]
 
 
 def _dims(torch):
-    return (torch.export.Dim("batch", min=2, max=16), torch.export.Dim("seq_len", min=4, max=64))
+    return (
+        torch.export.Dim("batch", min=2, max=16),
+        torch.export.Dim("seq_len", min=4, max=64),
+    )
 
 
 def _export_hand(tmp, torch, module, args, names, ds, dyn_axes, exporter):
@@ -723,12 +759,27 @@ def _export_hand(tmp, torch, module, args, names, ds, dyn_axes, exporter):
     out_names = [f"out{i}" for i in range(len(outs))]
     with torch.no_grad():
         if exporter == "dynamo":
-            torch.onnx.export(module, tuple(args), dynamo=True, optimize=False, dynamic_shapes=ds,
-                              input_names=names, output_names=out_names).save(path)
+            torch.onnx.export(
+                module,
+                tuple(args),
+                dynamo=True,
+                optimize=False,
+                dynamic_shapes=ds,
+                input_names=names,
+                output_names=out_names,
+            ).save(path)
         else:
-            torch.onnx.export(module, tuple(args), path, dynamo=False, input_names=names,
-                              output_names=out_names, dynamic_axes=dyn_axes, opset_version=17,
-                              do_constant_folding=True)
+            torch.onnx.export(
+                module,
+                tuple(args),
+                path,
+                dynamo=False,
+                input_names=names,
+                output_names=out_names,
+                dynamic_axes=dyn_axes,
+                opset_version=17,
+                do_constant_folding=True,
+            )
     return path
 
 
@@ -740,14 +791,29 @@ def _select(exporter):
         b, s = _dims(torch)
         args = [torch.randn(3, 9, 8), torch.zeros(3, 9, dtype=torch.int64)]
         axes = {0: "batch", 1: "seq_len"}
-        path = _export_hand(tmp, torch, w, args, ["x", "m"], {"x": {0: b, 1: s}, "m": {0: b, 1: s}},
-                            {"x": axes, "m": axes}, exporter)
-        return cc._spec(path, dc.torch_ref(w, ["x", "m"]), OPS_BINDINGS,
-                        {"x": ("randn",), "m": ("zeros",)},
-                        f"hand-written data-dependent sizes: {', '.join(ops)} (k = seq_len // 3 + 1), "
-                        "nonzero of an all-zero mask (0 rows) "
-                        + ("(dynamo, optimize=False, Dim bounds)" if exporter == "dynamo"
-                           else "(TorchScript opset 17)"))
+        path = _export_hand(
+            tmp,
+            torch,
+            w,
+            args,
+            ["x", "m"],
+            {"x": {0: b, 1: s}, "m": {0: b, 1: s}},
+            {"x": axes, "m": axes},
+            exporter,
+        )
+        return cc._spec(
+            path,
+            dc.torch_ref(w, ["x", "m"]),
+            OPS_BINDINGS,
+            {"x": ("randn",), "m": ("zeros",)},
+            f"hand-written data-dependent sizes: {', '.join(ops)} (k = seq_len // 3 + 1), "
+            "nonzero of an all-zero mask (0 rows) "
+            + (
+                "(dynamo, optimize=False, Dim bounds)"
+                if exporter == "dynamo"
+                else "(TorchScript opset 17)"
+            ),
+        )
 
     return build
 
@@ -759,12 +825,28 @@ def _window(exporter):
         ops = [o for o in WINDOW_OPS if o not in skip]
         w = window_module(torch, set(ops))
         b, s = _dims(torch)
-        path = _export_hand(tmp, torch, w, [torch.randn(3, 9, 8)], ["x"], {"x": {0: b, 1: s}},
-                            {"x": {0: "batch", 1: "seq_len"}}, exporter)
-        return cc._spec(path, dc.torch_ref(w, ["x"]), OPS_BINDINGS, {"*": ("randn",)},
-                        f"hand-written shape-driven windows: {', '.join(ops)} "
-                        + ("(dynamo, optimize=False, Dim bounds)" if exporter == "dynamo"
-                           else "(TorchScript opset 17)"))
+        path = _export_hand(
+            tmp,
+            torch,
+            w,
+            [torch.randn(3, 9, 8)],
+            ["x"],
+            {"x": {0: b, 1: s}},
+            {"x": {0: "batch", 1: "seq_len"}},
+            exporter,
+        )
+        return cc._spec(
+            path,
+            dc.torch_ref(w, ["x"]),
+            OPS_BINDINGS,
+            {"*": ("randn",)},
+            f"hand-written shape-driven windows: {', '.join(ops)} "
+            + (
+                "(dynamo, optimize=False, Dim bounds)"
+                if exporter == "dynamo"
+                else "(TorchScript opset 17)"
+            ),
+        )
 
     return build
 
@@ -777,14 +859,25 @@ def _derived(exporter):
         b, s = _dims(torch)
         args = [torch.randn(3, 9, 8), torch.randn(3, 18, 8), torch.randn(3, 10)]
         ds = {"x": {0: b, 1: s}, "y": {0: b, 1: 2 * s}, "z": {0: b, 1: s + 1}}
-        axes = {"x": {0: "batch", 1: "seq_len"}, "y": {0: "batch", 1: "seq2"},
-                "z": {0: "batch", 1: "seq1"}}
+        axes = {
+            "x": {0: "batch", 1: "seq_len"},
+            "y": {0: "batch", 1: "seq2"},
+            "z": {0: "batch", 1: "seq1"},
+        }
         path = _export_hand(tmp, torch, w, args, ["x", "y", "z"], ds, axes, exporter)
-        return cc._spec(path, dc.torch_ref(w, ["x", "y", "z"]), DERIVED_BINDINGS, {"*": ("randn",)},
-                        "hand-written derived sizes: y [batch, 2 * seq_len, 8], z [batch, seq_len + 1], "
-                        f"{', '.join(ops)} "
-                        + ("(dynamo, optimize=False, derived Dims 2*s and s+1)" if exporter == "dynamo"
-                           else "(TorchScript opset 17; y and z get their own symbols seq2, seq1)"))
+        return cc._spec(
+            path,
+            dc.torch_ref(w, ["x", "y", "z"]),
+            DERIVED_BINDINGS,
+            {"*": ("randn",)},
+            "hand-written derived sizes: y [batch, 2 * seq_len, 8], z [batch, seq_len + 1], "
+            f"{', '.join(ops)} "
+            + (
+                "(dynamo, optimize=False, derived Dims 2*s and s+1)"
+                if exporter == "dynamo"
+                else "(TorchScript opset 17; y and z get their own symbols seq2, seq1)"
+            ),
+        )
 
     return build
 
@@ -815,19 +908,32 @@ def grid_module(torch, ops):
                 outs.append(self.down(x))
             if "pool" in ops:
                 outs.append(functional.max_pool2d(h, 3, stride=2, ceil_mode=True))
-                outs.append(functional.avg_pool2d(h, 2, stride=2, padding=1, count_include_pad=False))
+                outs.append(
+                    functional.avg_pool2d(h, 2, stride=2, padding=1, count_include_pad=False)
+                )
                 outs.append(functional.adaptive_avg_pool2d(h, (1, 3)))
             if "meshgrid" in ops:
                 ys, xs = torch.meshgrid(torch.arange(hh), torch.arange(ww), indexing="ij")
                 outs.append((ys * ww + xs).reshape(-1))
             if "grid_sample" in ops:
                 theta = torch.tensor([[1.0, 0.1, 0.0], [0.0, 0.9, 0.1]]).expand(b, 2, 3)
-                grid = functional.affine_grid(theta, [b, c, hh // 2 + 1, ww + 3], align_corners=False)
+                grid = functional.affine_grid(
+                    theta, [b, c, hh // 2 + 1, ww + 3], align_corners=False
+                )
                 outs.append(functional.grid_sample(h, grid, align_corners=False))
             if "interpolate" in ops:
-                outs.append(functional.interpolate(h, scale_factor=(0.75, 1.5), mode="bilinear",
-                                                   align_corners=True, recompute_scale_factor=True))
-                outs.append(functional.interpolate(h, size=(hh * 2, ww // 2 + 1), mode="nearest"))
+                outs.append(
+                    functional.interpolate(
+                        h,
+                        scale_factor=(0.75, 1.5),
+                        mode="bilinear",
+                        align_corners=True,
+                        recompute_scale_factor=True,
+                    )
+                )
+                outs.append(
+                    functional.interpolate(h, size=(hh * 2, ww // 2 + 1), mode="nearest")
+                )
             return tuple(outs)
 
     return GridOps().eval()
@@ -870,8 +976,15 @@ def misc_module(torch, ops):
                 outs.append(torch.kthvalue(h[..., 0], 2, dim=1)[0])
             if "scatter_reduce" in ops:
                 dst = torch.zeros(b, 5, d)
-                outs.append(dst.scatter_reduce(1, ids.unsqueeze(-1).expand(-1, -1, d), h,
-                                               reduce="amax", include_self=False))
+                outs.append(
+                    dst.scatter_reduce(
+                        1,
+                        ids.unsqueeze(-1).expand(-1, -1, d),
+                        h,
+                        reduce="amax",
+                        include_self=False,
+                    )
+                )
             if "cumprod" in ops:
                 outs.append(torch.cumprod(h[..., :2] * 0.5 + 1.0, dim=1))
             if "bucketize" in ops:
@@ -885,16 +998,35 @@ def misc_module(torch, ops):
 
     return MiscOps().eval()
 
-GRID_OPS = ["pixel_shuffle", "im2col", "conv_transpose", "pool", "meshgrid", "grid_sample",
-            "interpolate"]
+
+GRID_OPS = [
+    "pixel_shuffle",
+    "im2col",
+    "conv_transpose",
+    "pool",
+    "meshgrid",
+    "grid_sample",
+    "interpolate",
+]
 GRID_SKIP = {"dynamo": set(), "legacy": {"pool", "grid_sample"}}
 GRID_BINDINGS = [
     {"batch": 2, "height": 10, "width": 13},
     {"batch": 3, "height": 7, "width": 16},
     {"batch": 5, "height": 12, "width": 9},
 ]
-MISC_OPS = ["chunk", "one_hot", "diagonal", "outer", "cdist", "sort", "kthvalue", "scatter_reduce",
-            "cumprod", "bucketize", "item_slice"]
+MISC_OPS = [
+    "chunk",
+    "one_hot",
+    "diagonal",
+    "outer",
+    "cdist",
+    "sort",
+    "kthvalue",
+    "scatter_reduce",
+    "cumprod",
+    "bucketize",
+    "item_slice",
+]
 MISC_SKIP = {
     "dynamo": {"cdist", "kthvalue", "cumprod"},
     "legacy": {"diagonal", "sort", "kthvalue", "scatter_reduce", "cumprod", "item_slice"},
@@ -909,13 +1041,28 @@ def _grid(exporter):
         b = torch.export.Dim("batch", min=2, max=16)
         h = torch.export.Dim("height", min=6, max=64)
         wd = torch.export.Dim("width", min=6, max=64)
-        path = _export_hand(tmp, torch, w, [torch.randn(2, 4, 10, 13)], ["x"],
-                            {"x": {0: b, 2: h, 3: wd}}, {"x": {0: "batch", 2: "height", 3: "width"}},
-                            exporter)
-        return cc._spec(path, dc.torch_ref(w, ["x"]), GRID_BINDINGS, {"*": ("randn",)},
-                        f"hand-written image ops over [batch, 4, height, width]: {', '.join(ops)} "
-                        + ("(dynamo, optimize=False, Dim bounds)" if exporter == "dynamo"
-                           else "(TorchScript opset 17)"))
+        path = _export_hand(
+            tmp,
+            torch,
+            w,
+            [torch.randn(2, 4, 10, 13)],
+            ["x"],
+            {"x": {0: b, 2: h, 3: wd}},
+            {"x": {0: "batch", 2: "height", 3: "width"}},
+            exporter,
+        )
+        return cc._spec(
+            path,
+            dc.torch_ref(w, ["x"]),
+            GRID_BINDINGS,
+            {"*": ("randn",)},
+            f"hand-written image ops over [batch, 4, height, width]: {', '.join(ops)} "
+            + (
+                "(dynamo, optimize=False, Dim bounds)"
+                if exporter == "dynamo"
+                else "(TorchScript opset 17)"
+            ),
+        )
 
     return build
 
@@ -928,30 +1075,55 @@ def _misc(exporter):
         b, s = _dims(torch)
         args = [torch.randn(3, 9, 8), torch.randint(0, 5, (3, 9))]
         axes = {0: "batch", 1: "seq_len"}
-        path = _export_hand(tmp, torch, w, args, ["x", "ids"], {"x": {0: b, 1: s}, "ids": {0: b, 1: s}},
-                            {"x": axes, "ids": axes}, exporter)
-        return cc._spec(path, dc.torch_ref(w, ["x", "ids"]), OPS_BINDINGS,
-                        {"x": ("randn",), "ids": ("int", 0, 5)},
-                        f"hand-written assorted size-driven ops: {', '.join(ops)} "
-                        + ("(dynamo, optimize=False, Dim bounds; item_slice: h[:k] with k = "
-                           "ids[0].sum().item(), an unbacked size)" if exporter == "dynamo"
-                           else "(TorchScript opset 17)"))
+        path = _export_hand(
+            tmp,
+            torch,
+            w,
+            args,
+            ["x", "ids"],
+            {"x": {0: b, 1: s}, "ids": {0: b, 1: s}},
+            {"x": axes, "ids": axes},
+            exporter,
+        )
+        return cc._spec(
+            path,
+            dc.torch_ref(w, ["x", "ids"]),
+            OPS_BINDINGS,
+            {"x": ("randn",), "ids": ("int", 0, 5)},
+            f"hand-written assorted size-driven ops: {', '.join(ops)} "
+            + (
+                "(dynamo, optimize=False, Dim bounds; item_slice: h[:k] with k = "
+                "ids[0].sum().item(), an unbacked size)"
+                if exporter == "dynamo"
+                else "(TorchScript opset 17)"
+            ),
+        )
 
     return build
 
 
-COND_BINDINGS = [{"batch": 2, "seq_len": 10}, {"batch": 3, "seq_len": 6}, {"batch": 5, "seq_len": 13}]
+COND_BINDINGS = [
+    {"batch": 2, "seq_len": 10},
+    {"batch": 3, "seq_len": 6},
+    {"batch": 5, "seq_len": 13},
+]
 
 
 def b_cond_slices(tmp):
     torch = dc._torch()
     w = cond_module(torch)
     b, s = _dims(torch)
-    path = _export_hand(tmp, torch, w, [torch.randn(3, 9, 8)], ["x"], {"x": {0: b, 1: s}}, None,
-                        "dynamo")
-    return cc._spec(path, dc.torch_ref(w, ["x"]), COND_BINDINGS, {"*": ("randn",)},
-                    "hand-written torch.cond(seq_len > 8): first 4 rows * 2 / last 4 rows + 1 "
-                    "(dynamo, optimize=False)")
+    path = _export_hand(
+        tmp, torch, w, [torch.randn(3, 9, 8)], ["x"], {"x": {0: b, 1: s}}, None, "dynamo"
+    )
+    return cc._spec(
+        path,
+        dc.torch_ref(w, ["x"]),
+        COND_BINDINGS,
+        {"*": ("randn",)},
+        "hand-written torch.cond(seq_len > 8): first 4 rows * 2 / last 4 rows + 1 "
+        "(dynamo, optimize=False)",
+    )
 
 
 # ----------------------------------------------------------------------------

@@ -508,7 +508,11 @@ TOOL_CHAINS = [
     ),
     ("gpt2_kv_legacy_ort_all", b_gpt2_kv_legacy, [_ort_offline("ORT_ENABLE_ALL")]),
     ("gpt2_kv_legacy_stale_seq1_vi", b_gpt2_kv_legacy, [_stale_value_info("seq_len", 1)]),
-    ("gpt2_kv_legacy_stale_past0_vi", b_gpt2_kv_legacy, [_stale_value_info("past_seq_len", 0)]),
+    (
+        "gpt2_kv_legacy_stale_past0_vi",
+        b_gpt2_kv_legacy,
+        [_stale_value_info("past_seq_len", 0)],
+    ),
     ("gpt2_kv_legacy_ortopt", b_gpt2_kv_legacy, [_ort_opt("gpt2", 4, 32)]),
     ("gpt2_kv_legacy_ortopt_fp16", b_gpt2_kv_legacy, [_ort_opt("gpt2", 4, 32, fp16=True)]),
     ("gpt2_kv_legacy_onnxsim", b_gpt2_kv_legacy, [_onnxsim]),

@@ -83,12 +83,21 @@ def exported(builder, note, dynamo_kw=None, legacy_opset=None):
     def build(tmp):
         orig_d, orig_l = dc.export_dynamo, dc.export_legacy
 
-        def export_dynamo(module, args, path, input_names, output_names, dynamic_shapes, opset=None):
+        def export_dynamo(
+            module, args, path, input_names, output_names, dynamic_shapes, opset=None
+        ):
             torch = dc._torch()
             if getattr(module, "in_names", None) is not None:
-                dynamic_shapes = {"args": tuple(dynamic_shapes.get(n) for n in module.in_names)}
-            kw = dict(dynamo=True, dynamic_shapes=dynamic_shapes, input_names=input_names,
-                      output_names=output_names, **(dynamo_kw or {}))
+                dynamic_shapes = {
+                    "args": tuple(dynamic_shapes.get(n) for n in module.in_names)
+                }
+            kw = dict(
+                dynamo=True,
+                dynamic_shapes=dynamic_shapes,
+                input_names=input_names,
+                output_names=output_names,
+                **(dynamo_kw or {}),
+            )
             with torch.no_grad():
                 torch.onnx.export(module, tuple(args), **kw).save(path)
 
@@ -120,7 +129,9 @@ def converted(builder, how):
 
             m = convert_float_to_float16(onnx.load(src), keep_io_types=True)
             onnx.save(m, dst)
-            spec["note"] += "; onnxruntime float16.convert_float_to_float16(keep_io_types=True)"
+            spec["note"] += (
+                "; onnxruntime float16.convert_float_to_float16(keep_io_types=True)"
+            )
         elif how == "int8":
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -136,7 +147,9 @@ def converted(builder, how):
 
             model = onnx.load(src)
             feeds = [
-                dc.make_feeds(model, spec["gens"], spec["bindings"][0], np.random.default_rng(i))
+                dc.make_feeds(
+                    model, spec["gens"], spec["bindings"][0], np.random.default_rng(i)
+                )
                 for i in range(2)
             ]
 
@@ -203,8 +216,9 @@ def b_cohere2_swa_kv(tmp):
         "DynamicCache(config=...) (cropped sliding layer, rotary only there), layer 1 full NoPE; "
         "past_seq_len <= 12 (dynamo)"
     )
-    return cc._kv(tmp, m, 2, 8, True, COHERE2.vocab, note, "dynamo", cc.SWA_KV_BINDINGS,
-                  cache_config=cfg)
+    return cc._kv(
+        tmp, m, 2, 8, True, COHERE2.vocab, note, "dynamo", cc.SWA_KV_BINDINGS, cache_config=cfg
+    )
 
 
 b_olmoe_kv = kv(
@@ -444,10 +458,17 @@ def b_fnet(tmp):
     m, _ = hf.new("eager")
     names = ["input_ids", "token_type_ids"]
     gens = {"input_ids": ("int", 4, hf.vocab), "token_type_ids": ("zeros",)}
-    path, ref = dc._seq_model(tmp, m, names, ["last_hidden_state", "pooler_output"], "dynamo", gens)
-    return cc._spec(path, ref, cc.SEQ_BINDINGS, gens,
-                    "FNetModel 2 layers: Fourier token mixing (fftn over seq and hidden, real part) "
-                    "(dynamo)")
+    path, ref = dc._seq_model(
+        tmp, m, names, ["last_hidden_state", "pooler_output"], "dynamo", gens
+    )
+    return cc._spec(
+        path,
+        ref,
+        cc.SEQ_BINDINGS,
+        gens,
+        "FNetModel 2 layers: Fourier token mixing (fftn over seq and hidden, real part) "
+        "(dynamo)",
+    )
 
 
 b_deberta = seq(
@@ -493,7 +514,10 @@ b_bigbird_int8 = converted(
         "BigBirdModel original_full 2 layers, TorchScript opset 17",
         attn="eager",
         exporter="legacy",
-        out_dyn={"last_hidden_state": {0: "batch", 1: "seq_len"}, "pooler_output": {0: "batch"}},
+        out_dyn={
+            "last_hidden_state": {0: "batch", 1: "seq_len"},
+            "pooler_output": {0: "batch"},
+        },
     ),
     "int8",
 )
@@ -751,17 +775,32 @@ def b_encodec(tmp):
 
     w = W(m).eval()
     names = ["input_values"]
-    dc.export_dynamo(w, [torch.randn(3, 1, 520)], cc._path(tmp), names, ["embeddings"],
-                     {"input_values": {0: "batch", 2: "audio_len"}})
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, names), ENCODEC_BINDINGS, {"*": ("randn",)},
-                    "EncodecModel encoder (causal convs with 'extra padding' from the length, "
-                    "reflect pad, LSTM) (dynamo)")
+    dc.export_dynamo(
+        w,
+        [torch.randn(3, 1, 520)],
+        cc._path(tmp),
+        names,
+        ["embeddings"],
+        {"input_values": {0: "batch", 2: "audio_len"}},
+    )
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, names),
+        ENCODEC_BINDINGS,
+        {"*": ("randn",)},
+        "EncodecModel encoder (causal convs with 'extra padding' from the length, "
+        "reflect pad, LSTM) (dynamo)",
+    )
 
 
 # ----------------------------------------------------------------------------
 # Control flow: torch.cond exports an If with subgraphs
 # ----------------------------------------------------------------------------
-COND_BINDINGS = [{"batch": 2, "seq_len": 10}, {"batch": 3, "seq_len": 7}, {"batch": 5, "seq_len": 13}]
+COND_BINDINGS = [
+    {"batch": 2, "seq_len": 10},
+    {"batch": 3, "seq_len": 7},
+    {"batch": 5, "seq_len": 13},
+]
 
 
 def b_cond(tmp):
@@ -802,9 +841,14 @@ def b_cond(tmp):
     ds = {n: {0: "batch", 1: "seq_len"} for n in names}
     dc.export_dynamo(w, args, cc._path(tmp), names, ["out"], ds)
     gens = {"input_ids": ("int", 3, 380), "attention_mask": ("ones",)}
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, names), COND_BINDINGS, gens,
-                    "BertModel 1 layer then torch.cond on the parity of sum(input_ids): an If whose "
-                    "branches reshape by the batch / transpose+flip (dynamo)")
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, names),
+        COND_BINDINGS,
+        gens,
+        "BertModel 1 layer then torch.cond on the parity of sum(input_ids): an If whose "
+        "branches reshape by the batch / transpose+flip (dynamo)",
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -832,12 +876,23 @@ def _image_legacy(tmp, hf, outs):
     w = dc._wrap_named(m, ["pixel_values"], outs)
     dyn = {"pixel_values": {0: "batch", 2: "height", 3: "width"}}
     dyn.update({o: {0: "batch"} for o in outs})
-    dc.export_legacy(w, [torch.randn(3, 3, 128, 112)], cc._path(tmp), ["pixel_values"], outs, dyn)
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, ["pixel_values"]), cc.IMAGE_BINDINGS,
-                    {"*": ("randn",)}, f"{hf.model} dynamic batch/height/width (legacy)")
+    dc.export_legacy(
+        w, [torch.randn(3, 3, 128, 112)], cc._path(tmp), ["pixel_values"], outs, dyn
+    )
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, ["pixel_values"]),
+        cc.IMAGE_BINDINGS,
+        {"*": ("randn",)},
+        f"{hf.model} dynamic batch/height/width (legacy)",
+    )
 
 
-LOOP_BINDINGS = [{"batch": 2, "seq_len": 10}, {"batch": 3, "seq_len": 7}, {"batch": 5, "seq_len": 13}]
+LOOP_BINDINGS = [
+    {"batch": 2, "seq_len": 10},
+    {"batch": 3, "seq_len": 7},
+    {"batch": 5, "seq_len": 13},
+]
 
 
 def b_loop_legacy(tmp):
@@ -865,14 +920,28 @@ def b_loop_legacy(tmp):
             return seq, seq[:, -1]
 
     w = W().eval()
-    dyn = {"input_ids": {0: "batch", 1: "seq_len"}, "states": {0: "batch", 1: "seq_len"},
-           "last": {0: "batch"}}
-    dc.export_legacy(w, [torch.randint(0, 300, (3, 9))], cc._path(tmp), ["input_ids"],
-                     ["states", "last"], dyn)
+    dyn = {
+        "input_ids": {0: "batch", 1: "seq_len"},
+        "states": {0: "batch", 1: "seq_len"},
+        "last": {0: "batch"},
+    }
+    dc.export_legacy(
+        w,
+        [torch.randint(0, 300, (3, 9))],
+        cc._path(tmp),
+        ["input_ids"],
+        ["states", "last"],
+        dyn,
+    )
     gens = {"input_ids": ("int", 0, 300)}
-    return cc._spec(cc._path(tmp), dc.torch_ref(w, ["input_ids"]), LOOP_BINDINGS, gens,
-                    "Embedding + a scripted recurrent scan over seq_len (Loop with a "
-                    "SequenceInsert / ConcatFromSequence carried state), TorchScript opset 17")
+    return cc._spec(
+        cc._path(tmp),
+        dc.torch_ref(w, ["input_ids"]),
+        LOOP_BINDINGS,
+        gens,
+        "Embedding + a scripted recurrent scan over seq_len (Loop with a "
+        "SequenceInsert / ConcatFromSequence carried state), TorchScript opset 17",
+    )
 
 
 b_dac = audio(

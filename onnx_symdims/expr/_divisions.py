@@ -259,7 +259,12 @@ def _extremum_numerator(a: DimExpr, d: int) -> Dim | None:
         if isinstance(flipped, DimExpr) and flipped.terms and flipped.terms[0][1] == 1:
             return floordiv(add(flipped, a.const), d)
         return None
-    if coeff != 1 or len(mono) != 1 or mono[0].kind not in (MAX, MIN) or len(mono[0].args) != 2:
+    if (
+        coeff != 1
+        or len(mono) != 1
+        or mono[0].kind not in (MAX, MIN)
+        or len(mono[0].args) != 2
+    ):
         return None
     kind = mono[0].kind
     bound, inner = mono[0].args
@@ -322,8 +327,10 @@ def _split_exact_quotient(a: DimExpr, d: int) -> Dim | None:
     const_divides = a.const % d == 0
     if not rest or (not quotient and not (const_divides and a.const)):
         return None
-    q: Dim = _from_terms(quotient, a.const // d if const_divides else 0) if quotient else (
-        a.const // d
+    q: Dim = (
+        _from_terms(quotient, a.const // d if const_divides else 0)
+        if quotient
+        else (a.const // d)
     )
     r: Dim = _from_terms(rest, 0 if const_divides else a.const)
     return add(q, exact_div(r, d))
@@ -427,9 +434,15 @@ def _range(d: Dim) -> tuple[int | None, int | None]:
             break
         alo, ahi = _atom_range(mono[0])
         if coeff < 0:
-            alo, ahi = (None if ahi is None else coeff * ahi), (None if alo is None else coeff * alo)
+            alo, ahi = (
+                (None if ahi is None else coeff * ahi),
+                (None if alo is None else coeff * alo),
+            )
         else:
-            alo, ahi = (None if alo is None else coeff * alo), (None if ahi is None else coeff * ahi)
+            alo, ahi = (
+                (None if alo is None else coeff * alo),
+                (None if ahi is None else coeff * ahi),
+            )
         lo = None if lo is None or alo is None else lo + alo
         hi = None if hi is None or ahi is None else hi + ahi
     d._range = (lo, hi)

@@ -202,7 +202,9 @@ def _pseudo_remainder(a: Poly, b: Poly, x: Atom, budget: _Budget) -> Poly:
             break
         # lead*rest - rest_lead*x**(m-n)*b: the x**m terms cancel.
         rest = _sub(
-            _mul(lead, rest, budget), _mul(_times_power(rest_lead, x, m - n), b, budget), budget
+            _mul(lead, rest, budget),
+            _mul(_times_power(rest_lead, x, m - n), b, budget),
+            budget,
         )
     return rest
 

@@ -200,14 +200,18 @@ class _Printer:
             level = _XOR if kind == MAX else _AND
             op = "^" if kind == MAX else "&"
             ordered = sorted(args, key=_symbol_order)
-            return op.join(self.arg(a, level + 1 if i else level) for i, a in enumerate(ordered))
+            return op.join(
+                self.arg(a, level + 1 if i else level) for i, a in enumerate(ordered)
+            )
         if kind == BCAST:
             return _binary_broadcast([self.arg(a, _XOR) for a in args])
         name = {MAX: "max", MIN: "min"}.get(kind, atom.name)
         return f"{name}({','.join(self.arg(a, _XOR) for a in args)})"
 
     # -- terms -----------------------------------------------------------------------
-    def product(self, mono: tuple[Atom, ...], coeff: int, folded_const: int) -> tuple[str, int]:
+    def product(
+        self, mono: tuple[Atom, ...], coeff: int, folded_const: int
+    ) -> tuple[str, int]:
         """Prints ``|coeff| * mono``; returns the text and its precedence level."""
         factors: list[str] = []
         magnitude = abs(coeff)

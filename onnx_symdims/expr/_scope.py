@@ -86,7 +86,9 @@ def _as_term_interval(
     return (lo, None) if lo is not None and lo >= 0 else (None, None)
 
 
-def _scale_interval(c: int, iv: tuple[int | None, int | None]) -> tuple[int | None, int | None]:
+def _scale_interval(
+    c: int, iv: tuple[int | None, int | None]
+) -> tuple[int | None, int | None]:
     lo, hi = iv
     if c >= 0:
         return (None if lo is None else c * lo), (None if hi is None else c * hi)
@@ -376,7 +378,10 @@ class Scope:
         threshold = k - shifted.const
         lower_case = shifted if atom.kind == MIN else k  # the atom's value when s+c <= k
         upper_case = k if atom.kind == MIN else shifted  # ... and when s+c >= k
-        for value, bounds in ((lower_case, (None, threshold)), (upper_case, (threshold, None))):
+        for value, bounds in (
+            (lower_case, (None, threshold)),
+            (upper_case, (threshold, None)),
+        ):
             case = self._case(name, bounds[0], bounds[1])
             lo, hi = case._ranges[name]
             if lo is not None and hi is not None and lo > hi:

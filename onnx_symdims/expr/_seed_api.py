@@ -390,7 +390,9 @@ def rename_dynamic_expression(expr: DimType, replacements: Mapping[str, DimType]
         except (ExprError, ArithmeticError, TypeError):
             return expr
     try:
-        text = _to_text(expr, "rename_dynamic_expression") if isinstance(expr, DimExpr) else expr
+        text = (
+            _to_text(expr, "rename_dynamic_expression") if isinstance(expr, DimExpr) else expr
+        )
         if not isinstance(text, str):
             return expr
         tree = parse_tree(text)

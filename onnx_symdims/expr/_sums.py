@@ -95,7 +95,10 @@ def _merge_same_divisor(terms: dict[Monomial, int], const: int) -> Dim | None:
             numerator = add(numerator, mul(rest.pop(m), m[0].args[0]))
         try:
             quotient = exact_div(numerator, ms[0][0].args[1])
-        except (ArithmeticError, ExprError):  # pragma: no cover - defensive: a sum never raises
+        except (
+            ArithmeticError,
+            ExprError,
+        ):  # pragma: no cover - defensive: a sum never raises
             return None
         if isinstance(quotient, DimExpr) and quotient.unknown_reason is not None:
             return None
@@ -165,9 +168,7 @@ def _absorb_factors(terms: dict[Monomial, int], const: int) -> Dim | None:
     return result
 
 
-def _absorb_into_symbolic_quotient(
-    rest: Monomial, c: int, exacts: list[Atom]
-) -> Dim | None:
+def _absorb_into_symbolic_quotient(rest: Monomial, c: int, exacts: list[Atom]) -> Dim | None:
     """``c*rest*(N/:D)*others`` as ``((c*rest*N)/:D)*others``, D the first symbolic divisor.
 
     None when there is nothing outside to move, no quotient with a symbolic divisor,

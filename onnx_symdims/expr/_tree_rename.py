@@ -35,7 +35,9 @@ def rename_tree(node: Node, mapping: Mapping[str, Node]) -> Node:
     if isinstance(node, Constant):
         return node
     if isinstance(node, BinOp):
-        return BinOp(node.op, rename_tree(node.left, mapping), rename_tree(node.right, mapping))
+        return BinOp(
+            node.op, rename_tree(node.left, mapping), rename_tree(node.right, mapping)
+        )
     if isinstance(node, UnaryOp):
         return UnaryOp(node.op, rename_tree(node.operand, mapping))
     if isinstance(node, Call):

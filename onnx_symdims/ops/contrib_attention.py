@@ -73,7 +73,9 @@ def _merged_weights_width(ctx: NodeContext, weights: int, bias: int | None) -> M
     """The width of 2-D input ``weights``, checked against 1-D input ``bias``."""
     _, width = _dims(require_rank(ctx, weights, (2,), "weights"), 2)
     bias_shape = (
-        require_rank(ctx, bias, (1,), "bias") if bias is not None and ctx.has_input(bias) else None
+        require_rank(ctx, bias, (1,), "bias")
+        if bias is not None and ctx.has_input(bias)
+        else None
     )
     return merge_dims(ctx, "QKV hidden size", width, bias_shape[0] if bias_shape else None)
 
@@ -276,7 +278,11 @@ def infer_paged_attention(ctx: NodeContext, node: ir.Node) -> None:
     heads = heads_attr(ctx, "num_heads")
     kv_heads = heads_attr(ctx, "kv_num_heads")
     tokens, hidden = _dims(require_rank(ctx, 0, (2,), "query"), 2)
-    layout = ctx.attr_str("kv_cache_layout", "SEPARATE") if node.op_type == "PagedAttention" else None
+    layout = (
+        ctx.attr_str("kv_cache_layout", "SEPARATE")
+        if node.op_type == "PagedAttention"
+        else None
+    )
     latent = (layout or "SEPARATE").upper() == "LATENT"
     packed = not ctx.has_input(1)
     if packed and latent:

@@ -96,7 +96,9 @@ def infer_matmul_fp_q4(ctx: NodeContext, node: ir.Node) -> None:
     if a is not None and not a:
         ctx.fail("A must have rank >= 1")
     if a is not None and b_shape is not None:
-        merge_dims(ctx, "K", a[-1], None if isinstance(b_shape[0], expr.DimExpr) else b_shape[0])
+        merge_dims(
+            ctx, "K", a[-1], None if isinstance(b_shape[0], expr.DimExpr) else b_shape[0]
+        )
     ctx.set_output(0, None if a is None else (*a[:-1], n), ctx.input_dtype(0))
 
 

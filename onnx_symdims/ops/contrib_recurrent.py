@@ -218,7 +218,9 @@ def infer_attn_lstm(ctx: NodeContext, node: ir.Node) -> None:
     w = _dims(require_rank(ctx, 1, (3,), "W"), 3)
     r = _dims(require_rank(ctx, 2, (3,), "R"), 3)
     direction = ctx.attr_str("direction", "forward")
-    dirs = merge_dims(ctx, "num_directions", 2 if direction == "bidirectional" else 1, w[0], r[0])
+    dirs = merge_dims(
+        ctx, "num_directions", 2 if direction == "bidirectional" else 1, w[0], r[0]
+    )
     hidden = merge_dims(ctx, "hidden_size", ctx.attr_int("hidden_size"), r[2])
     dtype = ctx.input_dtype(0)
     ctx.set_output(0, (seq, dirs, batch, hidden), dtype)

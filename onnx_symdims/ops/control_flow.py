@@ -163,7 +163,9 @@ class _Transaction:
         # The slots (see _require_ir_slots): a body's every value, every probe round,
         # read by C loops.
         values = body.values
-        self._annotations = list(zip(values, map(_TYPE_SLOT, values), map(_SHAPE_SLOT, values)))
+        self._annotations = list(
+            zip(values, map(_TYPE_SLOT, values), map(_SHAPE_SLOT, values))
+        )
 
     def __enter__(self) -> _Transaction:
         return self
@@ -576,7 +578,9 @@ def _constant_element(ctx: NodeContext, value: ir.Value | None, body: ir.Graph) 
         return None
     producer = value.producer()
     inside = value.graph is body or (producer is not None and producer.graph is body)
-    if inside and (producer is None or producer.op_type != "Constant" or producer.domain != ""):
+    if inside and (
+        producer is None or producer.op_type != "Constant" or producer.domain != ""
+    ):
         return None
     element = single_element(ctx.ctx.value_of(value))
     if element is None or (isinstance(element, expr.DimExpr) and element.is_unknown):
@@ -710,9 +714,7 @@ def _appended_element(ctx: NodeContext, body: _Body, k: int) -> Shape | None:
         return None
     outer = _outer_symbols(ctx, body)
     return tuple(
-        d
-        if isinstance(d, int) or (not d.is_unknown and d.symbols() <= outer)
-        else None  # type: ignore[misc]  # set_output mints a symbol read as any size
+        d if isinstance(d, int) or (not d.is_unknown and d.symbols() <= outer) else None  # type: ignore[misc]  # set_output mints a symbol read as any size
         for d in shape
     )
 

@@ -224,7 +224,9 @@ def _same_numel(target: Sequence[Dim], data: Sequence[Dim], memo: list[bool]) ->
     with ``y`` proven to have ``x``'s numel). Computed once per node (``memo``).
     """
     if not memo:
-        same = all((isinstance(t, int) and t > 0) or isinstance(t, expr.DimExpr) for t in target)
+        same = all(
+            (isinstance(t, int) and t > 0) or isinstance(t, expr.DimExpr) for t in target
+        )
         memo.append(same and product(target) == product(data))
     return memo[0]
 
@@ -340,7 +342,8 @@ def reshape_dims(
             else:
                 out.append(t)
         elif t.is_unknown or (
-            not scope.prove_nonneg(t) and not _minus_one_fails(ctx, t, target, data, allowzero, i)
+            not scope.prove_nonneg(t)
+            and not _minus_one_fails(ctx, t, target, data, allowzero, i)
         ):
             out.append(None)  # may be -1 (infer) at runtime
         elif (

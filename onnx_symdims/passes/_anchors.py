@@ -380,7 +380,9 @@ def _rewrite_model(snapshot: ModelSnapshot, rewriter: _Rewriter, ctx: ShapesCont
         shape = value._shape
         # A shape that is not frozen may be edited in place: each value gets its own.
         value._shape = (
-            renamed[id(shape)] if shape._frozen else rewriter._rewrite_shape(shape, False, False)
+            renamed[id(shape)]
+            if shape._frozen
+            else rewriter._rewrite_shape(shape, False, False)
         )
     return True
 
@@ -439,12 +441,16 @@ def _write_inferred_dims(model: ir.Model, ctx: ShapesContext, labels: frozenset[
     opaque = ctx.opaque_dim_names
 
     def names_label(d: int | ir.SymbolicDim, _: Dim | None) -> bool:
-        return not isinstance(d, int) and bool(d.value) and _names_label(d.value, opaque, labels)
+        return (
+            not isinstance(d, int) and bool(d.value) and _names_label(d.value, opaque, labels)
+        )
 
     return _write_inferred_where(model, ctx, names_label, labels)
 
 
-def _write_differing_dims(model: ir.Model, ctx: ShapesContext, members: frozenset[Dim]) -> bool:
+def _write_differing_dims(
+    model: ir.Model, ctx: ShapesContext, members: frozenset[Dim]
+) -> bool:
     """Writes the inferred dim where a declared one is a member of ``members`` but differs.
 
     An axis whose inferred dim is the declared one keeps its text.
@@ -453,7 +459,12 @@ def _write_differing_dims(model: ir.Model, ctx: ShapesContext, members: frozense
 
     def differs(d: int | ir.SymbolicDim, new: Dim | None) -> bool:
         declared = _declared_member(d, opaque, members)
-        return declared is not None and new is not None and new is not declared and new != declared
+        return (
+            declared is not None
+            and new is not None
+            and new is not declared
+            and new != declared
+        )
 
     return _write_inferred_where(model, ctx, differs)
 
@@ -480,8 +491,10 @@ def _names_label(text: str, opaque: dict[str, str], labels: frozenset[str]) -> b
         parsed = expr.parse_dim(text)
     except (ValueError, ArithmeticError):
         return False
-    return isinstance(parsed, expr.DimExpr) and not parsed.is_unknown and bool(
-        parsed.symbols() & labels
+    return (
+        isinstance(parsed, expr.DimExpr)
+        and not parsed.is_unknown
+        and bool(parsed.symbols() & labels)
     )
 
 
@@ -644,7 +657,9 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             equalities = self._drop_ambiguous_labels(
                 model, ctx, equalities, renamable, input_symbols, result
             )
-            equalities = self._drop_degenerate_classes(model, ctx, equalities, renamable, result)
+            equalities = self._drop_degenerate_classes(
+                model, ctx, equalities, renamable, result
+            )
         if equalities and not _plans_nothing(equalities, renamable):
             from onnx_symdims.passes._anchor_renames import plan_renames
 
@@ -748,7 +763,8 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
                 key=_text,
             )
             message = (
-                "declared shapes imply " + " == ".join(_text(m) for m in named)
+                "declared shapes imply "
+                + " == ".join(_text(m) for m in named)
                 + ", which holds only where a size is 0 (not used; the inferred dims "
                 "are written)"
             )

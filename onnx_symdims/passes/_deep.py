@@ -91,7 +91,9 @@ def run_deep(run: Callable[[], T], bound: int) -> T:
         except BaseException as e:  # handed to the calling thread, raised there
             outcome["error"] = e
 
-    logger.debug("nesting bound %d: running with %d frames, %d-byte stack", bound, frames, stack)
+    logger.debug(
+        "nesting bound %d: running with %d frames, %d-byte stack", bound, frames, stack
+    )
     with _lock:
         previous_limit = sys.getrecursionlimit()
         previous_stack = threading.stack_size()

@@ -39,14 +39,17 @@ logger = logging.getLogger(__name__)
 _AXIS_SUFFIX = re.compile(r"_dim_\d+\Z")
 
 
-def _is_exporter_name(text: str, output_names: frozenset[str], op_types: frozenset[str]) -> bool:
+def _is_exporter_name(
+    text: str, output_names: frozenset[str], op_types: frozenset[str]
+) -> bool:
     """``{op type}{output name}_dim_{axis}`` for an op type of the graph and an output name."""
     suffix = _AXIS_SUFFIX.search(text)
     if suffix is None:
         return False
     stem = text[: suffix.start()]
     return any(
-        stem.startswith(op_type) and stem[len(op_type) :] in output_names for op_type in op_types
+        stem.startswith(op_type) and stem[len(op_type) :] in output_names
+        for op_type in op_types
     )
 
 

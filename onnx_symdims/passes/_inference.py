@@ -319,9 +319,7 @@ def _has_new_inner_node(node: ir.Node, known: Collection[ir.Node]) -> bool:
     return False
 
 
-def _mark_constant_inputs(
-    model: ir.Model, ctx: ShapesContext, always: bool
-) -> list[ir.Value]:
+def _mark_constant_inputs(model: ir.Model, ctx: ShapesContext, always: bool) -> list[ir.Value]:
     """Marks the initializer-backed graph inputs that are constants for this run.
 
     In IR version < 4 every initializer must also be a graph input: those are the
@@ -448,7 +446,11 @@ def _declared_written(
                 return None
             continue
         text = old._value  # the slot: every declared dim
-        if not text or is_anonymous_dim_text(text) or (not anchor and is_tool_minted_dim_text(text)):
+        if (
+            not text
+            or is_anonymous_dim_text(text)
+            or (not anchor and is_tool_minted_dim_text(text))
+        ):
             written.append(writer.dim(inf))
             continue
         read = ctx.read_dim_text(text)
@@ -924,7 +926,11 @@ class InferenceEngine:
             return False
         attr = attributes.get("value")
         # The slots (attr.is_ref(): two calls): every Constant of the model.
-        if attr is None or attr._type is not _TENSOR_ATTRIBUTE or attr._ref_attr_name is not None:
+        if (
+            attr is None
+            or attr._type is not _TENSOR_ATTRIBUTE
+            or attr._ref_attr_name is not None
+        ):
             return False
         read = read_int64_proto(attr._value)
         if read is None:
@@ -1093,7 +1099,12 @@ class InferenceEngine:
         # The shape, value as shape and dtype of each input as a hook reads them, one
         # entry per input (every memoized node, so inline); the facts are interned, so
         # keys hash fast. A node with a non-tensor input (sequence, optional, map) has none.
-        shapes, values, dtypes, others = ctx._shapes, ctx._values, ctx._dtypes, ctx._other_types
+        shapes, values, dtypes, others = (
+            ctx._shapes,
+            ctx._values,
+            ctx._dtypes,
+            ctx._other_types,
+        )
         append = key.append
         for value in node._inputs:
             if value is None:
@@ -1242,8 +1253,7 @@ class InferenceEngine:
                 node,
                 "warning",
                 f"output {value.name!r}: the declared shape does not hold in every run: "
-                f"{conflict}"
-                + ("; the inferred shape is written" if replaced else ""),
+                f"{conflict}" + ("; the inferred shape is written" if replaced else ""),
             )
             if ctx.strict:
                 raise ShapeInferenceError(diagnostic)

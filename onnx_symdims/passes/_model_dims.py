@@ -152,7 +152,9 @@ def structural_problems(
             )
             problems.append((node, message))
         else:
-            problems.append((node, "the node depends on a cycle: its inputs are never computed"))
+            problems.append(
+                (node, "the node depends on a cycle: its inputs are never computed")
+            )
     return problems
 
 
@@ -203,7 +205,16 @@ class ModelSnapshot(tuple):
         nested: bool = True,
         nesting: int | None = None,
     ) -> ModelSnapshot:
-        fields = (model, main_nodes, values, anchors, main_values, main_sorted, nested, nesting)
+        fields = (
+            model,
+            main_nodes,
+            values,
+            anchors,
+            main_values,
+            main_sorted,
+            nested,
+            nesting,
+        )
         return _new_tuple(cls, fields)
 
     # A snapshot is one walk of one model: two are never the same (nor hashed by their

@@ -39,14 +39,69 @@ _RESHAPE_LIKE = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
 #: operand elements at that position after broadcasting, with no attribute naming an axis.
 _ELEMENTWISE = frozenset(
     {
-        "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh",
-        "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "Cast",
-        "Ceil", "Celu", "Clip", "Cos", "Cosh", "Div", "Elu", "Equal", "Erf", "Exp",
-        "Floor", "Gelu", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish",
-        "Identity", "IsInf", "IsNaN", "LeakyRelu", "Less", "LessOrEqual", "Log", "Max",
-        "Min", "Mish", "Mod", "Mul", "Neg", "Not", "Or", "Pow", "Reciprocal", "Relu",
-        "Round", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt",
-        "Sub", "Tan", "Tanh", "Where", "Xor",
+        "Abs",
+        "Acos",
+        "Acosh",
+        "Add",
+        "And",
+        "Asin",
+        "Asinh",
+        "Atan",
+        "Atanh",
+        "BitShift",
+        "BitwiseAnd",
+        "BitwiseNot",
+        "BitwiseOr",
+        "BitwiseXor",
+        "Cast",
+        "Ceil",
+        "Celu",
+        "Clip",
+        "Cos",
+        "Cosh",
+        "Div",
+        "Elu",
+        "Equal",
+        "Erf",
+        "Exp",
+        "Floor",
+        "Gelu",
+        "Greater",
+        "GreaterOrEqual",
+        "HardSigmoid",
+        "HardSwish",
+        "Identity",
+        "IsInf",
+        "IsNaN",
+        "LeakyRelu",
+        "Less",
+        "LessOrEqual",
+        "Log",
+        "Max",
+        "Min",
+        "Mish",
+        "Mod",
+        "Mul",
+        "Neg",
+        "Not",
+        "Or",
+        "Pow",
+        "Reciprocal",
+        "Relu",
+        "Round",
+        "Selu",
+        "Sigmoid",
+        "Sign",
+        "Sin",
+        "Sinh",
+        "Softplus",
+        "Softsign",
+        "Sqrt",
+        "Sub",
+        "Tan",
+        "Tanh",
+        "Where",
+        "Xor",
     }
 )
 
@@ -117,7 +172,9 @@ class ReshapesAroundElementwisePass(FactsPass):
                     self.declined["an operand of the element-wise ops is not one element"] += 1
                     return
             if self.facts.shape(n.outputs[0]) != y_shape:
-                self.declined["an element-wise result's shape is not proven the reshaped one"] += 1
+                self.declined[
+                    "an element-wise result's shape is not proven the reshaped one"
+                ] += 1
                 return
         plans: dict[ir.Node, tuple[str, list[int]] | None] = {}
         for end in ends:
@@ -188,9 +245,7 @@ class ReshapesAroundElementwisePass(FactsPass):
     def _one_element(self, value: ir.Value, rank: int) -> bool:
         shape = self.facts.shape(value)
         return (
-            shape is not None
-            and len(shape) <= rank
-            and all(is_literal_one(d) for d in shape)
+            shape is not None and len(shape) <= rank and all(is_literal_one(d) for d in shape)
         )
 
     def _rewrite(

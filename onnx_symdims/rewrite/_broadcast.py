@@ -44,8 +44,22 @@ Dim = expr.Dim
 #: depend on how the operands are laid out.
 _ANY_DTYPE = frozenset(
     {
-        "Add", "Sub", "Mul", "Div", "And", "Or", "Xor", "Equal", "Less", "LessOrEqual",
-        "Greater", "GreaterOrEqual", "Where", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "And",
+        "Or",
+        "Xor",
+        "Equal",
+        "Less",
+        "LessOrEqual",
+        "Greater",
+        "GreaterOrEqual",
+        "Where",
+        "BitwiseAnd",
+        "BitwiseOr",
+        "BitwiseXor",
         "BitShift",
     }
 )
@@ -53,8 +67,9 @@ _ANY_DTYPE = frozenset(
 _INTEGER_ONLY = frozenset({"Min", "Max", "Mod"})
 
 
-
-def broadcast_shape(facts: ShapeFacts, shapes: list[tuple[Dim, ...]]) -> tuple[Dim, ...] | None:
+def broadcast_shape(
+    facts: ShapeFacts, shapes: list[tuple[Dim, ...]]
+) -> tuple[Dim, ...] | None:
     """The multidirectional broadcast of ``shapes``, or ``None`` when not proven.
 
     Each output dim is the one dim left after dropping the proven 1s, all others proven
@@ -107,8 +122,13 @@ class BroadcastScalarOperandsPass(ir.passes.InPlacePass):
                     candidates[i] = scalar
             if not candidates:
                 continue
-            if node.op_type in _INTEGER_ONLY and self.facts.dtype(node.outputs[0]) not in INTEGER_TYPES:
-                self.declined[f"{node.op_type} of floats (kernels may differ in a zero's sign)"] += 1
+            if (
+                node.op_type in _INTEGER_ONLY
+                and self.facts.dtype(node.outputs[0]) not in INTEGER_TYPES
+            ):
+                self.declined[
+                    f"{node.op_type} of floats (kernels may differ in a zero's sign)"
+                ] += 1
                 continue
             self._replace(graph, node, candidates)
         return ir.passes.PassResult(model, modified=bool(self.fired))
@@ -149,7 +169,9 @@ class BroadcastScalarOperandsPass(ir.passes.InPlacePass):
             self.declined["the output rank is not proven"] += 1
             return
         # All candidates at once, else each alone (the others may be needed for the shape).
-        for chosen in [list(candidates)] + ([[i] for i in candidates] if len(candidates) > 1 else []):
+        for chosen in [list(candidates)] + (
+            [[i] for i in candidates] if len(candidates) > 1 else []
+        ):
             new_shapes = []
             for i, shape in enumerate(shapes):
                 if i in chosen:

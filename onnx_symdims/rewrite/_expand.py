@@ -90,10 +90,31 @@ Dim = expr.Dim
 #: whatever the operands' layout, for any element type.
 _ANY_DTYPE = frozenset(
     {
-        "Add", "Sub", "Mul", "Div", "And", "Or", "Xor", "Not", "Equal", "Less",
-        "LessOrEqual", "Greater", "GreaterOrEqual", "Where", "Neg", "Abs", "Sign",
-        "IsNaN", "IsInf", "Identity", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
-        "BitwiseNot", "BitShift",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "And",
+        "Or",
+        "Xor",
+        "Not",
+        "Equal",
+        "Less",
+        "LessOrEqual",
+        "Greater",
+        "GreaterOrEqual",
+        "Where",
+        "Neg",
+        "Abs",
+        "Sign",
+        "IsNaN",
+        "IsInf",
+        "Identity",
+        "BitwiseAnd",
+        "BitwiseOr",
+        "BitwiseXor",
+        "BitwiseNot",
+        "BitShift",
     }
 )
 #: The same on integers and booleans only.
@@ -201,7 +222,9 @@ class DropExpandBeforeBroadcastPass(FactsPass):
             if len(recomputed) == _MAX_RECOMPUTED:
                 return f"more than {_MAX_RECOMPUTED} ops before the expansion is absorbed"
             if self._may_fail(user) and not self._keeps_every_element(x_shape, y):
-                return "an op that may fail on an element would run where the expansion is empty"
+                return (
+                    "an op that may fail on an element would run where the expansion is empty"
+                )
             recomputed.append(user)
             smaller[out] = new_shape
             if (why := follow(out)) is not None:
@@ -230,7 +253,10 @@ class DropExpandBeforeBroadcastPass(FactsPass):
         """Whether ``node`` can fail on some element (an index out of range, ``x // 0``)."""
         if node.op_type == "Gather":
             return True
-        return node.op_type in ("Div", "Mod") and self.facts.dtype(node.outputs[0]) in INTEGER_AND_BOOL_TYPES
+        return (
+            node.op_type in ("Div", "Mod")
+            and self.facts.dtype(node.outputs[0]) in INTEGER_AND_BOOL_TYPES
+        )
 
     def _keeps_every_element(self, x_shape: tuple[Dim, ...], y: ir.Value) -> bool:
         """True when ``Expand(x) -> y`` is empty only where ``x`` is.

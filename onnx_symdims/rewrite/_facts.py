@@ -195,7 +195,9 @@ class ShapeFacts:
         empty runs agree (e.g. by an output shape proven without it).
         """
         scope = self.scope
-        if not isinstance(scope, FactScope) or any(isinstance(d, int) and d < 1 for d in tensor):
+        if not isinstance(scope, FactScope) or any(
+            isinstance(d, int) and d < 1 for d in tensor
+        ):
             return tuple(dims)  # no facts to add, or never any elements: nothing to gain
         nonempty = scope.copy()
         for d in tensor:

@@ -104,7 +104,9 @@ class GatherOfFlatIndexGridPass(FactsPass):
             return
         removed = 1 + (len(flat.uses()) == 1 and not flat.is_graph_output())
         if len(idx.uses()) == 1 and not idx.is_graph_output():
-            removed += sum(1 for n in dead_cone(idx.producer(), idx) if n.op_type != "Constant")
+            removed += sum(
+                1 for n in dead_cone(idx.producer(), idx) if n.op_type != "Constant"
+            )
         if removed <= 1:  # the Unsqueeze (or Identity) takes the Gather's place
             self.declined["removes no more nodes than it adds"] += 1
             return
@@ -181,10 +183,17 @@ class GatherOfFlatIndexGridPass(FactsPass):
         if budget <= 0:
             return None
         node = value.producer()
-        if node is not None and node.domain == "" and len(node.inputs) == 2 and None not in node.inputs:
+        if (
+            node is not None
+            and node.domain == ""
+            and len(node.inputs) == 2
+            and None not in node.inputs
+        ):
             if node.op_type == "Add":
                 left = self._terms(node.inputs[0], rank, budget - 1)
-                right = self._terms(node.inputs[1], rank, budget - 1) if left is not None else None
+                right = (
+                    self._terms(node.inputs[1], rank, budget - 1) if left is not None else None
+                )
                 return None if right is None else left + right
             if node.op_type == "Mul":
                 for placed, factor in (node.inputs, reversed(node.inputs)):
@@ -234,7 +243,9 @@ class GatherOfFlatIndexGridPass(FactsPass):
             return None
         return rank - len(shape) + long[0], n
 
-    def _replace(self, graph: ir.Graph, node: ir.Node, data: ir.Value, inserted: list[int]) -> None:
+    def _replace(
+        self, graph: ir.Graph, node: ir.Node, data: ir.Value, inserted: list[int]
+    ) -> None:
         if inserted:
             where = _constant(inserted)
             result_node = ir.node("Unsqueeze", [data, where.outputs[0]])

@@ -120,4 +120,3 @@ def _range_values(node: ir.Node) -> np.ndarray | None:
             values[i] = current
             current = np_type(current + delta)
     return values
-

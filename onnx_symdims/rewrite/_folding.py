@@ -60,16 +60,57 @@ _FLOATS = frozenset(
 _EXACT_ON_FLOATS = frozenset(
     {
         # data movement and shapes
-        "Identity", "Reshape", "Transpose", "Concat", "Slice", "Gather", "GatherElements",
-        "GatherND", "Squeeze", "Unsqueeze", "Expand", "Tile", "Flatten", "Split", "Pad",
-        "ConstantOfShape", "Shape", "Size", "Where", "Compress", "DepthToSpace",
-        "SpaceToDepth", "ReverseSequence", "Trilu", "SplitToSequence",
+        "Identity",
+        "Reshape",
+        "Transpose",
+        "Concat",
+        "Slice",
+        "Gather",
+        "GatherElements",
+        "GatherND",
+        "Squeeze",
+        "Unsqueeze",
+        "Expand",
+        "Tile",
+        "Flatten",
+        "Split",
+        "Pad",
+        "ConstantOfShape",
+        "Shape",
+        "Size",
+        "Where",
+        "Compress",
+        "DepthToSpace",
+        "SpaceToDepth",
+        "ReverseSequence",
+        "Trilu",
+        "SplitToSequence",
         # comparisons and predicates
-        "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "IsNaN", "IsInf",
-        "Sign", "Not", "And", "Or", "Xor",
+        "Equal",
+        "Less",
+        "LessOrEqual",
+        "Greater",
+        "GreaterOrEqual",
+        "IsNaN",
+        "IsInf",
+        "Sign",
+        "Not",
+        "And",
+        "Or",
+        "Xor",
         # correctly rounded IEEE operations
-        "Add", "Sub", "Mul", "Div", "Sqrt", "Reciprocal", "Neg", "Abs", "Floor", "Ceil",
-        "Cast", "CastLike",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Sqrt",
+        "Reciprocal",
+        "Neg",
+        "Abs",
+        "Floor",
+        "Ceil",
+        "Cast",
+        "CastLike",
     }
 )
 
@@ -107,8 +148,10 @@ def _involves_floats(node: ir.Node) -> bool:
     if any(_dtype(v) in _FLOATS for v in (*node.inputs, *node.outputs)):
         return True
     value = node.attributes.get("value")  # ConstantOfShape's fill
-    return value is not None and value.type == ir.AttributeType.TENSOR and (
-        value.value.dtype in _FLOATS
+    return (
+        value is not None
+        and value.type == ir.AttributeType.TENSOR
+        and (value.value.dtype in _FLOATS)
     )
 
 
@@ -127,8 +170,11 @@ def _cast_is_defined(node: ir.Node) -> bool:
     if source is None or source.const_value is None or _dtype(source) not in _FLOATS:
         return True
     target = (
-        _cast_target(node) if node.op_type == "Cast"
-        else _dtype(node.inputs[1]) if len(node.inputs) > 1 else None
+        _cast_target(node)
+        if node.op_type == "Cast"
+        else _dtype(node.inputs[1])
+        if len(node.inputs) > 1
+        else None
     )
     if target is None or target in _FLOATS or target == ir.DataType.BOOL:
         return target is not None
@@ -242,8 +288,12 @@ def should_fold(node: ir.Node) -> bool | None:
 #: Ops whose result is not a function of their inputs: never "computed from weights".
 _RANDOM = frozenset(
     {
-        "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
-        "Bernoulli", "Multinomial",
+        "RandomNormal",
+        "RandomNormalLike",
+        "RandomUniform",
+        "RandomUniformLike",
+        "Bernoulli",
+        "Multinomial",
     }
 )
 
@@ -273,9 +323,7 @@ def kept_float_weight_nodes(graph: ir.Graph) -> int:
         >>> kept_float_weight_nodes(model.graph)  # Exp and the Transpose of its result
         2
     """
-    weights: set[ir.Value] = {
-        v for v in graph.initializers.values() if not v.is_graph_input()
-    }
+    weights: set[ir.Value] = {v for v in graph.initializers.values() if not v.is_graph_input()}
     kept: set[ir.Value] = set()  # weights computed through inexact float math
     count = 0
     for node in graph:

@@ -34,7 +34,12 @@ outputs must be equal.
 from __future__ import annotations
 
 __all__ = [
-    "Mismatch", "Reference", "SizePlan", "compare", "onnxruntime_or_none", "reference_runs",
+    "Mismatch",
+    "Reference",
+    "SizePlan",
+    "compare",
+    "onnxruntime_or_none",
+    "reference_runs",
     "size_plan",
 ]
 
@@ -67,7 +72,20 @@ ATOL = 1e-5
 #: Elementwise ops whose inputs broadcast against each other (a size relation guessed
 #: from two of their dims: ``total_seq_len`` beside ``past_seq_len + seq_len``).
 _ELEMENTWISE = frozenset(
-    {"Add", "Sub", "Mul", "Div", "Where", "Equal", "Less", "Greater", "And", "Or", "Max", "Min"}
+    {
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Where",
+        "Equal",
+        "Less",
+        "Greater",
+        "And",
+        "Or",
+        "Max",
+        "Min",
+    }
 )
 #: Sizes of the free symbols, by binding tried (the i-th symbol in order of first use
 #: takes ``pattern[min(i, len - 1)]``): small ones, then room for a convolution stack
@@ -186,7 +204,8 @@ def size_plan(
             return f"input {value.name!r} has no shape or an element type numpy lacks"
         inputs.append((value.name, tuple(dims), dtype))
     low_precision = any(
-        v.dtype in _LOW_PRECISION for v in (*model.graph.inputs, *model.graph.initializers.values())
+        v.dtype in _LOW_PRECISION
+        for v in (*model.graph.inputs, *model.graph.initializers.values())
     )
     for node in ir.traversal.RecursiveGraphIterator(model.graph):
         if node.op_type in _NONDETERMINISTIC:
@@ -223,9 +242,7 @@ def reference_runs(
     # an integer input all zeros: in range of an embedding of one row (token types)
     zeroed = [frozenset(), *(frozenset({n}) for n, _, t in inputs if _is_int(t))]
     # the simplest choices first: fewer relations, fewer inputs zeroed
-    choices = sorted(
-        itertools.product(range(len(relations)), range(len(zeroed))), key=sum
-    )
+    choices = sorted(itertools.product(range(len(relations)), range(len(zeroed))), key=sum)
     choices = [(relations[r], zeroed[z]) for r, z in choices]
     for pattern in _SIZE_PATTERNS:
         for choice in choices:
@@ -250,7 +267,9 @@ def reference_runs(
         if len(runs) >= MAX_BINDINGS or not symbols or len(tried) >= MAX_TRIES:
             break
     if not runs:
-        return f"the unfused model runs at none of the {len(tried)} bindings tried ({last_error})"
+        return (
+            f"the unfused model runs at none of the {len(tried)} bindings tried ({last_error})"
+        )
     rtol = RTOL_LOW_PRECISION if plan.low_precision else RTOL
     return Reference(runs, [v.name for v in model.graph.outputs], rtol)
 
@@ -268,7 +287,9 @@ def compare(ort, model: ir.Model, reference: Reference) -> Mismatch | None:
         except Exception as e:
             return Mismatch("", binding, float("inf"), 0.0, _short(e))
         for name, a, e in zip(reference.output_names, actual, expected):
-            difference, scale, bound = _difference(np.asarray(a), np.asarray(e), reference.rtol)
+            difference, scale, bound = _difference(
+                np.asarray(a), np.asarray(e), reference.rtol
+            )
             if not difference <= bound:
                 return Mismatch(name, binding, difference, scale)
     return None
@@ -363,7 +384,9 @@ def _guesses(
     for node in model.graph:
         for value in node.outputs:
             terms.update(
-                t for d in facts.shape(value) or () if isinstance(d, expr.DimExpr)
+                t
+                for d in facts.shape(value) or ()
+                if isinstance(d, expr.DimExpr)
                 for t in d.function_terms()
             )
         if node.domain not in ("", "ai.onnx") or node.op_type not in _ELEMENTWISE:
@@ -373,7 +396,8 @@ def _guesses(
             pairs.extend(zip(reversed(a), reversed(b)))
     # a mask sliced to the keys' length: min(total_seq_len, past_seq_len + seq_len)
     pairs.extend(
-        tuple(t.args) for t in terms
+        tuple(t.args)
+        for t in terms
         if t.function in ("broadcast", "min", "max") and len(t.args) == 2
     )
     found: dict[str, expr.Dim] = {}
@@ -400,7 +424,9 @@ def _parsed(shape: ir.Shape) -> list[expr.Dim | None]:
     dims: list[expr.Dim | None] = []
     for d in shape.dims:
         try:
-            dims.append(d if isinstance(d, int) else expr.parse_dim(d.value) if d.value else None)
+            dims.append(
+                d if isinstance(d, int) else expr.parse_dim(d.value) if d.value else None
+            )
         except Exception:  # a dim_param that is no expression ("seq len"): no relation
             dims.append(None)
     return dims

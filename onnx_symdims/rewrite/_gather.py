@@ -168,7 +168,9 @@ class GatherNDOfIndexGridPass(FactsPass):
             arange is None and not facts.same_dim(sd[j], 1)
             for j, (_, arange, _) in enumerate(grid)
         ):
-            self.declined["a constant index component on a data axis not proven of size 1"] += 1
+            self.declined[
+                "a constant index component on a data axis not proven of size 1"
+            ] += 1
             return None
         sliced = [
             j
@@ -191,7 +193,9 @@ class GatherNDOfIndexGridPass(FactsPass):
             # grid's shape (allowzero) gives n_j then, and the same dims otherwise.
             target = self._grid_target(node.inputs[1], so)
             if target is None or graph.opset_imports.get("", 0) < 14:
-                self.declined["a Range may run past its data axis while the grid is empty"] += 1
+                self.declined[
+                    "a Range may run past its data axis while the grid is empty"
+                ] += 1
                 return None
         inserted = [a for a in range(len(so)) if a not in set(axes)]
         return data, sliced, inserted, grid, target
@@ -227,7 +231,9 @@ class GatherNDOfIndexGridPass(FactsPass):
         """An ``Expand`` target of the grid whose elements are proven the output shape ``so``."""
         facts = self.facts
         concat = idx.producer()
-        parts = list(concat.inputs) if concat is not None and concat.op_type == "Concat" else [idx]
+        parts = (
+            list(concat.inputs) if concat is not None and concat.op_type == "Concat" else [idx]
+        )
         for part in parts:
             lift = part.producer() if part is not None else None
             spread = lift.inputs[0] if lift is not None and lift.inputs else None
@@ -272,7 +278,6 @@ class GatherNDOfIndexGridPass(FactsPass):
             return None
         return [(axis, arange, offset) for axis, (_, arange, offset) in zip(axes, grid)]
 
-
     def _component(self, part: ir.Value | None, grid_shape) -> tuple | None:
         """``(a, Range node, offset)`` for ``part`` spreading ``Range(0, n) [+ offset]`` on axis ``a``.
 
@@ -293,7 +298,9 @@ class GatherNDOfIndexGridPass(FactsPass):
         if facts.same_shape(facts.shape(spread), grid_shape):
             expand = spread.producer()
             placed = (
-                expand.inputs[0] if expand is not None and expand.op_type == "Expand" else spread
+                expand.inputs[0]
+                if expand is not None and expand.op_type == "Expand"
+                else spread
             )
             shape = facts.shape(placed)
             place = placed.producer() if placed is not None else None
@@ -332,8 +339,10 @@ class GatherNDOfIndexGridPass(FactsPass):
             self.declined["a Range does not start at 0 with step 1"] += 1
             return None
         (n,) = facts.shape(arange.outputs[0]) or (None,)
-        if n is None or not facts.same_dim(shape[axis], n) or not facts.same_dim(
-            grid_shape[axis], n
+        if (
+            n is None
+            or not facts.same_dim(shape[axis], n)
+            or not facts.same_dim(grid_shape[axis], n)
         ):
             self.declined["a Range is not spread along its whole axis"] += 1
             return None

@@ -148,13 +148,39 @@ def _attention_no_bias_rules():
 
     class AttentionNoBias(AttentionFusion):
         def pattern(  # the parameters of AttentionFusion's pattern but qkv_bias
-            self, op, input, qkv_weight, past, num_heads,
-            start1, end1, start2, end2, start3, end3, q_mul, k_mul, v_mul,
+            self,
+            op,
+            input,
+            qkv_weight,
+            past,
+            num_heads,
+            start1,
+            end1,
+            start2,
+            end2,
+            start3,
+            end3,
+            q_mul,
+            k_mul,
+            v_mul,
         ):
             no_bias = pattern.Var("qkv_bias", can_match_none=True)
             return super().pattern(
-                op, input, qkv_weight, no_bias, past, num_heads,
-                start1, end1, start2, end2, start3, end3, q_mul, k_mul, v_mul,
+                op,
+                input,
+                qkv_weight,
+                no_bias,
+                past,
+                num_heads,
+                start1,
+                end1,
+                start2,
+                end2,
+                start3,
+                end3,
+                q_mul,
+                k_mul,
+                v_mul,
             )
 
         def check(self, context, qkv_bias=None, mha_output=None, **kwargs):
@@ -222,7 +248,11 @@ def _give_key_heads_first(sdpa: ir.Node) -> None:
         return
     perm = [0, 2, 1, 3]
     transpose = ir.Node(
-        "", "Transpose", [key], attributes=[ir.AttrInt64s("perm", perm)], name=f"{sdpa.name}_key"
+        "",
+        "Transpose",
+        [key],
+        attributes=[ir.AttrInt64s("perm", perm)],
+        name=f"{sdpa.name}_key",
     )
     heads_first = transpose.outputs[0]
     heads_first.dtype = key.dtype
@@ -410,8 +440,10 @@ def _check_outputs(ort, guard: _Guard, steps: list[Step]) -> None:
     run again without it, and the outputs are compared again.
     """
     plan = guard.size_plan
-    reference = plan if isinstance(plan, str) else reference_runs(
-        ort, guard.original, plan, guard.assume
+    reference = (
+        plan
+        if isinstance(plan, str)
+        else reference_runs(ort, guard.original, plan, guard.assume)
     )
     if isinstance(reference, str):
         guard.report(f"fusions {guard.fusions!r} not checked in onnxruntime: {reference}")

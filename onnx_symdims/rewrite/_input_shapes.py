@@ -88,7 +88,9 @@ def apply_input_shapes(
             continue
         shape = value.shape
         old_dims = shape.dims if shape is not None else [None] * len(dims)
-        denotations = [shape.get_denotation(i) if shape is not None else None for i in range(len(dims))]
+        denotations = [
+            shape.get_denotation(i) if shape is not None else None for i in range(len(dims))
+        ]
         value.shape = ir.Shape(
             [new if new is not None else old for new, old in zip(dims, old_dims)],
             denotations=denotations,

@@ -32,8 +32,14 @@ logger = logging.getLogger(__name__)
 _ARITH = frozenset({"Add", "Sub", "Mul", "Div"})
 _NEUTRAL = {"Add": 0, "Sub": 0, "Mul": 1, "Div": 1}
 #: Ops with a neutral constant on the given side (``0 - d`` and ``1 / d`` are not ``d``).
-_NEUTRAL_SIDE = {("Add", True), ("Add", False), ("Mul", True), ("Mul", False),
-                 ("Sub", False), ("Div", False)}
+_NEUTRAL_SIDE = {
+    ("Add", True),
+    ("Add", False),
+    ("Mul", True),
+    ("Mul", False),
+    ("Sub", False),
+    ("Div", False),
+}
 _MAX_OPS = 8
 
 
@@ -90,7 +96,7 @@ class VectorizeShapeLanesPass(ir.passes.InPlacePass):
         changed = False
         while i < len(lanes):
             j = i + 1
-            while j < len(lanes) and self._continues(lanes[i : j], lanes[j]):
+            while j < len(lanes) and self._continues(lanes[i:j], lanes[j]):
                 j += 1
             group = [lane for entry in lanes[i:j] if entry for lane in entry]
             value = self._vectorize(graph, node, group) if j - i >= 2 else None

@@ -108,7 +108,9 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
             perm = tuple(reversed(range(len(shape))))  # the spec's default
         if sorted(perm) != list(range(len(shape))):
             return False
-        moved = [axis for axis in perm if not (isinstance(shape[axis], int) and shape[axis] == 1)]
+        moved = [
+            axis for axis in perm if not (isinstance(shape[axis], int) and shape[axis] == 1)
+        ]
         return moved == sorted(moved)
 
     def _collapse(
@@ -123,7 +125,9 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
                 node.replace_input_with(0, root)
                 self.fired["chain_to_last_target"] += 1
             else:
-                self.declined["a graph output whose Reshape cannot read the chain's input"] += 1
+                self.declined[
+                    "a graph output whose Reshape cannot read the chain's input"
+                ] += 1
             return
         if source is None or result is None or facts.dtype(root) != facts.dtype(y):
             self.declined["rank or dtype of the chain's ends not proven"] += 1

@@ -70,13 +70,34 @@ logger = logging.getLogger(__name__)
 #: broadcasting multidirectionally (or one operand: nothing to broadcast).
 _ELEMENTWISE = frozenset(
     {
-        "Add", "Sub", "Mul", "Div", "Mod", "Min", "Max", "Neg", "Abs", "Sign",
-        "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-        "And", "Or", "Xor", "Not", "Where", "Cast",
-        "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Mod",
+        "Min",
+        "Max",
+        "Neg",
+        "Abs",
+        "Sign",
+        "Equal",
+        "Less",
+        "LessOrEqual",
+        "Greater",
+        "GreaterOrEqual",
+        "And",
+        "Or",
+        "Xor",
+        "Not",
+        "Where",
+        "Cast",
+        "BitwiseAnd",
+        "BitwiseOr",
+        "BitwiseXor",
+        "BitwiseNot",
+        "BitShift",
     }
 )
-
 
 
 class LiftScalarArithmeticPass(FactsPass):
@@ -132,7 +153,10 @@ class LiftScalarArithmeticPass(FactsPass):
         if not node.inputs or node.inputs[0] is None or node.outputs[0].is_graph_output():
             return None
         value = node.inputs[0]
-        if self.facts.shape(value) != () or self.facts.dtype(value) not in INTEGER_AND_BOOL_TYPES:
+        if (
+            self.facts.shape(value) != ()
+            or self.facts.dtype(value) not in INTEGER_AND_BOOL_TYPES
+        ):
             return None
         if node.op_type == "Unsqueeze":
             if len(node.inputs) > 1:
@@ -159,7 +183,10 @@ class LiftScalarArithmeticPass(FactsPass):
                 continue
             if len(node.outputs) != 1:
                 continue
-            if self.facts.shape(value) != () or self.facts.dtype(value) not in INTEGER_AND_BOOL_TYPES:
+            if (
+                self.facts.shape(value) != ()
+                or self.facts.dtype(value) not in INTEGER_AND_BOOL_TYPES
+            ):
                 continue
             if self._leaf(node) is not None:
                 candidates.add(value)
@@ -176,7 +203,12 @@ class LiftScalarArithmeticPass(FactsPass):
         if node.op_type == "Gather" and len(node.inputs) == 2 and None not in node.inputs:
             shape = facts.shape(node.inputs[0])
             index = constant_tensor(node.inputs[1])
-            if shape is not None and len(shape) == 1 and index is not None and index.shape.dims == ():
+            if (
+                shape is not None
+                and len(shape) == 1
+                and index is not None
+                and index.shape.dims == ()
+            ):
                 return "gather"
         return None
 
@@ -223,7 +255,9 @@ class LiftScalarArithmeticPass(FactsPass):
                 inputs = [node.inputs[0], const.outputs[0]]
                 new_nodes = [const]
             else:
-                inputs = [replacement.get(v, v) if v is not None else None for v in node.inputs]
+                inputs = [
+                    replacement.get(v, v) if v is not None else None for v in node.inputs
+                ]
                 new_nodes = []
             new = ir.Node(
                 node.domain,
@@ -256,5 +290,7 @@ def _topological(values: set[ir.Value]) -> list[ir.Value]:
                 continue
             seen.add(value)
             stack.append((value, True))
-            stack.extend((v, False) for v in value.producer().inputs if v in values and v not in seen)
+            stack.extend(
+                (v, False) for v in value.producer().inputs if v in values and v not in seen
+            )
     return ordered

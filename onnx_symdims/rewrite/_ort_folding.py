@@ -52,17 +52,31 @@ logger = logging.getLogger(__name__)
 #: Ops whose result is not a function of their inputs.
 _NONDETERMINISTIC = frozenset(
     {
-        "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
-        "Bernoulli", "Multinomial", "Dropout",
+        "RandomNormal",
+        "RandomNormalLike",
+        "RandomUniform",
+        "RandomUniformLike",
+        "Bernoulli",
+        "Multinomial",
+        "Dropout",
     }
 )
 
 #: Output types the folded constants may have (numpy holds them exactly).
 _FOLDABLE_TYPES = frozenset(
     {
-        ir.DataType.FLOAT16, ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.BOOL,
-        ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
-        ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64,
+        ir.DataType.FLOAT16,
+        ir.DataType.FLOAT,
+        ir.DataType.DOUBLE,
+        ir.DataType.BOOL,
+        ir.DataType.INT8,
+        ir.DataType.INT16,
+        ir.DataType.INT32,
+        ir.DataType.INT64,
+        ir.DataType.UINT8,
+        ir.DataType.UINT16,
+        ir.DataType.UINT32,
+        ir.DataType.UINT64,
     }
 )
 
@@ -116,15 +130,19 @@ class FoldFloatsInOnnxruntimePass(ir.passes.InPlacePass):
             return None
         if not node.inputs or not inexact_on_floats(node):
             return None
-        if any(a.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
-               for a in node.attributes.values()):
+        if any(
+            a.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
+            for a in node.attributes.values()
+        ):
             return None
         outputs = [v for v in node.outputs if v.uses() or v.is_graph_output()]
         if not outputs or any(v.is_graph_output() for v in node.outputs):
             return None
         if any(v.dtype is not None and v.dtype not in _FOLDABLE_TYPES for v in node.outputs):
             return None
-        if any(v.type is not None and not isinstance(v.type, ir.TensorType) for v in node.outputs):
+        if any(
+            v.type is not None and not isinstance(v.type, ir.TensorType) for v in node.outputs
+        ):
             return None  # a sequence or optional: folded into tensors only
         tensors: list[ir.TensorProtocol | None] = []
         for value in node.inputs:
@@ -176,7 +194,9 @@ def _evaluate(
         graph_inputs.append(value)
         node_inputs.append(value)
         feeds[value.name] = tensor.numpy()
-    attributes = [ir.from_proto(ir.serde.serialize_attribute(a)) for a in node.attributes.values()]
+    attributes = [
+        ir.from_proto(ir.serde.serialize_attribute(a)) for a in node.attributes.values()
+    ]
     copy = ir.Node("", node.op_type, node_inputs, attributes, num_outputs=len(node.outputs))
     for i, (mine, theirs) in enumerate(zip(copy.outputs, node.outputs)):
         mine.name = f"o{i}"
@@ -199,8 +219,10 @@ def _evaluate(
             _FOLDABLE_TYPES
         ):
             return None  # a sequence (its type was not known before running it), ...
-        if value.shape is not None and value.shape.is_static() and (
-            tuple(value.shape.numpy()) != array.shape
+        if (
+            value.shape is not None
+            and value.shape.is_static()
+            and (tuple(value.shape.numpy()) != array.shape)
         ):
             return None  # the inferred shape disagrees: leave the node to the checks
     return results

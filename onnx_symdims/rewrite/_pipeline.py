@@ -189,7 +189,9 @@ class OptimizePass(ir.passes.InPlacePass):
             fixed[name] = size
         result = OptimizeResult(model, modified=False, before=count_nodes(model.graph))
         # Changes that count as a modification though no node changes.
-        relabelled = any(v.shape is not old for v, old in zip(model.graph.inputs, shapes_before))
+        relabelled = any(
+            v.shape is not old for v, old in zip(model.graph.inputs, shapes_before)
+        )
         relabelled |= _spell_default_domain(model)
         relabelled |= fix_dims(model, fixed)
         relabelled |= _sort(model, result)
@@ -248,7 +250,9 @@ class OptimizePass(ir.passes.InPlacePass):
             inferred = _final_shapes(model, declared, declared_types, ranges)
         result.diagnostics.extend(inferred.diagnostics)
         if self.anchors:
-            AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(model)
+            AnchorConstraintPropagationPass(inferred.context, snapshot=inferred.snapshot)(
+                model
+            )
         for value, shape in body_inputs:  # as declared (onnxruntime wants a Loop's i, c)
             value.shape = shape
         model.functions.update(graph_parameter_functions)  # set aside above
@@ -311,7 +315,9 @@ class OptimizePass(ir.passes.InPlacePass):
         _merge_counts(result, relaid.fired, relaid.declined, "ReshapesAroundElementwise")
         leading = DropLeadingOnesBeforeBroadcastPass(facts)
         leading(model)
-        _merge_counts(result, leading.fired, leading.declined, "DropLeadingOnesBeforeBroadcast")
+        _merge_counts(
+            result, leading.fired, leading.declined, "DropLeadingOnesBeforeBroadcast"
+        )
         grids = GatherNDOfIndexGridPass(facts)
         grids(model)
         _merge_counts(result, grids.fired, grids.declined, "GatherNDOfIndexGrid")
@@ -353,7 +359,9 @@ class OptimizePass(ir.passes.InPlacePass):
         lifted = LiftScalarArithmeticPass(facts)
         lifted(model)
         _merge_counts(result, lifted.fired, lifted.declined, "LiftScalarArithmetic")
-        for rule, count in fold_constants(model, self.exact_floats, result.diagnostics).items():
+        for rule, count in fold_constants(
+            model, self.exact_floats, result.diagnostics
+        ).items():
             if count:
                 result.fired[rule] += count
         common_passes.CommonSubexpressionEliminationPass()(model)
@@ -525,7 +533,9 @@ def _guarded_folder() -> type:
             return super().call(model)
 
         def process_node(self, node: ir.Node, *args: Any, **kwargs: Any):
-            needed = _EVALUATOR_OPSETS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+            needed = (
+                _EVALUATOR_OPSETS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+            )
             if needed is not None and self.default_opset < needed:
                 return None  # its evaluator writes ops in a newer opset's form
             try:
@@ -564,7 +574,9 @@ def _onnxscript_rules(model: ir.Model | None = None, exact_floats: bool = True):
     excluded = _excluded_unnamed_rules()
     if excluded is None:  # cannot tell the unsound no-op rules apart: run none of them
         return []
-    names = _EXCLUDED_ONNXSCRIPT_RULES | (_FLOAT_REASSOCIATING_RULES if exact_floats else set())
+    names = _EXCLUDED_ONNXSCRIPT_RULES | (
+        _FLOAT_REASSOCIATING_RULES if exact_floats else set()
+    )
     kept = [
         _sound_cast_cast() if getattr(r, "name", "") == "CastCast" else r
         for r in rules
@@ -574,7 +586,8 @@ def _onnxscript_rules(model: ir.Model | None = None, exact_floats: bool = True):
     if model is None:
         return kept
     present = {
-        (node.domain, node.op_type) for node in ir.traversal.RecursiveGraphIterator(model.graph)
+        (node.domain, node.op_type)
+        for node in ir.traversal.RecursiveGraphIterator(model.graph)
     }
     return [r for r in kept if _can_match(r, present)]
 
@@ -632,7 +645,9 @@ def _excluded_unnamed_rules() -> set[int] | None:
 
 def _can_match(rule, present: set[tuple[str, str]]) -> bool:
     try:
-        needed = {(domain, op) for domain, op, _ in (n.op_identifier() for n in rule._target_pattern)}
+        needed = {
+            (domain, op) for domain, op, _ in (n.op_identifier() for n in rule._target_pattern)
+        }
     except Exception:  # the pattern's internals changed: keep the rule
         return True
     return needed <= present
@@ -888,7 +903,9 @@ def _set_aside_subgraph_input_shapes(model: ir.Model) -> list[tuple[ir.Value, ir
     return cleared
 
 
-def _pool_indices_at_risk(model: ir.Model) -> list[tuple[ir.Node, str, ir.TypeProtocol | None]]:
+def _pool_indices_at_risk(
+    model: ir.Model,
+) -> list[tuple[ir.Node, str, ir.TypeProtocol | None]]:
     """The ``MaxPool`` nodes whose ``Indices`` output must stay, with its name and type.
 
     onnx-ir's ``RemoveUnusedNodesPass`` (run by onnxscript's rewriter and by our tail)
@@ -949,7 +966,11 @@ def _may_pad_negatively(node: ir.Node) -> bool:
         return True
     strides = ints_attribute(node, "strides", (1,) * len(kernel))
     dilations = ints_attribute(node, "dilations", (1,) * len(kernel))
-    if strides is None or dilations is None or not len(kernel) == len(strides) == len(dilations):
+    if (
+        strides is None
+        or dilations is None
+        or not len(kernel) == len(strides) == len(dilations)
+    ):
         return True
     return any((k - 1) * d + 1 < s for k, s, d in zip(kernel, strides, dilations))
 
@@ -1011,8 +1032,13 @@ def _fuse(
         _fusion_cleanup(model, exact_floats)
 
     guarded_fusions(
-        model, fusions, result, cleanup=cleanup, assume=bounds,
-        verify=verify is not None, declared_outputs=verify,
+        model,
+        fusions,
+        result,
+        cleanup=cleanup,
+        assume=bounds,
+        verify=verify is not None,
+        declared_outputs=verify,
     )
 
 

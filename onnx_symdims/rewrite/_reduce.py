@@ -31,8 +31,16 @@ logger = logging.getLogger(__name__)
 
 _REDUCE = frozenset(
     {
-        "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-        "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
+        "ReduceMean",
+        "ReduceSum",
+        "ReduceMax",
+        "ReduceMin",
+        "ReduceProd",
+        "ReduceL1",
+        "ReduceL2",
+        "ReduceLogSum",
+        "ReduceLogSumExp",
+        "ReduceSumSquare",
     }
 )
 _RESHAPE_LIKE = frozenset({"Reshape", "Squeeze", "Flatten"})
@@ -111,7 +119,10 @@ class ReduceDropsKeptAxesPass(FactsPass):
         attributes = dict(reduce.attributes)
         attributes["keepdims"] = ir.AttrInt64("keepdims", 0)
         new = ir.Node(
-            "", reduce.op_type, list(reduce.inputs), attributes=list(attributes.values()),
+            "",
+            reduce.op_type,
+            list(reduce.inputs),
+            attributes=list(attributes.values()),
             version=reduce.version,
         )
         graph.insert_before(node, new)

@@ -88,7 +88,9 @@ class ReuseEqualValuesPass(FactsPass):
                 if value.is_graph_output():
                     self.declined["the later value is a graph output (it keeps its name)"] += 1
                     continue
-                if any(o is not value and (o.uses() or o.is_graph_output()) for o in node.outputs):
+                if any(
+                    o is not value and (o.uses() or o.is_graph_output()) for o in node.outputs
+                ):
                     self.declined["its node computes other values still used"] += 1
                     continue
                 value.replace_all_uses_with(earlier)

@@ -131,7 +131,9 @@ class _FactsRule(pattern.RewriteRuleClassBase):
                 or producer is None
                 or producer.graph is not node.graph
             ):
-                self.declined["the output is a graph output fed by a value of another scope"] += 1
+                self.declined[
+                    "the output is a graph output fed by a value of another scope"
+                ] += 1
                 return False
             name = y.name
             keep_output_type(y, x)
@@ -314,14 +316,20 @@ class NeutralElement(_FactsRule):
         self.inputs = ("c", "x") if constant_first else ("x", "c")
         self.required = 2
         neutral = self._NEUTRAL[op_type]
-        word = ("True" if neutral else "False") if isinstance(neutral, bool) else (
-            "One" if neutral else "Zero"
+        word = (
+            ("True" if neutral else "False")
+            if isinstance(neutral, bool)
+            else ("One" if neutral else "Zero")
         )
         self.name = f"{op_type}By{word}" + ("Commuted" if constant_first else "")
 
     def pattern(self, op, x, c):
         build = getattr(op, self._op_type)
-        return build(c, x, _outputs=["y"]) if self._constant_first else build(x, c, _outputs=["y"])
+        return (
+            build(c, x, _outputs=["y"])
+            if self._constant_first
+            else build(x, c, _outputs=["y"])
+        )
 
     def check(self, context, x, c, y, **_):
         neutral = self._NEUTRAL[self._op_type]
@@ -434,7 +442,10 @@ def rule_objects(facts: ShapeFacts) -> list[_FactsRule]:
         WhereOnProvenCondition(facts),
         *(NeutralElement(facts, op) for op in ("Mul", "Div", "Add", "Sub")),
         *(NeutralElement(facts, op) for op in ("And", "Or")),
-        *(NeutralElement(facts, op, constant_first=True) for op in ("Mul", "Add", "And", "Or")),
+        *(
+            NeutralElement(facts, op, constant_first=True)
+            for op in ("Mul", "Add", "And", "Or")
+        ),
         MaterializeReshapeTarget(facts),
     ]
 

@@ -120,13 +120,17 @@ class SlicesToSplitPass(ir.passes.InPlacePass):
                 "Constant", [], attributes={"value": ir.tensor(np.array(sizes, np.int64))}
             )
             split = ir.node(
-                "Split", [x, const.outputs[0]], attributes={"axis": axis},
+                "Split",
+                [x, const.outputs[0]],
+                attributes={"axis": axis},
                 num_outputs=len(sizes),
             )
             graph.insert_before(first, [const, split])
         else:
             split = ir.node(
-                "Split", [x], attributes={"axis": axis, "split": sizes},
+                "Split",
+                [x],
+                attributes={"axis": axis, "split": sizes},
                 num_outputs=len(sizes),
             )
             graph.insert_before(first, split)
@@ -137,4 +141,3 @@ class SlicesToSplitPass(ir.passes.InPlacePass):
             old.name = None
             old.replace_all_uses_with(out)
         self.fired["slices_to_split"] += len(slices)
-

@@ -84,7 +84,8 @@ class TransposeThroughBinaryPass(FactsPass):
             self.declined["two inverse Transposes are graph outputs"] += 1
             return
         operands = [
-            t.inputs[0] if t is not None else value for t, value in zip(transposed, node.inputs)
+            t.inputs[0] if t is not None else value
+            for t, value in zip(transposed, node.inputs)
         ]
         for operand in operands:
             shape = self.facts.shape(operand)
@@ -94,7 +95,9 @@ class TransposeThroughBinaryPass(FactsPass):
         new_nodes = []
         for i, t in enumerate(transposed):
             if t is None:  # T_q(Op(x, T_p(b))) = Op(T_q(x), b)
-                moved_x = ir.node("Transpose", [operands[i]], attributes={"perm": list(inverse)})
+                moved_x = ir.node(
+                    "Transpose", [operands[i]], attributes={"perm": list(inverse)}
+                )
                 set_type(moved_x.outputs[0], self.facts.dtype(operands[i]))
                 new_nodes.append(moved_x)
                 operands[i] = moved_x.outputs[0]

@@ -146,10 +146,14 @@ class ProvenValuesPass(ir.passes.InPlacePass):
         dead = dead_cone(node, value)
         pieces = _pieces(elements, self._sources(dead, node, elements))
         if pieces is None:
-            self.declined["rebuild_chain: an element is not a dim of a tensor computed before it"] += 1
+            self.declined[
+                "rebuild_chain: an element is not a dim of a tensor computed before it"
+            ] += 1
             return
         scalar = len(shape) == 0
-        new_nodes = sum(1 for p in pieces if isinstance(p, tuple) and p not in self._shape_nodes)
+        new_nodes = sum(
+            1 for p in pieces if isinstance(p, tuple) and p not in self._shape_nodes
+        )
         new_nodes += (1 if len(pieces) > 1 else 0) + (1 if scalar else 0)
         if sum(1 for n in dead if n.op_type != "Constant") <= new_nodes:
             self.declined["rebuild_chain: removes no more nodes than it adds"] += 1

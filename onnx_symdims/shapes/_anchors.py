@@ -159,11 +159,8 @@ def _plan(
     declared: Sequence[Dim | None],
     what: str,
     differs: Callable[[expr.DimExpr, int], bool] | None = None,
-    separated: Callable[[expr.DimExpr, expr.DimExpr], tuple[str, bool] | None]
-    | None = None,
-) -> tuple[
-    list[Dim | None], list[tuple[Dim, Dim]], list[str], tuple[list[str], list[int]]
-]:
+    separated: Callable[[expr.DimExpr, expr.DimExpr], tuple[str, bool] | None] | None = None,
+) -> tuple[list[Dim | None], list[tuple[Dim, Dim]], list[str], tuple[list[str], list[int]]]:
     """Per-dim merge without side effects: (result, equalities, conflicts, edges).
 
     ``edges``: the messages and the axes of the edges.
@@ -283,9 +280,7 @@ def _separating_point(
         points = itertools.product(*ranges)
     else:
         walk = random.Random(len(names))
-        points = (
-            tuple(walk.choice(r) for r in ranges) for _ in range(_MANY_SYMBOL_POINTS)
-        )
+        points = (tuple(walk.choice(r) for r in ranges) for _ in range(_MANY_SYMBOL_POINTS))
     # Compiled: up to a thousand points, each evaluating two nested min/max expressions.
     names = tuple(names)
     at_e, at_f = expr.evaluator(e, names), expr.evaluator(f, names)

@@ -602,8 +602,10 @@ class ShapesContext:
         scope = self.scope
         if isinstance(scope, FactScope):
             return scope.known_divides(divisor, dividend)
-        return isinstance(divisor, int) and isinstance(dividend, int) and (
-            divisor != 0 and dividend % divisor == 0
+        return (
+            isinstance(divisor, int)
+            and isinstance(dividend, int)
+            and (divisor != 0 and dividend % divisor == 0)
         )
 
     def refine(self, d: Dim) -> Dim:

@@ -85,7 +85,11 @@ def _tensor_type_maker() -> Callable[[ir.DataType], ir.TensorType]:
 
     try:
         made, expected = make(ir.DataType.FLOAT), cls(ir.DataType.FLOAT)
-        if _state(made) == _state(expected) and made == expected and made.dtype is expected.dtype:
+        if (
+            _state(made) == _state(expected)
+            and made == expected
+            and made.dtype is expected.dtype
+        ):
             return make
     except Exception:  # any surprise: the constructor
         logger.debug("fast ir.TensorType construction unavailable", exc_info=True)

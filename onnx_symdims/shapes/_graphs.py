@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["graph_nodes", "graph_values", "initializer_values", "nested_nodes", "node_subgraphs"]
+__all__ = [
+    "graph_nodes",
+    "graph_values",
+    "initializer_values",
+    "nested_nodes",
+    "node_subgraphs",
+]
 
 from collections.abc import Iterable, Sequence
 

@@ -154,8 +154,10 @@ def element_div(scope: expr.Scope, a: Dim, b: Dim) -> Dim:
 
 def _known_divides(scope: expr.Scope, divisor: Dim, dividend: Dim) -> bool:
     """True when the scope records that ``divisor`` divides ``dividend`` (a fact scope)."""
-    return isinstance(scope, FactScope) and not isinstance(divisor, int) and (
-        scope.known_divides(divisor, dividend)
+    return (
+        isinstance(scope, FactScope)
+        and not isinstance(divisor, int)
+        and (scope.known_divides(divisor, dividend))
     )
 
 

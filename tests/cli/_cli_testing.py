@@ -47,7 +47,9 @@ def write_external_model(directory: Path) -> str:
     )
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
     path = directory / "m.onnx"
-    onnx.save(model, path, save_as_external_data=True, location="m.onnx.data", size_threshold=0)
+    onnx.save(
+        model, path, save_as_external_data=True, location="m.onnx.data", size_threshold=0
+    )
     return str(path)
 
 

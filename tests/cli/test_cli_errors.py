@@ -21,7 +21,10 @@ from tests.cli._cli_testing import (
 def _dup_outputs_proto() -> onnx.ModelProto:
     x = h.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 4])
     graph = h.make_graph(
-        [h.make_node("Relu", ["X"], ["Z"], name="a"), h.make_node("Neg", ["X"], ["Z"], name="b")],
+        [
+            h.make_node("Relu", ["X"], ["Z"], name="a"),
+            h.make_node("Neg", ["X"], ["Z"], name="b"),
+        ],
         "g",
         [x],
         [h.make_tensor_value_info("Z", TensorProto.FLOAT, None)],
@@ -130,7 +133,9 @@ def test_onnxruntime_refusing_the_model_is_one_line(tmp_path, capsys):
     path = tmp_path / "concat.onnx"
     onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 18)]), path)
     assert cli.main(["infer", str(path), "--verify"]) == 1
-    assert_one_line_error(capsys.readouterr().err, str(path), "onnxruntime cannot load", "BAD_NODE")
+    assert_one_line_error(
+        capsys.readouterr().err, str(path), "onnxruntime cannot load", "BAD_NODE"
+    )
 
 
 def test_an_unexpected_exception_is_one_line_unless_debugging(tmp_path, capsys, monkeypatch):
@@ -140,7 +145,9 @@ def test_an_unexpected_exception_is_one_line_unless_debugging(tmp_path, capsys, 
     monkeypatch.setattr(_cli_infer, "build_report", broken)
     path = write_text_model(tmp_path / "good.onnx", GOOD)
     assert cli.main(["infer", path]) == 3
-    assert_one_line_error(capsys.readouterr().err, "internal error: RuntimeError: boom second line")
+    assert_one_line_error(
+        capsys.readouterr().err, "internal error: RuntimeError: boom second line"
+    )
     with pytest.raises(RuntimeError, match="boom"):
         cli.main(["--debug", "infer", path])
     with pytest.raises(RuntimeError, match="boom"):
@@ -151,7 +158,9 @@ def test_an_unexpected_exception_is_one_line_unless_debugging(tmp_path, capsys, 
 
 
 def test_strict_error_is_one_line(tmp_path, capsys):
-    path = write_text_model(tmp_path / "bad.onnx", "g (float[3] a, float[4] b) => (c) { c = Add(a, b) }")
+    path = write_text_model(
+        tmp_path / "bad.onnx", "g (float[3] a, float[4] b) => (c) { c = Add(a, b) }"
+    )
     assert cli.main(["infer", path, "--strict"]) == 1
     assert_one_line_error(capsys.readouterr().err, path, "cannot broadcast")
 
@@ -176,7 +185,9 @@ def test_bytes_that_parse_as_an_empty_model_are_not_a_model(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("command", ["infer", "optimize"])
-@pytest.mark.parametrize("flag", [["--verify"], ["--verify-sizes", "N=2"], ["--verify-runs", "2"]])
+@pytest.mark.parametrize(
+    "flag", [["--verify"], ["--verify-sizes", "N=2"], ["--verify-runs", "2"]]
+)
 def test_verify_without_onnxruntime_fails_before_any_work(
     command, flag, tmp_path, capsys, monkeypatch
 ):
@@ -184,7 +195,9 @@ def test_verify_without_onnxruntime_fails_before_any_work(
     model = write_text_model(tmp_path / "m.onnx", GOOD)
     monkeypatch.setitem(__import__("sys").modules, "onnxruntime", None)  # not installed
     out = tmp_path / "out.onnx"
-    code = cli.main([command, model, "-o", str(out), "--json", str(tmp_path / "r.json"), *flag])
+    code = cli.main(
+        [command, model, "-o", str(out), "--json", str(tmp_path / "r.json"), *flag]
+    )
     assert code == 2
     captured = capsys.readouterr()
     assert_one_line_error(captured.err, "--verify needs onnxruntime", "[verify]")
@@ -233,7 +246,9 @@ def test_infer_needs_no_external_weights_to_infer_or_to_write_beside_them(tmp_pa
 
 @pytest.mark.parametrize("command", ["infer", "optimize"])
 @pytest.mark.parametrize("name", ["out.json", "out.textproto", "out.onnxtxt"])
-def test_an_output_name_onnx_reads_as_another_format_is_refused(command, name, tmp_path, capsys):
+def test_an_output_name_onnx_reads_as_another_format_is_refused(
+    command, name, tmp_path, capsys
+):
     # The commands write binary ONNX; `-o out.json` wrote a file that neither onnx.load nor
     # onnx-symdims could read back (parsed as JSON: UnicodeDecodeError).
     model = write_text_model(tmp_path / "m.onnx", GOOD)
@@ -245,7 +260,10 @@ def test_an_output_name_onnx_reads_as_another_format_is_refused(command, name, t
 @pytest.mark.parametrize(
     ("argv", "needles"),
     [
-        (["optimize", "--assume-nonempty"], ["--assume-nonempty", "onnx-symdims optimize --help"]),
+        (
+            ["optimize", "--assume-nonempty"],
+            ["--assume-nonempty", "onnx-symdims optimize --help"],
+        ),
         (["infer", "--bogus"], ["--bogus", "onnx-symdims infer --help"]),
         (["frob"], ["invalid choice: 'frob'", "onnx-symdims --help"]),
     ],

@@ -32,9 +32,9 @@ def test_optimize_writes_a_smaller_model_and_a_report(tmp_path, capsys):
     assert "nodes: 3 -> 1" in printed and "MaterializeReshapeTarget" in printed
     written = onnx.load(str(out))
     assert [n.op_type for n in written.graph.node] == ["Reshape"]
-    assert [d.dim_param or d.dim_value for d in written.graph.output[0].type.tensor_type.shape.dim] == [
-        "batch", "seq", 4, 16
-    ]
+    assert [
+        d.dim_param or d.dim_value for d in written.graph.output[0].type.tensor_type.shape.dim
+    ] == ["batch", "seq", 4, 16]
     data = json.loads(report.read_text())
     assert data["schema"] == "onnx-symdims.optimize-report/1"
     assert data["nodes"]["before"] == 3 and data["nodes"]["after"] == 1
@@ -59,7 +59,9 @@ def test_optimize_keeps_external_weights_loadable(tmp_path, capsys):
     ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
 
 
-def test_optimize_verify_reads_external_weights_beside_the_model(tmp_path, monkeypatch, capsys):
+def test_optimize_verify_reads_external_weights_beside_the_model(
+    tmp_path, monkeypatch, capsys
+):
     # --verify ran the original from a copy whose external weights were read from the
     # current directory, not the model's: "onnxruntime cannot load the model".
     (tmp_path / "src").mkdir()
@@ -97,8 +99,21 @@ def test_optimize_failures_are_one_line(argv, tmp_path, monkeypatch, capsys):
 MUL = "g (float[N, 4] x) => (y) <float[4] w = {1.0, 2.0, 3.0, 4.0}> { y = Mul(x, w) }"
 
 REPORT_KEYS = {
-    "schema", "tool", "command", "model", "options", "inputs", "outputs", "nodes", "rounds",
-    "fired", "declined", "diagnostics", "written", "verify", "timings",
+    "schema",
+    "tool",
+    "command",
+    "model",
+    "options",
+    "inputs",
+    "outputs",
+    "nodes",
+    "rounds",
+    "fired",
+    "declined",
+    "diagnostics",
+    "written",
+    "verify",
+    "timings",
 }
 
 
@@ -187,13 +202,17 @@ def test_optimize_bad_verify_values_are_reported_before_anything_is_written(
     argv, needle, tmp_path, capsys
 ):
     out, report = tmp_path / "o.onnx", tmp_path / "r.json"
-    status = cli.main(["optimize", example_path(), "-o", str(out), "--json", str(report), *argv])
+    status = cli.main(
+        ["optimize", example_path(), "-o", str(out), "--json", str(report), *argv]
+    )
     assert status == 2
     assert_one_line_error(capsys.readouterr().err, needle)
     assert not out.exists() and not report.exists()
 
 
-def test_optimize_verify_reports_a_difference_as_structured_json(tmp_path, monkeypatch, capsys):
+def test_optimize_verify_reports_a_difference_as_structured_json(
+    tmp_path, monkeypatch, capsys
+):
     # The real pass, then a deliberate corruption (Relu -> Neg) the comparison must catch.
     import onnx_symdims.rewrite
 
@@ -212,7 +231,10 @@ def test_optimize_verify_reports_a_difference_as_structured_json(tmp_path, monke
         tmp_path / "m.onnx", "g (float[N, 4] x) => (y) { a = Add(x, x) \n y = Relu(a) }"
     )
     report = tmp_path / "r.json"
-    assert cli.main(["optimize", src, "--verify", "--verify-runs", "1", "--json", str(report)]) == 1
+    assert (
+        cli.main(["optimize", src, "--verify", "--verify-runs", "1", "--json", str(report)])
+        == 1
+    )
     assert "  DIFFERENCE y: values: " in capsys.readouterr().out
     verify = json.loads(report.read_text())["verify"]
     assert verify["runs"] >= 1 and verify["compared_outputs"] >= 1
@@ -299,7 +321,9 @@ def test_optimize_verify_wants_floats_bit_for_bit(tmp_path, monkeypatch, capsys)
     )
     assert cli.main(["optimize", src, "--verify", "--verify-runs", "1"]) == 1
     assert "DIFFERENCE y: values: " in capsys.readouterr().out
-    assert cli.main(["optimize", src, "--verify", "--verify-runs", "1", "--inexact-floats"]) == 0
+    assert (
+        cli.main(["optimize", src, "--verify", "--verify-runs", "1", "--inexact-floats"]) == 0
+    )
 
 
 # A weight of 2 x 600 elements built by ConstantOfShape, as the onnx wheel's light CNNs do.
@@ -341,7 +365,9 @@ def test_the_by_op_line_always_shows_the_ops_a_fusion_added(tmp_path, capsys):
     assert any(op.startswith("com.microsoft::") for op in grown)
     for op, n in grown.items():
         assert f"{op} +{n}" in line
-    dropped = [op for op, n in nodes["before_by_op"].items() if nodes["after_by_op"].get(op, 0) < n]
+    dropped = [
+        op for op, n in nodes["before_by_op"].items() if nodes["after_by_op"].get(op, 0) < n
+    ]
     assert line.startswith("by op: Add -")
     # Past 16 entries the drops are cut (with their count), never the growths; how many
     # op types the fusions drop depends on the onnxscript version.
@@ -380,7 +406,16 @@ def test_optimize_fixes_a_symbol_range_of_one_size(tmp_path, capsys):
 
     src = write_text_model(tmp_path / "m.onnx", BATCHED)
     out, report = tmp_path / "o.onnx", tmp_path / "r.json"
-    argv = ["optimize", src, "-o", str(out), "--json", str(report), "--symbol-range", "batch=1:1"]
+    argv = [
+        "optimize",
+        src,
+        "-o",
+        str(out),
+        "--json",
+        str(report),
+        "--symbol-range",
+        "batch=1:1",
+    ]
     assert cli.main([*argv, "--verify"]) == 0
     assert "0 differences" in capsys.readouterr().out
     data = json.loads(report.read_text())
@@ -470,7 +505,9 @@ def test_optimize_says_how_much_float_math_on_weights_it_kept(tmp_path, capsys):
     )
     report = tmp_path / "r.json"
     assert cli.main(["optimize", src, "--json", str(report)]) == 0
-    assert "kept bit for bit: 2 nodes of float math on weights alone" in capsys.readouterr().out
+    assert (
+        "kept bit for bit: 2 nodes of float math on weights alone" in capsys.readouterr().out
+    )
     assert json.loads(report.read_text())["nodes"]["kept_float_math_on_weights"] == 2
     assert cli.main(["optimize", src, "--json", str(report), "--inexact-floats"]) == 0
     assert "kept bit for bit" not in capsys.readouterr().out

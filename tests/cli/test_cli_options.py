@@ -120,14 +120,20 @@ def test_verify_count_spellings(spelling, runs, tmp_path):
         (["--verify-sizes", "batch=1,sek=2"], "sek is not a symbol"),
     ],
 )
-def test_bad_verify_values_are_reported_before_anything_is_written(argv, needle, tmp_path, capsys):
+def test_bad_verify_values_are_reported_before_anything_is_written(
+    argv, needle, tmp_path, capsys
+):
     out, report = tmp_path / "o.onnx", tmp_path / "r.json"
-    assert cli.main(["infer", example_path(), "-o", str(out), "--json", str(report), *argv]) == 2
+    assert (
+        cli.main(["infer", example_path(), "-o", str(out), "--json", str(report), *argv]) == 2
+    )
     assert_one_line_error(capsys.readouterr().err, needle)
     assert not out.exists() and not report.exists()
 
 
-@pytest.mark.parametrize(("text", "canonical"), [("-a", "-a"), ("-a+2*a", "a"), ("-(a-b)", "b-a")])
+@pytest.mark.parametrize(
+    ("text", "canonical"), [("-a", "-a"), ("-a+2*a", "a"), ("-(a-b)", "b-a")]
+)
 def test_simplify_takes_a_leading_minus(text, canonical, capsys):
     from onnx_symdims import expr
 
@@ -142,7 +148,10 @@ def test_summary_shows_shapes_and_no_empty_or_repeated_blocks(capsys):
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert "  input_ids                int64[batch, seq_len]" in lines
-    assert any(line.startswith("  present.0.key") and "past_seq_len + seq_len" in line for line in lines)
+    assert any(
+        line.startswith("  present.0.key") and "past_seq_len + seq_len" in line
+        for line in lines
+    )
     assert "nothing written: pass -o OUT.onnx" in out
     for i, line in enumerate(lines):
         if line.endswith(":"):  # no empty heading: a title is followed by its items

@@ -38,7 +38,12 @@ def test_the_bundled_decoder_verifies_without_help_edges_included(tmp_path, caps
     assert ran["past_seq_len=0"]["past_seq_len"] == 0
     assert ran["seq_len=1"]["seq_len"] == 1
     assert ran["batch=1"]["batch"] == 1
-    assert ran["all sizes 1"] == {"batch": 1, "past_seq_len": 1, "seq_len": 1, "total_seq_len": 2}
+    assert ran["all sizes 1"] == {
+        "batch": 1,
+        "past_seq_len": 1,
+        "seq_len": 1,
+        "total_seq_len": 2,
+    }
     for sizes in ran.values():
         assert sizes["total_seq_len"] == sizes["past_seq_len"] + sizes["seq_len"]
 
@@ -76,7 +81,16 @@ def test_verify_writes_no_telemetry_files(tmp_path):
     env = {**os.environ, "HOME": str(home), "TMPDIR": str(tmp), "XDG_CACHE_HOME": ""}
     env.pop("ORT_DISABLE_TELEMETRY", None)
     done = subprocess.run(
-        [sys.executable, "-m", "onnx_symdims", "infer", "--verify-runs", "1", "--verify", "-q"],
+        [
+            sys.executable,
+            "-m",
+            "onnx_symdims",
+            "infer",
+            "--verify-runs",
+            "1",
+            "--verify",
+            "-q",
+        ],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -103,42 +117,66 @@ ORIGINAL = """g (float[N, K] x, int64[N] ids) => (float[N, K] y, int64[N] z) {
     ("rewritten", "kind", "output"),
     [
         # Same function, other ops: no difference.
-        ("""g (float[N, K] x, int64[N] ids) => (float[N, K] y, int64[N] z) <float two = {2.0}, int64 t = {2}> {
+        (
+            """g (float[N, K] x, int64[N] ids) => (float[N, K] y, int64[N] z) <float two = {2.0}, int64 t = {2}> {
             a = Mul(x, two)
             y = Relu(a)
             z = Mul(ids, t)
-        }""", None, None),
+        }""",
+            None,
+            None,
+        ),
         # Float values differ.
-        ("""g (float[N, K] x, int64[N] ids) => (float[N, K] y, int64[N] z) {
+        (
+            """g (float[N, K] x, int64[N] ids) => (float[N, K] y, int64[N] z) {
             y = Relu(x)
             z = Add(ids, ids)
-        }""", "values", "y"),
+        }""",
+            "values",
+            "y",
+        ),
         # Integer values differ by one: exact comparison catches it.
-        ("""g (float[N, K] x, int64[N] ids) => (float[N, K] y, int64[N] z) <int64 one = {1}> {
+        (
+            """g (float[N, K] x, int64[N] ids) => (float[N, K] y, int64[N] z) <int64 one = {1}> {
             a = Add(x, x)
             y = Relu(a)
             b = Add(ids, ids)
             z = Add(b, one)
-        }""", "values", "z"),
+        }""",
+            "values",
+            "z",
+        ),
         # A shape changes.
-        ("""g (float[N, K] x, int64[N] ids) => (float[N, K] y, int64[N] z) <int64[1] ax = {0}> {
+        (
+            """g (float[N, K] x, int64[N] ids) => (float[N, K] y, int64[N] z) <int64[1] ax = {0}> {
             a = Add(x, x)
             y = Relu(a)
             c = Add(ids, ids)
             z = Unsqueeze(c, ax)
-        }""", "shape", "z"),
+        }""",
+            "shape",
+            "z",
+        ),
         # A dtype changes.
-        ("""g (float[N, K] x, int64[N] ids) => (float[N, K] y, int32[N] z) {
+        (
+            """g (float[N, K] x, int64[N] ids) => (float[N, K] y, int32[N] z) {
             a = Add(x, x)
             y = Relu(a)
             c = Add(ids, ids)
             z = Cast<to=6>(c)
-        }""", "dtype", "z"),
+        }""",
+            "dtype",
+            "z",
+        ),
         # An output disappears.
-        ("""g (float[N, K] x, int64[N] ids) => (float[N, K] y) {
+        (
+            """g (float[N, K] x, int64[N] ids) => (float[N, K] y) {
             a = Add(x, x)
             y = Relu(a)
-        }""", "missing", "z"),
+        }""",
+            "missing",
+            "z",
+        ),
     ],
 )
 def test_compare_models_reports_each_kind_of_difference(rewritten, kind, output):

@@ -30,7 +30,11 @@ def _documented_rules() -> set[str]:
 )
 def test_every_fired_rule_is_in_the_rules_table(model):
     documented = _documented_rules()
-    assert {"SlicesToSplit", "MaterializeReshapeTarget", "ProvenValues.rebuild_chain"} <= documented
+    assert {
+        "SlicesToSplit",
+        "MaterializeReshapeTarget",
+        "ProvenValues.rebuild_chain",
+    } <= documented
     fired = OptimizePass()(ir.load(model)).fired
     assert fired
     undocumented = [

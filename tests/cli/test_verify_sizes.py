@@ -620,7 +620,9 @@ def test_facts_on_opaque_dim_params_speak_of_the_texts_the_sizes_are_drawn_for()
     )
     facts = model_facts(model)
     assert facts
-    names = {n for a, b in facts for d in (a, b) if isinstance(d, expr.DimExpr) for n in d.symbols()}
+    names = {
+        n for a, b in facts for d in (a, b) if isinstance(d, expr.DimExpr) for n in d.symbols()
+    }
     assert names <= {"B", "seq len", "past len", "total len"}, names
     report = verify_model(infer_symbolic_shapes(model), runs=3)
     assert report.runs >= 3 and not report.mismatches, report.mismatches

@@ -393,9 +393,9 @@ def test_an_output_label_naming_sizes_that_differ_is_not_used():
     assert shapes_text(rederived) == shapes_text(model)
     with pytest.raises(ShapeInferenceError, match="names sizes that differ"):
         strict = build(REUSED_LABEL)
-        AnchorConstraintPropagationPass(SymbolicShapeInferencePass()(strict).context, strict=True)(
-            strict
-        )
+        AnchorConstraintPropagationPass(
+            SymbolicShapeInferencePass()(strict).context, strict=True
+        )(strict)
 
 
 def test_an_output_label_naming_one_size_stays():
@@ -525,18 +525,23 @@ def test_an_input_size_name_declared_for_another_size_is_not_used():
     # L of 2*L restates the same size otherwise: a conflict at the merge (L = 5 shows it);
     # seq of past+seq relates sizes, found false by the anchor pass (true only at past 0).
     merged = [g.message for g in inferred.context.diagnostics if g.severity == "warning"]
-    assert any("declared L but inferred 2*L, which differs at L=5" in w for w in merged), merged
+    assert any("declared L but inferred 2*L, which differs at L=5" in w for w in merged), (
+        merged
+    )
     warnings = [g.message for g in result.diagnostics if g.severity == "warning"]
     assert any("imply past+seq == seq" in w for w in warnings), warnings
     rng = np.random.default_rng(0)
-    for sizes in ({"B": 2, "L": 3, "past": 2, "seq": 1}, {"B": 1, "L": 0, "past": 0, "seq": 3}):
+    for sizes in (
+        {"B": 2, "L": 3, "past": 2, "seq": 1},
+        {"B": 1, "L": 0, "past": 0, "seq": 3},
+    ):
         actual = runtime_shapes(model, make_feeds(model, sizes, rng))
         check_against_runtime(model, actual, sizes)
     with pytest.raises(ShapeInferenceError, match="holds only where a size is 0"):
         strict = build(INPUT_NAME_ELSEWHERE)
-        AnchorConstraintPropagationPass(SymbolicShapeInferencePass()(strict).context, strict=True)(
-            strict
-        )
+        AnchorConstraintPropagationPass(
+            SymbolicShapeInferencePass()(strict).context, strict=True
+        )(strict)
 
 
 # TorchScript's own names, exactly as its exporter spells them: ``{op}{output}_dim_{axis}``
@@ -639,7 +644,11 @@ def test_a_declared_formula_of_the_same_sizes_that_differs_is_not_written():
     merged = [g.message for g in inferred.context.diagnostics if g.severity == "warning"]
     assert any("declared H//3 but inferred" in w and "differs at H=5" in w for w in merged)
     rng = np.random.default_rng(0)
-    for sizes in ({"N": 1, "H": 5, "W": 3}, {"N": 2, "H": 7, "W": 5}, {"N": 1, "H": 6, "W": 4}):
+    for sizes in (
+        {"N": 1, "H": 5, "W": 3},
+        {"N": 2, "H": 7, "W": 5},
+        {"N": 1, "H": 6, "W": 4},
+    ):
         actual = runtime_shapes(model, make_feeds(model, sizes, rng))
         check_against_runtime(model, actual, sizes)
 

@@ -109,9 +109,7 @@ def test_an_int_anchor_an_expression_of_declared_names_may_differ_from_conflicts
     ctx = ShapesContext()
     conflicts: list[str] = []
     dims = (d(inferred), 4)
-    merged = merge_with_anchor(
-        ctx, dims, (5, 4), strict=False, where="y", conflicts=conflicts
-    )
+    merged = merge_with_anchor(ctx, dims, (5, 4), strict=False, where="y", conflicts=conflicts)
     assert merged == dims, why
     assert ctx.constraints_size() == 0
     assert conflicts and "declared 5 but inferred" in conflicts[0]

@@ -170,7 +170,9 @@ PLANS_NOTHING_CASES = [
 
 
 @pytest.mark.parametrize(("pairs", "renamable", "nothing"), PLANS_NOTHING_CASES)
-def test_the_anchor_pass_skips_planning_only_when_nothing_is_planned(pairs, renamable, nothing):
+def test_the_anchor_pass_skips_planning_only_when_nothing_is_planned(
+    pairs, renamable, nothing
+):
     from onnx_symdims.passes._anchors import _plans_nothing
 
     assert _plans_nothing(_pairs(*pairs), frozenset(renamable)) is nothing
@@ -186,9 +188,12 @@ def test_ambiguous_labels_with_a_label_inference_cannot_check():
         [(d("K"), d("L//3+1"))], renamable=[], input_symbols=["L"], unverified=["K"]
     )
     assert {k: [expr.to_onnx(v) for v in vs] for k, vs in found.items()} == {"K": ["L//3+1"]}
-    assert ambiguous_labels(
-        [(d("K"), d("L//3+1"))], renamable=[], input_symbols=["L"], unverified=["M"]
-    ) == {}
+    assert (
+        ambiguous_labels(
+            [(d("K"), d("L//3+1"))], renamable=[], input_symbols=["L"], unverified=["M"]
+        )
+        == {}
+    )
 
 
 @pytest.mark.parametrize(
@@ -203,9 +208,19 @@ def test_ambiguous_labels_with_a_label_inference_cannot_check():
         ([("K", "nnz"), ("K", "nnz")], [], ["nnz"], {}),  # only the count: it names it
         ([("K", "nnz"), ("K", "m")], [], ["nnz", "m"], {}),  # two counts: no computed size
         # Sizes equal without the label (an input names the sum): one class.
-        ([("K", "total"), ("total", "past+seq"), ("K", "past+seq")], ["total", "past", "seq"], [], {}),
+        (
+            [("K", "total"), ("total", "past+seq"), ("K", "past+seq")],
+            ["total", "past", "seq"],
+            [],
+            {},
+        ),
         ([("total", "L"), ("total", "2*L")], ["total", "L"], [], {}),  # an input: implied
-        ([("K", "M"), ("K", "L"), ("M", "2*L")], ["L"], [], {"K": ("2*L", "L"), "M": ("2*L", "L")}),
+        (
+            [("K", "M"), ("K", "L"), ("M", "2*L")],
+            ["L"],
+            [],
+            {"K": ("2*L", "L"), "M": ("2*L", "L")},
+        ),
     ],
 )
 def test_ambiguous_labels(pairs, inputs, renamable, expected):
@@ -215,8 +230,10 @@ def test_ambiguous_labels(pairs, inputs, renamable, expected):
     found = ambiguous_labels(
         [(parse(a), parse(b)) for a, b in pairs], renamable=renamable, input_symbols=inputs
     )
-    assert {k: tuple(str(v) if isinstance(v, int) else expr.to_onnx(v) for v in vs)
-            for k, vs in found.items()} == expected
+    assert {
+        k: tuple(str(v) if isinstance(v, int) else expr.to_onnx(v) for v in vs)
+        for k, vs in found.items()
+    } == expected
 
 
 @pytest.mark.parametrize(

@@ -52,12 +52,12 @@ def _facts(text: str, fast: bool, monkeypatch: pytest.MonkeyPatch) -> dict:
     ctx = result.context
     values = [v for node in m.graph for v in node.outputs]
     return {
-        "facts": {
-            v.name: (ctx.shape_of(v), ctx.value_of(v), ctx.dtype_of(v)) for v in values
-        },
+        "facts": {v.name: (ctx.shape_of(v), ctx.value_of(v), ctx.dtype_of(v)) for v in values},
         "written": {
             v.name: (
-                None if v.shape is None else [d if isinstance(d, int) else d.value for d in v.shape],
+                None
+                if v.shape is None
+                else [d if isinstance(d, int) else d.value for d in v.shape],
                 v.dtype,
             )
             for v in [*values, *m.graph.outputs]

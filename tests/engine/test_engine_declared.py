@@ -119,7 +119,7 @@ def test_empty_output_dims_filled_by_the_engine_are_rewritten_by_the_anchor_pass
 
 
 def test_declared_output_dims_are_not_rewritten():
-    text = KV.replace('float["?", "?", ""] probs', "float[batch, \"past_seq+seq\", 8] probs")
+    text = KV.replace('float["?", "?", ""] probs', 'float[batch, "past_seq+seq", 8] probs')
     m = model(text)
     result = SymbolicShapeInferencePass()(m)
     AnchorConstraintPropagationPass(result.context, snapshot=result.snapshot)(m)

@@ -134,9 +134,7 @@ def test_divisor_is_nonzero_after_div():
 
 def test_divisor_fact_agrees_with_onnxruntime():
     # b = 0 would divide by zero (no successful run): only b >= 1.
-    check_against_ort(
-        GPT2_POSITIONS, [{"b": 1, "s": 0}, {"b": 1, "s": 1}, {"b": 3, "s": 5}]
-    )
+    check_against_ort(GPT2_POSITIONS, [{"b": 1, "s": 0}, {"b": 1, "s": 1}, {"b": 3, "s": 5}])
 
 
 ORDER = model_text(
@@ -411,8 +409,10 @@ def test_initializer_inputs_from_the_api_and_cli(tmp_path):
 
     proto = onnx.parser.parse_model(_weights_model(10))
     out = infer_symbolic_shapes(proto, constant_initializers=True)
-    shapes = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim]
-              for vi in out.graph.value_info}
+    shapes = {
+        vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        for vi in out.graph.value_info
+    }
     assert shapes["w"] == [2, 5]
     path, written = tmp_path / "m.onnx", tmp_path / "o.onnx"
     onnx.save(proto, path)
@@ -451,9 +451,9 @@ def test_old_ir_cnn_dims_agree_with_onnxruntime(name):
     inferred = Inferred(model, result.context)
     weights = set(model.graph.initializers)
     feeds = {
-        v.name: np.random.default_rng(0).standard_normal(
-            [int(d) for d in v.shape.dims]
-        ).astype(np.float32)
+        v.name: np.random.default_rng(0)
+        .standard_normal([int(d) for d in v.shape.dims])
+        .astype(np.float32)
         for v in model.graph.inputs
         if v.name not in weights
     }

@@ -133,7 +133,9 @@ def test_a_family_imported_first_loads_every_family(family):
         "assert lookup('com.microsoft', 'Range', 1) is not None\n"
         "print(_registry.registry.load_errors)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -163,7 +165,9 @@ def test_a_lookup_imports_only_the_families_of_its_op():
         "assert lookup('', 'NoSuchOp', 21) is None\n"  # not indexed: loads every family
         "print(len(registered_ops()) > 300)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     first, second = out.stdout.splitlines()
     assert first == "onnx_symdims.ops.elementwise ['onnx_symdims.ops.elementwise']"
     assert second == "True"

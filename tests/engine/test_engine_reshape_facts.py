@@ -44,7 +44,9 @@ def test_reshape_back_to_the_conv_shape_keeps_its_dims():
 
 def test_reshape_back_to_the_conv_shape_agrees_with_onnxruntime():
     # L < 10 has no successful run (the kernel is longer); b = 0 makes [0, 1, -1] fail.
-    check_against_ort(FEATURE_EXTRACTOR, [{"b": 1, "L": 10}, {"b": 2, "L": 14}, {"b": 1, "L": 53}])
+    check_against_ort(
+        FEATURE_EXTRACTOR, [{"b": 1, "L": 10}, {"b": 2, "L": 14}, {"b": 1, "L": 53}]
+    )
 
 
 # Target element h = L//5-1 where the copied dim is 8*h: h == 0 copies a dim that is 0 too.
@@ -156,7 +158,9 @@ def test_allowzero_reshape_gives_no_nonzero_fact():
     inferred = infer(_flatten_then_compare(1))
     assert inferred.elements("after") != [1]
     proto = onnx.parser.parse_model(_flatten_then_compare(1))
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(
+        proto.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
     y, _, after = session.run(None, {"x": np.zeros((0, 3), np.float32)})
     assert y.shape[0] == 0 and not after
 
@@ -187,7 +191,11 @@ def test_sliding_window_reshape_has_the_short_piecewise_form():
     inferred = infer(SLIDING_WINDOW)
     assert inferred.shape("cat") == ["b", 6, "s+min(8,p)", 8]
     # The same form as a plain cache's (4*batch*min(1,seq)), not an exact division by it.
-    assert inferred.shape("y") == ["6*b*min(s+min(8,p),1)", "s-6*min(s+min(8,p),1)+min(8,p)+6", 8]
+    assert inferred.shape("y") == [
+        "6*b*min(s+min(8,p),1)",
+        "s-6*min(s+min(8,p),1)+min(8,p)+6",
+        8,
+    ]
     check_against_ort(
         SLIDING_WINDOW,
         [

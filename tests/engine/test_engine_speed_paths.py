@@ -281,7 +281,9 @@ def _declared_run(text: str) -> dict:
         "written": [
             (
                 v.name,
-                None if v.shape is None else [d if isinstance(d, int) else d.value for d in v.shape],
+                None
+                if v.shape is None
+                else [d if isinstance(d, int) else d.value for d in v.shape],
                 v.dtype,
             )
             for v in values

@@ -114,7 +114,9 @@ def _external_model(folder, location: str, offset: int = 0) -> str:
         ("../model/../../target.bin", 0, "outside the base directory"),
     ],
 )
-def test_unreadable_external_data_is_skipped_with_a_diagnostic(tmp_path, location, offset, cause):
+def test_unreadable_external_data_is_skipped_with_a_diagnostic(
+    tmp_path, location, offset, cause
+):
     if location == "ABSOLUTE":
         location = str(tmp_path / "target.bin")
     model = ir.load(_external_model(tmp_path, location, offset))
@@ -229,27 +231,41 @@ def test_a_function_forwarding_a_graph_attribute_is_inferred():
         for name in ("then_branch", "else_branch")
     )
     function = h.make_function(
-        "local", "F", ["c"], ["y"], [ifnode], [h.make_opsetid("", 17)],
+        "local",
+        "F",
+        ["c"],
+        ["y"],
+        [ifnode],
+        [h.make_opsetid("", 17)],
         attributes=["then_branch", "else_branch"],
     )
 
     def branch(name: str, values: list[float]) -> onnx.GraphProto:
         tensor = h.make_tensor("v", onnx.TensorProto.FLOAT, [len(values)], values)
         return h.make_graph(
-            [h.make_node("Constant", [], [name], value=tensor)], name, [],
+            [h.make_node("Constant", [], [name], value=tensor)],
+            name,
+            [],
             [h.make_tensor_value_info(name, onnx.TensorProto.FLOAT, [len(values)])],
         )
 
     call = h.make_node(
-        "F", ["c"], ["y"], domain="local",
-        then_branch=branch("t", [1.0]), else_branch=branch("e", [2.0, 3.0]),
+        "F",
+        ["c"],
+        ["y"],
+        domain="local",
+        then_branch=branch("t", [1.0]),
+        else_branch=branch("e", [2.0, 3.0]),
     )
     graph = h.make_graph(
-        [call], "g", [h.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])],
+        [call],
+        "g",
+        [h.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])],
         [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
     )
     model = h.make_model(
-        graph, functions=[function],
+        graph,
+        functions=[function],
         opset_imports=[h.make_opsetid("", 17), h.make_opsetid("local", 1)],
     )
     inferred = onnx_symdims.infer_symbolic_shapes(model)

@@ -207,8 +207,12 @@ big_leaves = st.one_of(
 @example(
     tree=expr.BinOp(
         "*",
-        expr.BinOp("/:", expr.Name("a"), expr.UnaryOp("-", expr.Constant(4611686018427387904))),
-        expr.BinOp("/:", expr.Name("a"), expr.BinOp("+", expr.Name("a"), expr.Constant(2147483648))),
+        expr.BinOp(
+            "/:", expr.Name("a"), expr.UnaryOp("-", expr.Constant(4611686018427387904))
+        ),
+        expr.BinOp(
+            "/:", expr.Name("a"), expr.BinOp("+", expr.Name("a"), expr.Constant(2147483648))
+        ),
     )
 )
 def test_printed_dims_with_huge_constants_re_parse(tree):

@@ -42,9 +42,9 @@ def _div_by(numerator, d):
     return expr.floordiv(numerator, divisor)
 
 
-dims = st.recursive(
-    st.one_of(st.just(X), st.integers(-8, 8)), _combine, max_leaves=6
-).filter(lambda d: isinstance(d, expr.DimExpr) and not d.is_unknown)
+dims = st.recursive(st.one_of(st.just(X), st.integers(-8, 8)), _combine, max_leaves=6).filter(
+    lambda d: isinstance(d, expr.DimExpr) and not d.is_unknown
+)
 
 
 def _holds(d, k, x):

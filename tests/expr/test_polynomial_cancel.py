@@ -46,6 +46,8 @@ monomials = st.builds(
     st.integers(-3, 3).filter(bool),
     st.lists(st.sampled_from(ATOMS), max_size=2),
 )
+
+
 def _sum(parts):
     out = 0
     for p in parts:
@@ -229,7 +231,10 @@ def test_a_rounded_multiple_divides_to_its_floor_or_ceiling(x, d):
             for env in POINTS:
                 value = _value(x, env)
                 if value is not None:
-                    assert evaluate(divided, env) == evaluate(expected, env), (to_onnx(divided), env)
+                    assert evaluate(divided, env) == evaluate(expected, env), (
+                        to_onnx(divided),
+                        env,
+                    )
 
 
 def test_a_padded_to_even_size_halves_to_a_ceiling():

@@ -124,7 +124,9 @@ def test_rename_expression_renames_leaves_only(text, mapping, expected):
         ("s1*2", {"s1": "b", "x+y": "z"}, "b*2"),
     ],
 )
-def test_rename_dynamic_expression_keeps_the_structure_of_leaf_renames(text, mapping, expected):
+def test_rename_dynamic_expression_keeps_the_structure_of_leaf_renames(
+    text, mapping, expected
+):
     assert rename_dynamic_expression(text, mapping) == expected
 
 

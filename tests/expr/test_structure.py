@@ -45,7 +45,17 @@ from tests.expr.test_properties import (
 
 EXPR_DIR = pathlib.Path(expr.__file__).parent
 #: The algebra proper: below the printers, the parser, the scope and the string API.
-CORE = ("_atoms", "_dimexpr", "_floor_bounds", "_ring", "_extremum", "_polygcd", "_divisions", "_sums", "_substitute")
+CORE = (
+    "_atoms",
+    "_dimexpr",
+    "_floor_bounds",
+    "_ring",
+    "_extremum",
+    "_polygcd",
+    "_divisions",
+    "_sums",
+    "_substitute",
+)
 UNDEFINED = (ZeroDivisionError, InexactDivisionError, BroadcastError)
 
 
@@ -98,8 +108,21 @@ def test_every_late_operation_is_wired():
 def test_the_old_core_still_offers_every_name():
     from onnx_symdims.expr import _core
 
-    for name in ("Atom", "SYM", "FLOOR", "MOD", "EXACT", "MAX", "MIN", "_from_terms",
-                 "_atom_expr", "_finish", "_range", "add", "substitute"):
+    for name in (
+        "Atom",
+        "SYM",
+        "FLOOR",
+        "MOD",
+        "EXACT",
+        "MAX",
+        "MIN",
+        "_from_terms",
+        "_atom_expr",
+        "_finish",
+        "_range",
+        "add",
+        "substitute",
+    ):
         assert hasattr(_core, name), name
     assert _core.add is expr.add and _core.DimExpr is DimExpr
 

@@ -163,7 +163,9 @@ class IdiomBuilders:
         condition = self.emit1(op, pair)
         if self.rng.random() < 0.3:
             positive = self.emit1("Greater", [data, self.const(0.0, dtype=np.float32)])
-            joined = [condition, positive] if self.rng.random() < 0.5 else [positive, condition]
+            joined = (
+                [condition, positive] if self.rng.random() < 0.5 else [positive, condition]
+            )
             condition = self.emit1(self.rng.choice(("And", "Or")), joined)
         a = self.const(self.rng.choice((0.0, -0.0, 1.0)), dtype=np.float32)
         b = self.const(self.rng.choice((-1e9, 0.0, 2.5)), dtype=np.float32)

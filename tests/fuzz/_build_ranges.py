@@ -54,7 +54,9 @@ class RangeBuilders:
             kv_limit = self.dim_scalar(source, axis)
             grid[3] = self.unsqueeze0(kv_limit)
         elif roll < 0.4:  # a limit that may be negative: an empty Range, a Slice from the back
-            kv_limit = self.emit1("Sub", [self.dim_scalar(data, 1), self.const(rng.randint(1, 2))])
+            kv_limit = self.emit1(
+                "Sub", [self.dim_scalar(data, 1), self.const(rng.randint(1, 2))]
+            )
             grid[3] = self.emit1("Max", [self.unsqueeze0(kv_limit), self.const([0])])
         else:
             kv_limit = self.dim_scalar(data, 1)
@@ -119,7 +121,11 @@ class RangeBuilders:
 
     # Subgraphs proving bounds ----------------------------------------------------------
     def _branch(
-        self, name: str, nodes: list, outputs: list[tuple[str, int]], inputs: list | None = None
+        self,
+        name: str,
+        nodes: list,
+        outputs: list[tuple[str, int]],
+        inputs: list | None = None,
     ):
         return helper.make_graph(
             nodes,
@@ -140,11 +146,15 @@ class RangeBuilders:
             if any(int(k.arrays[b][0]) < 1 for b in self.alive):
                 raise _Reject("an STFT frame of 0")  # onnxruntime might crash on it
             signal = self.emit1("Reshape", [data, self.const([1, -1, 1])])
-            window = self.emit1("ConstantOfShape", [k], value=helper.make_tensor("", 1, [1], [1.0]))
+            window = self.emit1(
+                "ConstantOfShape", [k], value=helper.make_tensor("", 1, [1], [1.0])
+            )
             length = self.emit1("Squeeze", [k, self.const([0])])
             step = self.const(1)
             nodes = [
-                helper.make_node("STFT", [signal.name, step.name, window.name, length.name], [out])
+                helper.make_node(
+                    "STFT", [signal.name, step.name, window.name, length.name], [out]
+                )
             ]
             return nodes, out, TensorProto.FLOAT, self.dim_vec(signal, 1)
         if roll < 0.6:  # TopK: k <= dim(data, axis)
@@ -216,7 +226,12 @@ class RangeBuilders:
             cond = self.emit1("Squeeze", [cond]) if cond.arrays[self.alive[0]].ndim else cond
         else_nodes, else_out = self._other_code(data, dtype)
         if rng.random() < 0.5:
-            then_nodes, then_out, else_nodes, else_out = else_nodes, else_out, then_nodes, then_out
+            then_nodes, then_out, else_nodes, else_out = (
+                else_nodes,
+                else_out,
+                then_nodes,
+                then_out,
+            )
         (result,) = self.emit(
             "If",
             [cond],

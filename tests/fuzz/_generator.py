@@ -414,7 +414,9 @@ class GeneratorCore:
         produced = [o for n in self.nodes if n.op_type != "Constant" for o in n.output]
         consumed = {i for n in self.nodes for i in n.input}
         finals = [o for o in produced if o not in consumed][-2:] or produced[-1:]
-        finals += [o for o in getattr(self, "kept_outputs", ()) if o in produced and o not in finals]
+        finals += [
+            o for o in getattr(self, "kept_outputs", ()) if o in produced and o not in finals
+        ]
         declare = self.rng.random() < 0.3
         declared: set[str] = set()
         outputs = []

@@ -131,9 +131,7 @@ def _model(template: str, a: str, b: str) -> onnx.ModelProto:
 
 
 def _input_bytes(model: ir.Model) -> list[bytes]:
-    return [
-        ir.serde.serialize_value(v).type.SerializeToString() for v in model.graph.inputs
-    ]
+    return [ir.serde.serialize_value(v).type.SerializeToString() for v in model.graph.inputs]
 
 
 def _meaning(text: str) -> expr.Dim | None:
@@ -210,9 +208,7 @@ def _check(template: str, a: str, b: str, seed: int) -> tuple[list[str], int]:
     if template in DECLARED:
         # The same text is the same dim on inputs, value_info and outputs: no conflict,
         # and the output keeps the author's text (unless it declares nothing).
-        problems += [
-            f"{d}" for d in result.diagnostics if d.severity in ("warning", "error")
-        ]
+        problems += [f"{d}" for d in result.diagnostics if d.severity in ("warning", "error")]
         written = model.graph.outputs[0].shape.dims[0]
         if _meaning(a) is not None and getattr(written, "value", None) != a:
             problems.append(f"output dim {a!r} written {written!r}")
@@ -249,7 +245,8 @@ def _check(template: str, a: str, b: str, seed: int) -> tuple[list[str], int]:
             if text in opaque:
                 binding[opaque[text]] = size
         feeds = {
-            v.name: np.ones((size, 4), np.float32) for v, size in zip(model.graph.inputs, sizes)
+            v.name: np.ones((size, 4), np.float32)
+            for v, size in zip(model.graph.inputs, sizes)
         }
         try:
             outputs = session.run(None, feeds)

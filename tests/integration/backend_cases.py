@@ -35,7 +35,10 @@ def _dims(tp: onnx.TypeProto) -> Dims:
         return (tt.elem_type, None)
     return (
         tt.elem_type,
-        [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim],
+        [
+            d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+            for d in tt.shape.dim
+        ],
     )
 
 
@@ -140,8 +143,9 @@ def model_cases() -> Iterator[Case]:
         model = onnx.load(path)
         weights = {t.name for t in model.graph.initializer}
         feeds = {
-            i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim])
-            .astype(np.float32)
+            i.name: rng.standard_normal(
+                [d.dim_value for d in i.type.tensor_type.shape.dim]
+            ).astype(np.float32)
             for i in model.graph.input
             if i.name not in weights
         }
@@ -184,7 +188,9 @@ def _same(a: object, b: object, tolerance: tuple[float, float] | None = None) ->
     ``tolerance`` (rtol, atol) when given; sequences item by item."""
     if isinstance(a, list) or isinstance(b, list):
         return (
-            isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
+            isinstance(a, list)
+            and isinstance(b, list)
+            and len(a) == len(b)
             and all(_same(x, y, tolerance) for x, y in zip(a, b))
         )
     a, b = np.asarray(a), np.asarray(b)

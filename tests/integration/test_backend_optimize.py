@@ -63,5 +63,7 @@ def test_optimized_wheel_models_compute_the_same_outputs():
         logging.disable(logging.NOTSET)
     bad = {name: v for name, v in verdicts.items() if v[0] not in ("same", "skip")}
     assert not bad, f"{len(bad)} cases: {sorted(bad.items())[:10]}"
-    assert sum(name.startswith("light/") and v[0] == "same" for name, v in verdicts.items()) >= 9
+    assert (
+        sum(name.startswith("light/") and v[0] == "same" for name, v in verdicts.items()) >= 9
+    )
     assert sum(v[0] == "same" for v in verdicts.values()) >= 100

@@ -242,9 +242,24 @@ def test_documented_infer_command_runs(tmp_path):
     # The README's own command line, on the bundled model.
     shutil.copy(MODEL, tmp_path / "model.onnx")
     done = subprocess.run(
-        [sys.executable, "-m", "onnx_symdims", "infer", "model.onnx", "-o", "out.onnx",
-         "--json", "report.json", "--verify", "3"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "onnx_symdims",
+            "infer",
+            "model.onnx",
+            "-o",
+            "out.onnx",
+            "--json",
+            "report.json",
+            "--verify",
+            "3",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert (tmp_path / "out.onnx").exists() and (tmp_path / "report.json").exists()
@@ -372,9 +387,15 @@ def _looks_like_a_repo_path(path: str) -> bool:
     # `onnx_symdims/rewrite/`, `tests/data/X.onnx`, `docs/api/`; not `1/2`, `a/b` algebra
     # or `--flag=a/b`.
     first = path.removeprefix("../").split("/")[0]
-    return first in {"onnx_symdims", "tests", "docs", "tools", "benchmarks", ".ci", "shared"} or (
-        path.startswith("../")
-    )
+    return first in {
+        "onnx_symdims",
+        "tests",
+        "docs",
+        "tools",
+        "benchmarks",
+        ".ci",
+        "shared",
+    } or (path.startswith("../"))
 
 
 _LINK = re.compile(r"\]\((?!https?:|mailto:|#)([^)\s]+)\)")

@@ -219,7 +219,9 @@ def test_optimized_model_dims_are_what_it_proves_alone(optimized):
         value.shape = theirs.shape
     onnx_symdims.infer_symbolic_shapes(fresh)
     written = {
-        v.name: v.shape for n in ir.traversal.RecursiveGraphIterator(after.graph) for v in n.outputs
+        v.name: v.shape
+        for n in ir.traversal.RecursiveGraphIterator(after.graph)
+        for v in n.outputs
     }
     for node in ir.traversal.RecursiveGraphIterator(fresh.graph):
         for value in node.outputs:

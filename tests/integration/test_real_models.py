@@ -89,7 +89,9 @@ def _dev_corpus_models() -> list[str]:
     return sorted(p.parent.name for p in (CORPUS / "models").glob("*/truth.json"))
 
 
-@pytest.mark.skipif(not _dev_corpus_models(), reason="no ../shared/dev_corpus beside the checkout")
+@pytest.mark.skipif(
+    not _dev_corpus_models(), reason="no ../shared/dev_corpus beside the checkout"
+)
 @pytest.mark.parametrize("name", _dev_corpus_models())
 def test_dev_corpus_model_scores_zero_wrong(name, tmp_path):
     spec = importlib.util.spec_from_file_location("dev_corpus_score", CORPUS / "score.py")

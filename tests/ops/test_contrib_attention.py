@@ -26,8 +26,30 @@ def _equal(got, want) -> bool:
             continue
         w_dim = w if isinstance(w, int) else expr.parse_dim(w)
         for binding in (
-            {"B": 2, "S": 3, "P": 4, "T": 5, "L": 6, "MAX": 8, "W": 24, "N": 2, "D": 7, "R": 3},
-            {"B": 1, "S": 1, "P": 0, "T": 0, "L": 1, "MAX": 3, "W": 48, "N": 1, "D": 0, "R": 1},
+            {
+                "B": 2,
+                "S": 3,
+                "P": 4,
+                "T": 5,
+                "L": 6,
+                "MAX": 8,
+                "W": 24,
+                "N": 2,
+                "D": 7,
+                "R": 3,
+            },
+            {
+                "B": 1,
+                "S": 1,
+                "P": 0,
+                "T": 0,
+                "L": 1,
+                "MAX": 3,
+                "W": 48,
+                "N": 1,
+                "D": 0,
+                "R": 1,
+            },
         ):
             if expr.evaluate(g, binding) != expr.evaluate(w_dim, binding):
                 return False
@@ -204,7 +226,9 @@ def test_dmmha_runtime_past_length_is_bounded():
     inputs = "float[B, 1, 8] q, float[B, 1, 8] k, float[B, 1, 8] v, float[B, 2, MAX, 4] pk, float[B, 2, MAX, 4] pv, int32 psl"
     body = "y, present_k, present_v, qk = com.microsoft.DecoderMaskedMultiHeadAttention<num_heads=2, past_present_share_buffer=1, output_qk=1>(q, k, v, , , pk, pv, psl)"
     feeds = {"psl": np.array(2, dtype=np.int32)}
-    inferred = check_against_ort(_model(inputs, body, DMMHA_OUTPUTS), [{"B": 2, "MAX": 8}], feeds)
+    inferred = check_against_ort(
+        _model(inputs, body, DMMHA_OUTPUTS), [{"B": 2, "MAX": 8}], feeds
+    )
     total = inferred.dims("qk")[3]
     assert isinstance(total, expr.DimExpr) and inferred.context.is_generated(total.name)
     assert inferred.context.has_less_equal_constraint(total, expr.sym("MAX"))
@@ -222,7 +246,9 @@ def test_dmmha_cross_attention_schema():
 def test_dmmha_packed_qkv_schema():
     # The CPU kernel fails on packed QKV (a reshape of the wrong size): the schema's
     # (B, 1, 2 * hidden + v_hidden), split by the caches' head size.
-    inputs = "float[B, 1, 28] qkv, float[B, 2, MAX, 4] pk, float[B, 2, MAX, 6] pv, int32[1] psl"
+    inputs = (
+        "float[B, 1, 28] qkv, float[B, 2, MAX, 4] pk, float[B, 2, MAX, 6] pv, int32[1] psl"
+    )
     body = "y, present_k, present_v = com.microsoft.DecoderMaskedMultiHeadAttention<num_heads=2, past_present_share_buffer=1>(qkv, , , , , pk, pv, psl)"
     _check(infer(_model(inputs, body, "float y, float present_k, float present_v")), {
         "y": ["B", 1, 12], "present_k": ["B", 2, "MAX", 4], "present_v": ["B", 2, "MAX", 6],
@@ -230,7 +256,9 @@ def test_dmmha_packed_qkv_schema():
 
 
 def test_dmmha_packed_qkv_width_mismatch_is_a_diagnostic():
-    inputs = "float[B, 1, 24] qkv, float[B, 2, MAX, 4] pk, float[B, 2, MAX, 6] pv, int32[1] psl"
+    inputs = (
+        "float[B, 1, 24] qkv, float[B, 2, MAX, 4] pk, float[B, 2, MAX, 6] pv, int32[1] psl"
+    )
     body = "y, present_k, present_v = com.microsoft.DecoderMaskedMultiHeadAttention<num_heads=2, past_present_share_buffer=1>(qkv, , , , , pk, pv, psl)"
     assert infer(_model(inputs, body, "float y, float present_k, float present_v")).errors
 
@@ -284,7 +312,9 @@ def test_mrotary_embedding(dims):
         _model(inputs, body, "float y"),
         [{"B": 2, "S": 3, "M": 6}, {"B": 1, "S": 1, "M": 2}, {"B": 1, "S": 0, "M": 2}],
     )
-    assert inferred.shape("y") == [d.strip() if not d.strip().isdigit() else int(d) for d in dims.split(",")]
+    assert inferred.shape("y") == [
+        d.strip() if not d.strip().isdigit() else int(d) for d in dims.split(",")
+    ]
 
 
 @pytest.mark.parametrize(("attrs", "past", "state"), [
@@ -292,7 +322,9 @@ def test_mrotary_embedding(dims):
     ("update_rule=\"linear\"", "float[B, 2, 4, 6] ps", ["B", 2, 4, 6]),
 ])  # fmt: skip
 def test_linear_attention(attrs, past, state):
-    inputs = "float[B, S, 8] q, float[B, S, 8] k, float[B, S, 12] v" + (f", {past}" if past else "")
+    inputs = "float[B, S, 8] q, float[B, S, 8] k, float[B, S, 12] v" + (
+        f", {past}" if past else ""
+    )
     args = "q, k, v" + (", ps" if past else "")
     body = f"y, present = com.microsoft.LinearAttention<q_num_heads=2, kv_num_heads=2, {attrs}>({args})"
     inferred = check_against_ort(
@@ -423,7 +455,9 @@ MASK_FORMATS = [
     ("decl", "make"), [m[1:] for m in MASK_FORMATS], ids=[m[0] for m in MASK_FORMATS]
 )
 def test_attention_mask_formats(decl, make):
-    inputs = f"float[B, S, 8] x, float[8, 24] w, float[24] b, {decl}, float[2, B, 2, P, 4] past"
+    inputs = (
+        f"float[B, S, 8] x, float[8, 24] w, float[24] b, {decl}, float[2, B, 2, P, 4] past"
+    )
     body = "y, present = com.microsoft.Attention<num_heads=2>(x, w, b, mask, past)"
     bindings = [
         dict(b, T=b["P"] + b["S"], M2=2 * b["B"])

@@ -77,7 +77,9 @@ def test_beam_search_constant_scalars():
     constants = "int32[1] max_len = {6}, int32[1] beams = {3}, int32[1] ret = {2}"
     inputs = "int32[B, S] ids, int32[1] min_len, float[1] lp, float[1] rp"
     body = f"seqs, seq_scores, scores = com.microsoft.BeamSearch<{BEAM_ATTRS}, vocab_size=5, {DECODER}>(ids, max_len, min_len, beams, ret, lp, rp)"
-    feeds = {k: v for k, v in _beam_feeds(6, 3, 2).items() if k in ("ids", "min_len", "lp", "rp")}
+    feeds = {
+        k: v for k, v in _beam_feeds(6, 3, 2).items() if k in ("ids", "min_len", "lp", "rp")
+    }
     inferred = check_against_ort(
         _model(inputs, body, BEAM_OUTPUTS, constants),
         [{"B": 2, "S": 3}, {"B": 1, "S": 1}, {"B": 1, "S": 5}],
@@ -101,7 +103,9 @@ def test_beam_search_max_length_from_shape():
     constants = "int64[1] c1 = {1}, int64[1] c2 = {2}, int64[1] c4 = {4}"
     feeds = {k: v for k, v in _beam_feeds(0, 2, 1).items() if k != "max_len"}
     inferred = check_against_ort(
-        _model(inputs, body, BEAM_OUTPUTS, constants), [{"B": 2, "S": 3}, {"B": 1, "S": 1}], feeds
+        _model(inputs, body, BEAM_OUTPUTS, constants),
+        [{"B": 2, "S": 3}, {"B": 1, "S": 1}],
+        feeds,
     )
     assert inferred.shape("seqs")[2] == "S+4"
     assert inferred.shape("scores")[0] == 4
@@ -119,7 +123,9 @@ def test_greedy_search_and_sampling(op, max_len):
     """
     feeds = {"ids": lambda b: np.ones((b["B"], b["S"]), dtype=np.int32)}
     inferred = check_against_ort(
-        _model("int32[B, S] ids", body, "int32 seqs"), [{"B": 2, "S": 3}, {"B": 1, "S": 1}], feeds
+        _model("int32[B, S] ids", body, "int32 seqs"),
+        [{"B": 2, "S": 3}, {"B": 1, "S": 1}],
+        feeds,
     )
     assert inferred.shape("seqs") == ["B", max_len]
 
@@ -135,7 +141,9 @@ def test_greedy_search_runtime_max_length():
     body = f"seqs = com.microsoft.GreedySearch<eos_token_id=5, pad_token_id=5, {DECODER}>(ids, max_len)"
     feeds = {"ids": lambda b: np.ones((b["B"], b["S"]), dtype=np.int32), "max_len": _i32(6)}
     inferred = check_against_ort(
-        _model(GREEDY_INPUTS, body, "int32 seqs"), [{"B": 2, "S": 3}, {"B": 1, "S": 0 + 1}], feeds
+        _model(GREEDY_INPUTS, body, "int32 seqs"),
+        [{"B": 2, "S": 3}, {"B": 1, "S": 0 + 1}],
+        feeds,
     )
     length = inferred.dims("seqs")[1]
     assert inferred.context.is_generated(length.name)
@@ -166,14 +174,18 @@ def test_whisper_beam_search_schema():
     ("int32[1] max_len = {9}, int32[1] beams = {0}, int32[1] ret = {1}", "int32[B, 5] ids"),
 ])  # fmt: skip
 def test_beam_search_malformed(constants, inputs):
-    body = f"seqs = com.microsoft.BeamSearch<{BEAM_ATTRS}, {DECODER}>(ids, max_len, , beams, ret)"
+    body = (
+        f"seqs = com.microsoft.BeamSearch<{BEAM_ATTRS}, {DECODER}>(ids, max_len, , beams, ret)"
+    )
     assert infer(_model(inputs, body, "int32 seqs", constants)).errors
 
 
 # ----------------------------------------------------------------------------------------
 # Token-level decoding helpers
 # ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("cur", "match", "prev"), [(3, 4, 0), (1, 0, 2), (0, 2, 5), (2, 6, 0)])
+@pytest.mark.parametrize(
+    ("cur", "match", "prev"), [(3, 4, 0), (1, 0, 2), (0, 2, 5), (2, 6, 0)]
+)
 def test_bifurcation_detector(cur, match, prev):
     """pred_tokens has len(src) + 1 - prev elements; ``match`` of them agree with src."""
     inputs = "int64[M] src, int64[C] cur, int64[1] idx, int64[P] pred"
@@ -201,7 +213,9 @@ def test_bifurcation_detector_without_prediction():
     body = "tokens, match = com.microsoft.BifurcationDetector<min_ngram_size=1, max_ngram_size=3>(src, cur, idx)"
     feeds = {"idx": np.array([0], dtype=np.int64)}
     inferred = check_against_ort(
-        _helper_model(inputs, body, "int64 tokens, int64 match"), [{"M": 6, "C": 3}, {"M": 2, "C": 0}], feeds
+        _helper_model(inputs, body, "int64 tokens, int64 match"),
+        [{"M": 6, "C": 3}, {"M": 2, "C": 0}],
+        feeds,
     )
     assert inferred.shape("tokens") == ["C"]
 

@@ -183,7 +183,11 @@ def _equal(got, want) -> bool:
                 return False
             continue
         w_dim = w if isinstance(w, int) else expr.parse_dim(w)
-        for binding in ({"B": 2, "S": 3, "N": 4}, {"B": 1, "S": 5, "N": 9}, {"B": 0, "S": 1, "N": 2}):
+        for binding in (
+            {"B": 2, "S": 3, "N": 4},
+            {"B": 1, "S": 5, "N": 9},
+            {"B": 0, "S": 1, "N": 2},
+        ):
             if expr.evaluate(g, binding) != expr.evaluate(w_dim, binding):
                 return False
     return True

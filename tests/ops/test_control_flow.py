@@ -186,10 +186,14 @@ def test_loop_stopped_by_its_index_with_constant_trip_count_is_exact():
     ("condition", "runs"),
     [
         ("co = Less(i, c)", "min(C+1,M)"),
-        ("one = Constant<value = int64 {1}>()\n     n = Add(i, one)\n     co = Less(n, c)",
-         "min(max(C-1,0)+1,M)"),
-        ("one = Constant<value = int64 {1}>()\n     n = Add(one, i)\n     co = Greater(c, n)",
-         "min(max(C-1,0)+1,M)"),
+        (
+            "one = Constant<value = int64 {1}>()\n     n = Add(i, one)\n     co = Less(n, c)",
+            "min(max(C-1,0)+1,M)",
+        ),
+        (
+            "one = Constant<value = int64 {1}>()\n     n = Add(one, i)\n     co = Greater(c, n)",
+            "min(max(C-1,0)+1,M)",
+        ),
     ],
     ids=["less", "index_plus_one", "greater"],
 )
@@ -246,7 +250,9 @@ g (float[N] x) => (ys, xf) {
 """
 
 
-@pytest.mark.parametrize(("trip", "expected"), [(3, [3, 1, "N"]), (0, [0, 1, None]), (-2, [0, 1, None])])
+@pytest.mark.parametrize(
+    ("trip", "expected"), [(3, [3, 1, "N"]), (0, [0, 1, None]), (-2, [0, 1, None])]
+)
 def test_loop_without_exit_runs_exactly_the_trip_count(trip, expected):
     text = LOOP_FOR.replace("TRIP", str(trip)).replace(
         "yo = Unsqueeze(xin, zero)\n     zero = Constant<value = int64[1] {0}>()",
@@ -780,7 +786,9 @@ def test_function_call_leaves_no_use_of_the_callers_values():
 
 def test_function_output_that_is_its_input_keeps_the_value():
     # onnxruntime refuses a function without nodes; onnx's IR allows it.
-    text = RANGE_FUNCTION_MODEL.replace("b = Identity(a)", "").replace("(a) => (b)", "(a) => (a)")
+    text = RANGE_FUNCTION_MODEL.replace("b = Identity(a)", "").replace(
+        "(a) => (b)", "(a) => (a)"
+    )
     result = infer(text)
     assert result.elements("w") == ["N", 3]
     assert result.shape("v") == ["N", 3]

@@ -316,10 +316,14 @@ def test_ceil_mode_dropped_window_at_an_int_size_keeps_the_model_loadable(op, op
     if opset >= 22:
         assert dims[2] == 3
     else:
-        assert isinstance(dims[2], expr.DimExpr) and inferred.context.is_generated(dims[2].name)
+        assert isinstance(dims[2], expr.DimExpr) and inferred.context.is_generated(
+            dims[2].name
+        )
     proto = ir.serde.serialize_model(inferred.model)
     onnx.checker.check_model(proto)
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(
+        proto.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
     (y,) = session.run(None, {"x": np.ones((2, 1, 6), np.float32)})
     assert y.shape == (2, 1, 3)
 

@@ -16,7 +16,18 @@ from tests.ops._ort_oracle import check_against_ort, infer_graph
 
 BINDINGS = [
     {"A": a, "B": b}
-    for a, b in [(0, 0), (0, 1), (1, 0), (1, 1), (2, 5), (5, 2), (3, 3), (7, 2), (2, 7), (6, 0)]
+    for a, b in [
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+        (2, 5),
+        (5, 2),
+        (3, 3),
+        (7, 2),
+        (2, 7),
+        (6, 0),
+    ]
 ]
 
 # Each body computes v (int64[1], >= 0 for sizes up to 7) from d = A - B and a = A.

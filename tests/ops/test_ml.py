@@ -53,7 +53,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(
-    ("inputs", "body", "outputs", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+    ("inputs", "body", "outputs", "expected"),
+    [c[1:] for c in CASES],
+    ids=[c[0] for c in CASES],
 )
 def test_ml(inputs, body, outputs, expected):
     text = model_text(17, inputs, body, outputs, domains=ML)

@@ -182,7 +182,9 @@ def test_reduce_one_runtime_axis_fresh_dim_lies_between_its_candidates():
     assert context.has_less_equal_constraint(second, expr.dmax(expr.sym("C"), 4))
 
 
-@pytest.mark.parametrize(("axes", "noop"), [([0], 0), ([-1], 1), ([], 0), ([0, 0], 1)], ids=str)
+@pytest.mark.parametrize(
+    ("axes", "noop"), [([0], 0), ([-1], 1), ([], 0), ([0, 0], 1)], ids=str
+)
 def test_reduce_runtime_axes_rank1_keepdims_is_one(axes, noop):
     # The only axis is reduced (an empty list reduces every axis without noop).
     attrs = f"keepdims=1, noop_with_empty_axes={noop}"

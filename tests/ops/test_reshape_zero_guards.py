@@ -206,7 +206,9 @@ def test_a_minus_one_that_infers_a_size_stays_unknown():
 def test_allowzero_rests_no_fact_on_a_zero_beside_a_minus_one():
     # allowzero=1: the 0 at S = 0 is a literal 0, and onnxruntime runs a -1 beside it
     # (the spec calls it invalid): S = 0 may succeed, so 2*S - 1 is not proven.
-    text = _shift("n").replace("y = Reshape(rows, target)", "y = Reshape<allowzero = 1>(rows, target)")
+    text = _shift("n").replace(
+        "y = Reshape(rows, target)", "y = Reshape<allowzero = 1>(rows, target)"
+    )
     inferred = check_against_ort(
         text, [{"B": 2, "S": 1}, {"B": 1, "S": 3}, {"B": 2, "S": 0}, {"B": 0, "S": 4}]
     )

@@ -28,9 +28,7 @@ SINGLE_CANDIDATE_CASES = [
 @pytest.mark.parametrize(("dims", "axes", "expected"), SINGLE_CANDIDATE_CASES)
 def test_squeeze_runtime_axes_with_a_single_dim_that_can_be_1(dims, axes, expected):
     # Every squeezed dim must be 1: with one dim that can be 1, the axes point at it.
-    text = model_text(
-        13, f"float[{dims}] x, int64[{len(axes)}] a", "y = Squeeze(x, a)"
-    )
+    text = model_text(13, f"float[{dims}] x, int64[{len(axes)}] a", "y = Squeeze(x, a)")
     inferred = check_against_ort(text, [{"N": 1}], _axes(axes))
     assert inferred.shape("y") == expected
 

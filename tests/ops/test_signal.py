@@ -114,9 +114,7 @@ def test_runtime_axis_leaves_every_signal_dim_fresh():
 @pytest.mark.parametrize("axis", [0, 1, -2])
 def test_runtime_axis_of_a_full_transform_keeps_every_dim(inverse, axis):
     # Without onesided or dft_length, whichever axis is transformed keeps its size.
-    text = model_text(
-        20, "float[B, L, 2] x, int64 ax", f"y = DFT<inverse={inverse}>(x, , ax)"
-    )
+    text = model_text(20, "float[B, L, 2] x, int64 ax", f"y = DFT<inverse={inverse}>(x, , ax)")
     feeds = {"ax": np.array(axis, dtype=np.int64)}
     inferred = check_against_ort(text, [{"B": 3, "L": 4}, {"B": 1, "L": 7}], feeds)
     assert inferred.shape("y") == ["B", "L", 2]

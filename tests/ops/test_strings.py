@@ -74,7 +74,7 @@ UNDECIDED_CASES = [
 @pytest.mark.parametrize(("strings", "delimiter"), UNDECIDED_CASES, ids=str)
 def test_string_split_where_runtimes_differ_is_fresh(strings, delimiter):
     # The text syntax has no escapes: the constant is set on the parsed model.
-    model = ir.from_onnx_text(_split_model(["placeholder"] * len(strings), "delimiter=\"\""))
+    model = ir.from_onnx_text(_split_model(["placeholder"] * len(strings), 'delimiter=""'))
     encoded = np.array([s.encode() for s in strings], dtype=object)
     model.graph.initializers["x"].const_value = ir.StringTensor(encoded, name="x")
     node = next(iter(model.graph))

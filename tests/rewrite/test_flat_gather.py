@@ -36,7 +36,9 @@ MASK = """
 
 
 def _mask(limit_b="b", limit_t="t", stride="t", flatten="Flatten<axis = 2>(mask)", axis=0):
-    return MASK.format(limit_b=limit_b, limit_t=limit_t, stride=stride, flatten=flatten, axis=axis)
+    return MASK.format(
+        limit_b=limit_b, limit_t=limit_t, stride=stride, flatten=flatten, axis=axis
+    )
 
 
 SIZES = [{"B": b, "T": t} for b, t in ((2, 3), (0, 2), (1, 0), (1, 1), (3, 5))]
@@ -46,15 +48,19 @@ FIRES = {
     # A Reshape to [-1] flattens as well; the output has no trailing axis.
     "reshape_to_a_vector": (
         _mask(flatten="Reshape(mask, minus_one)").replace(
-            "vb = Constant", "minus_one = Constant<value = int64[1] {-1}>()\n        vb = Constant"
+            "vb = Constant",
+            "minus_one = Constant<value = int64[1] {-1}>()\n        vb = Constant",
         ),
         ["Unsqueeze"],
     ),
     # The multiplier as a one-element vector, the terms added the other way around.
     "vector_multiplier": (
-        _mask(stride="tv").replace(
-            "rows = Mul(pb, tv)", "tv = Shape<start = 1, end = 2>(mask)\n        rows = Mul(tv, pb)"
-        ).replace("idx = Add(pt, rows)", "idx = Add(rows, pt)"),
+        _mask(stride="tv")
+        .replace(
+            "rows = Mul(pb, tv)",
+            "tv = Shape<start = 1, end = 2>(mask)\n        rows = Mul(tv, pb)",
+        )
+        .replace("idx = Add(pt, rows)", "idx = Add(rows, pt)"),
         ["Unsqueeze"],
     ),
 }
@@ -101,7 +107,9 @@ def test_a_three_axis_tensor_with_its_strides():
     before, m, rewrite = apply_pass(GatherOfFlatIndexGridPass, body)
     assert rewrite.fired == {"gather_of_flat_index_grid": 1}, rewrite.declined
     assert ops(m) == ["Unsqueeze"]  # y0 is m itself (an Identity), then y
-    sizes = [{"I": i, "J": j, "K": k} for i, j, k in ((2, 3, 4), (1, 0, 2), (0, 2, 2), (1, 1, 1))]
+    sizes = [
+        {"I": i, "J": j, "K": k} for i, j, k in ((2, 3, 4), (1, 0, 2), (0, 2, 2), (1, 1, 1))
+    ]
     assert_equivalent(before, m, sizes)
 
 
@@ -264,12 +272,18 @@ def test_a_size_one_axis_needs_no_term():
         (
             ONE_ROW.replace("bool[1, T]", "bool[1, 3, T]")
             .replace("Flatten<axis = 2>", "Flatten<axis = 3>")
-            .replace("t = Gather(s, one)", "two = Constant<value = int64 {2}>()\n        t = Gather(s, two)"),
+            .replace(
+                "t = Gather(s, one)",
+                "two = Constant<value = int64 {2}>()\n        t = Gather(s, two)",
+            ),
             "a Range does not span its data axis",
         ),
         # Every index axis is taken by the term or is not of size 1: the size-1 data
         # axis has no index axis to go to (a [T] index).
-        (ONE_ROW.replace("int64[4] {1, 1, 1, -1}", "int64[1] {-1}"), "an axis of size 1 without a term has no index axis of its own"),
+        (
+            ONE_ROW.replace("int64[4] {1, 1, 1, -1}", "int64[1] {-1}"),
+            "an axis of size 1 without a term has no index axis of its own",
+        ),
     ],
     ids=["batch_not_one", "middle_axis_not_one", "no_axis_left"],
 )

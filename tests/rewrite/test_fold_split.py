@@ -31,7 +31,11 @@ FOLDS = {
         f"{_B6}, int64[3] s = {{2, 2, 2}}",
         "q, k, v = Split<axis = 0>(b, s)",
     ),
-    "sizes_as_attribute_before_13": (11, _B6, "q, k, v = Split<axis = 0, split = [2, 2, 2]>(b)"),
+    "sizes_as_attribute_before_13": (
+        11,
+        _B6,
+        "q, k, v = Split<axis = 0, split = [2, 2, 2]>(b)",
+    ),
     "equal_chunks_without_sizes": (13, _B6, "q, k, v = Split<axis = 0>(b)"),
     "negative_axis_of_a_matrix": (
         18,

@@ -95,7 +95,9 @@ def _replace_op(old: str, new: str):
                 replacement = ir.node(new, list(node.inputs))
                 model.graph.insert_before(node, replacement)
                 replacement.outputs[0].dtype = node.outputs[0].dtype
-                node.outputs[0].replace_all_uses_with(replacement.outputs[0], replace_graph_outputs=True)
+                node.outputs[0].replace_all_uses_with(
+                    replacement.outputs[0], replace_graph_outputs=True
+                )
                 model.graph.remove(node, safe=True)
                 count += 1
         return count
@@ -133,7 +135,9 @@ def _max_of_zero(model: ir.Model) -> int:
     count = 0
     for node in list(model.graph):
         if node.op_type == "Relu":
-            zero = ir.node("Constant", [], attributes={"value": ir.tensor(np.array(0, np.float32))})
+            zero = ir.node(
+                "Constant", [], attributes={"value": ir.tensor(np.array(0, np.float32))}
+            )
             new = ir.node("Max", [node.inputs[0], zero.outputs[0]])
             model.graph.insert_before(node, [zero, new])
             new.outputs[0].dtype = ir.DataType.FLOAT
@@ -235,7 +239,9 @@ def test_outputs_are_compared_relative_to_their_scale():
 def test_the_random_inputs_run_the_unfused_model():
     """The check's feeds are valid runs: the first element of a mask row is 1."""
     text = _GELU_OF_EMBEDDING.replace("Add(ids, five)", "Identity(ids)")
-    m = ir.from_onnx_text(text.replace("float[1, 4] table = {0.1,", "float[2, 4] table = {5, 6, 7, 8, 0.1,"))
+    m = ir.from_onnx_text(
+        text.replace("float[1, 4] table = {0.1,", "float[2, 4] table = {5, 6, 7, 8, 0.1,")
+    )
     reference = session(proto(m))
     facts = guard.analyze(m)
     plan = fusion_check.size_plan(m, facts)

@@ -75,7 +75,17 @@ def _bool_mask(sizes):
         # Reshape to the grid's shape keeps P + S (the grid's shape stays)
         (
             _mask(mask_len="T", limit="total"),
-            ["Add", "Range", "Range", "Reshape", "Reshape", "Max", "Unsqueeze", "Slice", "Reshape"],
+            [
+                "Add",
+                "Range",
+                "Range",
+                "Reshape",
+                "Reshape",
+                "Max",
+                "Unsqueeze",
+                "Slice",
+                "Reshape",
+            ],
             True,
         ),
     ],
@@ -94,10 +104,17 @@ def test_gather_of_an_index_grid_becomes_a_slice(body, expected, longer):
 
 def _two_gathers(pos: str) -> str:
     """The mask and a second tensor ``pos`` gathered with one grid."""
-    return _mask().replace(
-        "past) => (bool[?, ?, ?, ?] y) {",
-        f"past, {pos} pos) => (bool[?, ?, ?, ?] y, int64[?, ?, ?, ?] z) {{",
-    ).replace("y = GatherND(mask, idx)", "y = GatherND(mask, idx)\n        z = GatherND(pos, idx)")
+    return (
+        _mask()
+        .replace(
+            "past) => (bool[?, ?, ?, ?] y) {",
+            f"past, {pos} pos) => (bool[?, ?, ?, ?] y, int64[?, ?, ?, ?] z) {{",
+        )
+        .replace(
+            "y = GatherND(mask, idx)",
+            "y = GatherND(mask, idx)\n        z = GatherND(pos, idx)",
+        )
+    )
 
 
 def test_a_grid_shared_by_two_gathers_goes_when_both_are_rewritten():
@@ -133,9 +150,17 @@ def test_a_sliding_window_gather_becomes_a_shifted_slice():
     assert rewrite.fired == {"gather_nd_of_index_grid": 1}
     assert "GatherND" not in ops(m) and "Slice" in ops(m)
     sizes = []
-    for b, s, p, more in ((2, 3, 0, 0), (1, 1, 4, 0), (0, 2, 5, 1), (2, 0, 3, 2), (1, 2, 1, 0)):
+    for b, s, p, more in (
+        (2, 3, 0, 0),
+        (1, 1, 4, 0),
+        (0, 2, 5, 1),
+        (2, 0, 3, 2),
+        (1, 2, 1, 0),
+    ):
         sizes.append({"B": b, "S": s, "P": p, "T": p + s + max(p - 2, 0) + more})
-    sizes.append({"B": 0, "S": 3, "P": 5, "T": 2})  # an empty batch, a mask shorter than the window
+    sizes.append(
+        {"B": 0, "S": 3, "P": 5, "T": 2}
+    )  # an empty batch, a mask shorter than the window
     assert_equivalent(before, m, sizes, given={"mask": _bool_mask})
 
 
@@ -253,16 +278,20 @@ def test_every_grid_layout_keeps_the_outputs(k, m, positions, prefix, shifted):
 def test_a_grid_also_read_by_a_gather_in_a_branch_is_left_to_it():
     """A gather inside an If branch shares the grid: the main graph's gather is rewritten
     alone (the branch's node cannot be replaced from the main graph) and the grid stays."""
-    body = _mask().replace(
-        "past) => (bool[?, ?, ?, ?] y) {",
-        "past, bool c) => (bool[?, ?, ?, ?] y, bool[?, ?, ?, ?] z) {",
-    ).replace(
-        "y = GatherND(mask, idx)",
-        """y = GatherND(mask, idx)
+    body = (
+        _mask()
+        .replace(
+            "past) => (bool[?, ?, ?, ?] y) {",
+            "past, bool c) => (bool[?, ?, ?, ?] y, bool[?, ?, ?, ?] z) {",
+        )
+        .replace(
+            "y = GatherND(mask, idx)",
+            """y = GatherND(mask, idx)
         z = If(c) <
             then_branch = t () => (bool[?, ?, ?, ?] r) { r = GatherND(mask, idx) },
             else_branch = e () => (bool[?, ?, ?, ?] r) { r = Identity(y) }
         >""",
+        )
     )
     before, m, rewrite = apply_pass(GatherNDOfIndexGridPass, body)
     assert rewrite.fired == {}, "one gather saves no node while the grid stays"

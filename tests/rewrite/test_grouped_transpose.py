@@ -93,7 +93,9 @@ def test_grouped_transpose_fires_where_only_failing_runs_differ():
     # Without allowzero on the last Reshape either, T == 0 makes its target's 0 copy
     # dim 3 of a rank-3 tensor: the original fails there, so every successful run has
     # T >= 1 and y's proven shape is x's permuted one.
-    before, m, rewrite = apply_pass(GroupedTransposePass, DYNAMO_K.replace("<allowzero = 1>", ""))
+    before, m, rewrite = apply_pass(
+        GroupedTransposePass, DYNAMO_K.replace("<allowzero = 1>", "")
+    )
     assert rewrite.fired == {"grouped_transpose": 1}
     with pytest.raises(Exception, match="Reshape"):
         session(before).run(None, feeds_for(before, {"B": 2, "T": 0}))

@@ -70,7 +70,9 @@ def test_a_size_for_a_declared_symbol_fixes_it_in_every_input_and_output():
     result = OptimizePass(input_shapes={"ids": [1, None]})(m)
     assert result.modified
     assert [_dims(v) for v in (*m.graph.inputs, *m.graph.outputs)] == [
-        [1, "seq"], [1, "seq"], [1, "seq"]
+        [1, "seq"],
+        [1, "seq"],
+        [1, "seq"],
     ]
     assert [v.name for v in m.graph.inputs] == ["x", "ids"]
 

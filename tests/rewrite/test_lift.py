@@ -105,7 +105,6 @@ def _half(outputs: str, tail: str, inputs: str = "float[N, H] x") -> str:
     """
 
 
-
 #: ``[-1, H // 2]`` as a Reshape target, the scalar unsqueezed for it.
 _TARGET = """axes = Constant<value = int64[1] {0}>()
             half_v = Unsqueeze(half, axes)

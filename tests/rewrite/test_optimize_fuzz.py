@@ -101,7 +101,9 @@ def differences(seed: int, ranges: bool = False, **options) -> list[str]:
         )
     found = []
     if checker_problem(after_model) and not checker_problem(case.model):
-        found.append(f"onnx.checker rejects the optimized model: {checker_problem(after_model)}")
+        found.append(
+            f"onnx.checker rejects the optimized model: {checker_problem(after_model)}"
+        )
     try:
         after = oracle._session(after_model)
     except Exception as error:
@@ -148,7 +150,9 @@ def _ran_no_iteration(case: graph_gen.FuzzCase, b: int) -> bool:
         values = oracle._session(model).run(names, case.feeds[b])
     except Exception:
         return False
-    return oracle.ran_no_iteration(case.model.graph, {n: v.shape for n, v in zip(names, values)})
+    return oracle.ran_no_iteration(
+        case.model.graph, {n: v.shape for n, v in zip(names, values)}
+    )
 
 
 def _slice_departs(case: graph_gen.FuzzCase, b: int) -> bool:

@@ -563,7 +563,9 @@ def test_a_node_the_folder_raises_on_stays_and_is_reported(caplog):
     (message,) = [d for d in result.diagnostics if "constant folding left node" in d]
     assert "SplitToSequence" in message
     assert message in caplog.text
-    parts = session(m).run(None, {"data": np.ones((3, 6), np.float32), "split": np.array(4)})[0]
+    parts = session(m).run(None, {"data": np.ones((3, 6), np.float32), "split": np.array(4)})[
+        0
+    ]
     assert [p.shape for p in parts] == [(3, 4), (3, 2)]
 
 
@@ -804,7 +806,9 @@ def test_an_unreadable_model_proto_is_a_model_load_error():
     node = helper.make_node("Relu", ["x"], ["y"])
     twice = helper.make_node("Relu", ["x"], ["y"])
     graph = helper.make_graph(
-        [node, twice], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+        [node, twice],
+        "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
         [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])],
     )
     with pytest.raises(onnx_symdims.ModelLoadError, match="redeclared"):
@@ -954,7 +958,11 @@ def test_onnx_irs_notes_to_its_own_users_are_not_printed(caplog):
     )
     with caplog.at_level(logging.DEBUG, logger="onnx_ir"):
         onnx_symdims.optimize(m)
-    assert not [r for r in caplog.records if r.name.startswith("onnx_ir") and r.levelno >= logging.WARNING]
+    assert not [
+        r
+        for r in caplog.records
+        if r.name.startswith("onnx_ir") and r.levelno >= logging.WARNING
+    ]
 
 
 @pytest.mark.parametrize("opset", [11, 12])

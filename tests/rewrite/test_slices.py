@@ -154,8 +154,12 @@ WINDOW_REVERSE = """
         y = Relu(r)
     }
 """
-CHAIN_SIZES = [{"N": 0, "H": 2, "W": 3}, {"N": 1, "H": 1, "W": 1}, {"N": 2, "H": 3, "W": 2},
-               {"N": 3, "H": 2, "W": 1}]
+CHAIN_SIZES = [
+    {"N": 0, "H": 2, "W": 3},
+    {"N": 1, "H": 1, "W": 1},
+    {"N": 2, "H": 3, "W": 2},
+    {"N": 3, "H": 2, "W": 1},
+]
 
 
 def test_reshape_chain_ends_in_its_computed_target():

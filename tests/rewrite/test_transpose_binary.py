@@ -53,9 +53,12 @@ def test_one_transposed_operand_moves_the_transpose_to_the_other():
     ("body", "reason"),
     [
         (
-            BOTH.replace("{op}", "Add").replace(
-                "tb = Transpose<perm = [0, 3, 1, 2]>(b)", "tb = Transpose<perm = [0, 3, 2, 1]>(b)"
-            ).replace("float[B, H, W, 4] b", "float[B, W, H, 4] b"),
+            BOTH.replace("{op}", "Add")
+            .replace(
+                "tb = Transpose<perm = [0, 3, 1, 2]>(b)",
+                "tb = Transpose<perm = [0, 3, 2, 1]>(b)",
+            )
+            .replace("float[B, H, W, 4] b", "float[B, W, H, 4] b"),
             "the two Transposes permute differently",
         ),
         (
@@ -65,13 +68,18 @@ def test_one_transposed_operand_moves_the_transpose_to_the_other():
             "the result is a graph output or unused",
         ),
         (
-            BOTH.replace("{op}", "Add").replace(
-                "y = Transpose<perm = [0, 2, 3, 1]>(s)", "y = Transpose<perm = [0, 2, 1, 3]>(s)"
-            ).replace("=> (float[B, H, W, 4] y)", "=> (float[B, H, 4, W] y)"),
+            BOTH.replace("{op}", "Add")
+            .replace(
+                "y = Transpose<perm = [0, 2, 3, 1]>(s)",
+                "y = Transpose<perm = [0, 2, 1, 3]>(s)",
+            )
+            .replace("=> (float[B, H, W, 4] y)", "=> (float[B, H, 4, W] y)"),
             "a use of the result is not the inverse Transpose",
         ),
         (
-            ONE.replace("=> (float[B, H, W, 4] y)", "=> (float[B, H, W, 4] y, float[B, 4, H, W] tb)"),
+            ONE.replace(
+                "=> (float[B, H, W, 4] y)", "=> (float[B, H, W, 4] y, float[B, 4, H, W] tb)"
+            ),
             "one operand transposed, by a Transpose with other uses",
         ),
         (
@@ -80,7 +88,9 @@ def test_one_transposed_operand_moves_the_transpose_to_the_other():
         ),
         (
             BOTH.replace("{op}", "Add")
-            .replace("=> (float[B, H, W, 4] y)", "=> (float[B, H, W, 4] y, float[B, H, W, 4] y2)")
+            .replace(
+                "=> (float[B, H, W, 4] y)", "=> (float[B, H, W, 4] y, float[B, H, W, 4] y2)"
+            )
             .replace("    }\n", "    y2 = Transpose<perm = [0, 2, 3, 1]>(s)\n    }\n"),
             "two inverse Transposes are graph outputs",
         ),
@@ -104,8 +114,13 @@ def test_one_transposed_operand_moves_the_transpose_to_the_other():
         ),
     ],
     ids=[
-        "different_perms", "result_is_output", "not_the_inverse", "shared_transpose", "rank",
-        "two_outputs", "inverse_in_a_subgraph",
+        "different_perms",
+        "result_is_output",
+        "not_the_inverse",
+        "shared_transpose",
+        "rank",
+        "two_outputs",
+        "inverse_in_a_subgraph",
     ],
 )
 def test_declines(body, reason):

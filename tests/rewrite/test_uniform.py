@@ -103,10 +103,14 @@ CASES = {
     # The same in narrow types: [100, 120] + 100 wraps in int8 (onnxruntime gives -56 and
     # -36), [1, 5] - 3 wraps in uint8; inside the type's range the bounds hold.
     "int8_sum_may_wrap": (
-        f"{SPREAD_INT8.format(100, 120)}\n            y = Add(e, hundred)", None, (None, None)
+        f"{SPREAD_INT8.format(100, 120)}\n            y = Add(e, hundred)",
+        None,
+        (None, None),
     ),
     "int8_sum_inside_the_type": (
-        f"{SPREAD_INT8.format(1, 5)}\n            y = Add(e, hundred)", None, (101, 105)
+        f"{SPREAD_INT8.format(1, 5)}\n            y = Add(e, hundred)",
+        None,
+        (101, 105),
     ),
     "uint8_difference_may_wrap": (
         f"{SPREAD_INT8.format(1, 5).replace('int8', 'uint8')}\n            y = Sub(e, three)",

@@ -127,7 +127,9 @@ def _refusal(model: onnx.ModelProto) -> str:
         session.run(None, feeds)
     except Exception as e:  # onnxruntime's InvalidArgument (node names differ)
         message = str(e)
-        return "conv" if "Conv node" in message and "Invalid input shape" in message else message
+        return (
+            "conv" if "Conv node" in message and "Invalid input shape" in message else message
+        )
     return "ran"
 
 
