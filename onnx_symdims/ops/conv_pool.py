@@ -34,7 +34,7 @@ __all__ = ["conv_spatial_dim", "infer_conv_output", "kernel_dims"]
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -247,12 +247,27 @@ def conv_output_dim(
 ) -> Dim:
     """Spatial output dim of a convolution (as onnxruntime computes it)."""
     key = (d, k, stride, dilation, pad_begin, pad_end, auto_pad)
-    found = _CONV_DIMS.get(key)
-    if found is None:
-        if len(_CONV_DIMS) >= _MAX_CONV_DIMS:
-            _CONV_DIMS.clear()
-        found = _CONV_DIMS[key] = _conv_output_dim(*key)
-    return found
+    return _memoized_dim(key, _conv_output_dim)  # type: ignore[return-value]
+
+
+_MISSING = object()
+
+
+def _memoized_dim(key: tuple, formula: Callable[..., Dim | None]) -> Dim | None:
+    """``formula(*key)``, kept in ``_CONV_DIMS`` (a pure function of its arguments).
+
+    The convolution's and the transposed one's keys differ in length, so they never meet.
+    An unknown (overflow) is not kept, as the algebra's memo keeps none: each call mints
+    its own.
+    """
+    found = _CONV_DIMS.get(key, _MISSING)
+    if found is _MISSING:
+        found = formula(*key)
+        if not (isinstance(found, expr.DimExpr) and found.is_unknown):
+            if len(_CONV_DIMS) >= _MAX_CONV_DIMS:
+                _CONV_DIMS.clear()
+            _CONV_DIMS[key] = found
+    return found  # type: ignore[return-value]
 
 
 def conv_spatial_dim(ctx: NodeContext, axis: int, d: Dim, k: Dim, window: Window) -> Dim:
@@ -301,21 +316,8 @@ def conv_transpose_output_dim(
     auto_pad: str,
 ) -> Dim | None:
     """Spatial output dim of a transposed convolution (``None``: not expressible)."""
-    # Memoized as conv_output_dim is (a pure function of its arguments), in its table:
-    # the keys differ in length, so they never meet. An unknown (overflow) is not kept,
-    # as the algebra's memo keeps none: each call mints its own.
     key = (d, k, stride, dilation, pad_begin, pad_end, output_padding, auto_pad)
-    found = _CONV_DIMS.get(key, _MISSING)
-    if found is _MISSING:
-        found = _conv_transpose_output_dim(*key)
-        if not (isinstance(found, expr.DimExpr) and found.is_unknown):
-            if len(_CONV_DIMS) >= _MAX_CONV_DIMS:
-                _CONV_DIMS.clear()
-            _CONV_DIMS[key] = found
-    return found  # type: ignore[return-value]
-
-
-_MISSING = object()
+    return _memoized_dim(key, _conv_transpose_output_dim)
 
 
 def _conv_transpose_output_dim(
