@@ -2,15 +2,19 @@
 
 Usage::
 
-    python benchmarks/callgrind_counts.py [--models NAME,NAME,...] [--calls 3] [--corpus DIR]
+    python benchmarks/callgrind_counts.py [--models NAME,NAME,...] [--calls 3] [--warmups 8]
+        [--corpus DIR]
 
 Wall time on a shared 2-core machine moves by 10-30 % between runs; callgrind's instruction
 count for the same code and inputs does not (a few thousand in a million), so a change of
 1 % is visible. Names: a dev-corpus model (``segformer_dynamo``), ``data/NAME`` for
 ``tests/data/NAME.onnx``, or ``tsN`` for the TorchScript-style decoder of
-:mod:`_ts_models` with N layers. Each model is loaded, inferred twice (lazy imports, the
-algebra's caches), the heap frozen (otherwise the collector's passes, and so the count,
-depend on what earlier models left alive), then ``--calls`` fresh ``ir.Model`` copies are
+:mod:`_ts_models` with N layers. Each model is loaded, inferred ``--warmups`` times (lazy
+imports, the algebra's caches, and CPython 3.11's specializing interpreter, which quickens
+a function on its 8th call: with fewer warm-ups the functions run once per inference are
+measured unspecialized, and their quickening lands in the measured calls), the heap
+frozen (otherwise the collector's passes, and so the count, depend on what earlier
+models left alive), then ``--calls`` fresh ``ir.Model`` copies are
 inferred inside one ``sys.call_tracing`` call, the only function callgrind collects in and
 dumps before. Needs ``valgrind`` on PATH; about a minute for the default models.
 """
@@ -51,7 +55,7 @@ def _load(name: str, corpus: str):
     return onnx.load(path, load_external_data=False)
 
 
-def _child(models: list[str], calls: int, corpus: str) -> None:
+def _child(models: list[str], calls: int, warmups: int, corpus: str) -> None:
     """Runs under callgrind: one ``sys.call_tracing`` per model, after its warm-up."""
     import onnx_ir as ir
 
@@ -63,9 +67,9 @@ def _child(models: list[str], calls: int, corpus: str) -> None:
 
     for name in models:
         proto = _load(name, corpus)
-        copies = [ir.from_proto(proto) for _ in range(calls + 2)]
-        onnx_symdims.infer_symbolic_shapes(copies.pop())
-        onnx_symdims.infer_symbolic_shapes(copies.pop())
+        copies = [ir.from_proto(proto) for _ in range(calls + warmups)]
+        for _ in range(warmups):
+            onnx_symdims.infer_symbolic_shapes(copies.pop())
         gc.collect()
         gc.freeze()
         sys.call_tracing(infer_all, (copies,))
@@ -86,11 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=DEFAULT_MODELS)
     parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--warmups", type=int, default=8)
     parser.add_argument("--corpus", default=DEFAULT_CORPUS)
     args = parser.parse_args(argv)
     models = [m for m in args.models.split(",") if m]
     if os.environ.get(_CHILD):
-        _child(models, args.calls, args.corpus)
+        _child(models, args.calls, args.warmups, args.corpus)
         return 0
     if shutil.which("valgrind") is None:
         print("valgrind is not on PATH", file=sys.stderr)
