@@ -22,7 +22,12 @@ from operator import itemgetter
 import onnx_ir as ir
 
 from onnx_symdims import expr
-from onnx_symdims.shapes import graph_nodes, graph_values, initializer_values
+from onnx_symdims.shapes import (
+    direct_subgraphs,
+    graph_nodes,
+    graph_values,
+    initializer_values,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -34,38 +39,17 @@ _GRAPH_AND_NODES = itemgetter(0, 2)  # of a _subgraphs_with_depth entry
 _DEPTH = itemgetter(1)
 
 
-def _direct_subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
-    """The graphs the attributes of ``nodes`` hold, in order.
-
-    :func:`node_subgraphs` of each node, inline: most nodes have attributes and no
-    graph, and this runs on every node of every subgraph of every model (the slots, see
-    passes/_inference.py).
-    """
-    graphs: list[ir.Graph] = []
-    for node in nodes:
-        attributes = node._attributes.data
-        if attributes:
-            for attr in attributes.values():
-                kind = attr._type
-                if kind is _GRAPH:
-                    if attr._value is not None:
-                        graphs.append(attr._value)
-                elif kind is _GRAPHS:
-                    graphs.extend(attr._value or ())
-    return graphs
-
-
 def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
     """Every graph nested in ``nodes``, in pre-order (cheaper than a traversal).
 
     Iterative: a valid model may nest hundreds of Ifs.
     """
     found: list[ir.Graph] = []
-    stack = _direct_subgraphs(nodes)[::-1]
+    stack = direct_subgraphs(nodes)[::-1]
     while stack:
         sub = stack.pop()
         found.append(sub)
-        stack.extend(reversed(_direct_subgraphs(sub)))
+        stack.extend(reversed(direct_subgraphs(sub)))
     return found
 
 
@@ -348,12 +332,12 @@ def _subgraphs_with_depth(
     the caller's.
     """
     found: list[tuple[ir.Graph, int, list[ir.Node]]] = []
-    stack = list(zip(reversed(_direct_subgraphs(nodes)), repeat(1)))
+    stack = list(zip(reversed(direct_subgraphs(nodes)), repeat(1)))
     while stack:
         sub, depth = stack.pop()
         sub_nodes = graph_nodes(sub)
         found.append((sub, depth, sub_nodes))
-        inner = _direct_subgraphs(sub_nodes)
+        inner = direct_subgraphs(sub_nodes)
         if inner:
             stack.extend(zip(reversed(inner), repeat(depth + 1)))
     return found

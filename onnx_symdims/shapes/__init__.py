@@ -37,6 +37,7 @@ __all__ = [
     "element_div",
     "element_mod",
     "element_pow",
+    "direct_subgraphs",
     "graph_nodes",
     "graph_values",
     "initializer_values",
@@ -82,6 +83,7 @@ from onnx_symdims.shapes._diagnostics import (
 )
 from onnx_symdims.shapes._facts import FactScope, refine_dim
 from onnx_symdims.shapes._graphs import (
+    direct_subgraphs,
     graph_nodes,
     graph_values,
     initializer_values,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "direct_subgraphs",
     "graph_nodes",
     "graph_values",
     "initializer_values",
@@ -43,21 +44,32 @@ def graph_nodes(graph: ir.Graph | ir.Function) -> list[ir.Node]:
     return nodes
 
 
-def node_subgraphs(node: ir.Node) -> list[ir.Graph]:
-    """The graphs held by ``node``'s attributes (``If`` branches, ``Loop``/``Scan`` bodies)."""
+def direct_subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
+    """The graphs the attributes of ``nodes`` hold (``If`` branches, ``Loop`` bodies...).
+
+    In node and attribute order. One call for a whole node list: most nodes have attributes and no graph, and model
+    snapshots run this on every node of every subgraph. The UserDict's dict and the
+    attributes' slots (see passes._inference._require_ir_slots). A reference to a
+    function's graph attribute (``RefAttr``, no value) holds no graph here: the call's
+    graph is substituted where the function body is inferred.
+    """
     graphs: list[ir.Graph] = []
-    # The UserDict's dict and the attributes' slots (see passes._inference._require_ir_slots):
-    # loop bodies are walked several times per inference.
-    # A reference to a function's graph attribute (``RefAttr``, no value) holds no graph
-    # here: the call's graph is substituted where the function body is inferred.
-    for attr in node._attributes.data.values():
-        kind = attr._type
-        if kind is _GRAPH:
-            if attr._value is not None:
-                graphs.append(attr._value)
-        elif kind is _GRAPHS:
-            graphs.extend(attr._value or ())
+    for node in nodes:
+        attributes = node._attributes.data
+        if attributes:
+            for attr in attributes.values():
+                kind = attr._type
+                if kind is _GRAPH:
+                    if attr._value is not None:
+                        graphs.append(attr._value)
+                elif kind is _GRAPHS:
+                    graphs.extend(attr._value or ())
     return graphs
+
+
+def node_subgraphs(node: ir.Node) -> list[ir.Graph]:
+    """The graphs held by ``node``'s attributes (:func:`direct_subgraphs` of one node)."""
+    return direct_subgraphs((node,))
 
 
 def nested_nodes(
@@ -73,14 +85,13 @@ def nested_nodes(
     nodes: list[ir.Node] = []
     pending = [graph]
     while pending:
-        for node in graph_nodes(pending.pop()):
-            nodes.append(node)
-            if not node._attributes.data:  # the slot: bodies are walked often
-                continue
-            found = node_subgraphs(node)
-            pending.extend(found)
-            if subgraphs is not None:
-                subgraphs.extend(found)
+        graph_list = graph_nodes(pending.pop())
+        nodes.extend(graph_list)
+        # Pushed in node order once the graph is listed, as one push per node would be.
+        found = direct_subgraphs(graph_list)
+        pending.extend(found)
+        if subgraphs is not None:
+            subgraphs.extend(found)
     return nodes
 
 
