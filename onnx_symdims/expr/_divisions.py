@@ -598,6 +598,13 @@ def _clear_divisor_quotient(a: Dim, b: Dim) -> Dim | None:
     inner = [atom for atom in mono if atom.kind == EXACT]
     if len(inner) != 1:
         return None
+    if coeff < 0 and coeff != INT64_MIN:
+        # The divisor's sign moves to ``a`` first, as the sign normalization would: else
+        # ``2*a /: -(a /: 2**62)`` overflows in ``2*a * 2**62`` and stays, while its
+        # printed form ``(-2*a)/(a/2**62)`` re-parses to -2**63 (found by hypothesis).
+        a, coeff = neg(a), -coeff
+        if isinstance(a, DimExpr) and a.unknown_reason is not None:
+            return None
     rest = list(mono)
     rest.remove(inner[0])
     num, den = inner[0].args

@@ -215,6 +215,17 @@ big_leaves = st.one_of(
         ),
     )
 )
+# (a+a) /: (a /: -2**62): the divisor's sign must move before the quotient is cleared,
+# or 2*a*2**62 overflows where the printed (-2*a)/(a/2**62) re-parses to -2**63.
+@example(
+    tree=expr.BinOp(
+        "/:",
+        expr.BinOp("+", expr.Name("a"), expr.Name("a")),
+        expr.BinOp(
+            "/:", expr.Name("a"), expr.UnaryOp("-", expr.Constant(4611686018427387904))
+        ),
+    )
+)
 def test_printed_dims_with_huge_constants_re_parse(tree):
     try:
         d = tree_to_dim(tree)
