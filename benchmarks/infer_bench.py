@@ -24,7 +24,9 @@ The cold start is timed in fresh subprocesses: ``import onnx_symdims`` plus the 
 clock starts), with the bytecode cache warm as in an installed package (a private
 ``PYTHONPYCACHEPREFIX``), and without bytecode (what ``PYTHONDONTWRITEBYTECODE`` costs).
 The median of ``--cold-runs`` processes is printed (one process varies by +-30 % on a
-shared machine), with the first and third quartiles.
+shared machine), with the first and third quartiles. Then what the cold start leaves out
+and a CLI user waits for: the imports of numpy, ml_dtypes, onnx and onnx-ir, and the
+whole ``onnx-symdims infer`` command on that model, start to exit.
 """
 
 from __future__ import annotations
@@ -163,6 +165,55 @@ print((t1 - t0) * 1000, (time.perf_counter() - t1) * 1000)
 """
 
 
+_IMPORTS = """
+import time
+t0 = time.perf_counter()
+import numpy
+t1 = time.perf_counter()
+import ml_dtypes
+t2 = time.perf_counter()
+import onnx, onnx_ir
+t3 = time.perf_counter()
+print((t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000, ml_dtypes.__version__)
+"""
+
+
+def _fresh_processes(command: list[str], runs: int) -> tuple[list[list[str]], list[float]]:
+    """``command`` in ``runs`` fresh processes (after one unmeasured run, which fills the
+    bytecode cache): each one's stdout words and its wall time, start to exit, in ms."""
+    words, walls = [], []
+    for k in range(runs + 1):
+        start = time.perf_counter()
+        done = subprocess.run(command, check=True, capture_output=True, text=True)
+        if k:
+            walls.append((time.perf_counter() - start) * 1000)
+            words.append(done.stdout.split())
+    return words, walls
+
+
+def dependency_imports(path: str, runs: int = 11) -> None:
+    """What every process pays before our code, and the whole ``onnx-symdims infer`` command.
+
+    The imports of numpy, ml_dtypes, onnx and onnx-ir are excluded from the cold start
+    above, but a CLI user waits for them: ml_dtypes 0.7.0 registers its dtypes in ~0.5 s
+    (0.6.0 in ~10 ms), which doubled the CLI's time (hence ``ml_dtypes<0.7``).
+    """
+    words, _ = _fresh_processes([sys.executable, "-c", _IMPORTS], runs)
+    numpy_ms, ml_ms, onnx_ms = (statistics.median(float(w[i]) for w in words) for i in range(3))
+    with tempfile.TemporaryDirectory() as out_dir:
+        output = os.path.join(out_dir, "out.onnx")
+        _, walls = _fresh_processes(
+            [sys.executable, "-m", "onnx_symdims", "infer", path, "-o", output], runs
+        )
+    print(
+        f"imports before our code (median of {runs} processes): numpy {numpy_ms:.0f} ms, "
+        f"ml_dtypes {words[0][3]} {ml_ms:.0f} ms, onnx + onnx_ir {onnx_ms:.0f} ms; "
+        f"`onnx-symdims infer {os.path.basename(path)}` start to exit "
+        f"{statistics.median(walls):.0f} ms",
+        flush=True,
+    )
+
+
 def cold_start(path: str, runs: int = 11) -> None:
     """Import plus first call in fresh processes, with and without cached bytecode."""
     nodes = len(onnx.load(path, load_external_data=False).graph.node)
@@ -213,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.disable(logging.WARNING)
     if not args.no_cold:
         cold_start(args.cold_model, args.cold_runs)
+        dependency_imports(args.cold_model, args.cold_runs)
     print(f"\n| model | nodes | {OURS} | {OSI} | {ORT} | {CPP} (`data_prop`) |")
     print("|---|---|---|---|---|---|", flush=True)
     worst_cpp, worst_peer = 0.0, float("inf")
