@@ -121,8 +121,11 @@ class LiftScalarArithmeticPass(FactsPass):
         sinks = [node for node in graph if self._sink_input(node) is not None]
         if not sinks:
             return ir.passes.PassResult(model, modified=False)
+        # Values hash by identity: the sets below are walked in graph order, so that the
+        # new nodes (and the names they get) do not depend on where objects live in memory.
+        position = {node: i for i, node in enumerate(graph)}
         candidates = self._candidates(graph, sinks)
-        lifted = self._prune(candidates, set(sinks))
+        lifted = self._prune(candidates, set(sinks), position)
         if not lifted:
             return ir.passes.PassResult(model, modified=False)
         replacement = self._rewrite(graph, lifted)
@@ -212,7 +215,9 @@ class LiftScalarArithmeticPass(FactsPass):
                 return "gather"
         return None
 
-    def _prune(self, candidates: set[ir.Value], sinks: set[ir.Node]) -> list[ir.Value]:
+    def _prune(
+        self, candidates: set[ir.Value], sinks: set[ir.Node], position: dict[ir.Node, int]
+    ) -> list[ir.Value]:
         """The candidates every use of which is lifted too, each with a lifted operand."""
         lifted = set(candidates)
         changed = True
@@ -230,7 +235,7 @@ class LiftScalarArithmeticPass(FactsPass):
                     break
         # An op gives [1] only with a [1] operand: a node of scalars alone stays.
         ordered: list[ir.Value] = []
-        for value in _topological(lifted):
+        for value in _topological(lifted, position):
             node = value.producer()
             if self._leaf(node) is not None or any(v in lifted for v in node.inputs):
                 ordered.append(value)
@@ -275,11 +280,14 @@ class LiftScalarArithmeticPass(FactsPass):
         return replacement
 
 
-def _topological(values: set[ir.Value]) -> list[ir.Value]:
-    """``values`` with each after the ones among them its node reads."""
+def _topological(values: set[ir.Value], position: dict[ir.Node, int]) -> list[ir.Value]:
+    """``values`` with each after the ones among them its node reads.
+
+    Deterministic: the walks start in the graph order of the values' nodes (``position``).
+    """
     ordered: list[ir.Value] = []
     seen: set[ir.Value] = set()
-    for start in values:
+    for start in sorted(values, key=lambda v: position[v.producer()]):
         stack = [(start, False)]
         while stack:
             value, expanded = stack.pop()

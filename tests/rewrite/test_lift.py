@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from onnx_symdims.rewrite import LiftScalarArithmeticPass, optimize
+from onnx_symdims.rewrite._lift import _topological
 from tests.rewrite._rewrite_testing import apply_pass, assert_equivalent, model, ops, proto
 
 SIZES = [{"N": n, "H": h, "W": w} for n, h, w in ((1, 0, 0), (2, 1, 3), (1, 2, 5), (3, 7, 8))]
@@ -259,3 +260,15 @@ def test_lift_scalar_arithmetic_needs_a_one_element_vector_it_may_replace(case):
     assert not rewrite.fired
     assert ops(m) == before_ops
     assert_equivalent(before, m, SIZES)
+
+
+def test_lifted_values_follow_the_graph_order_not_the_memory_order():
+    """Values hash by identity: walking a set of them made the new nodes, and the names
+    onnx-ir gives them, depend on where objects lived (segformer optimized after another
+    model got other node names)."""
+    m = model(FIRES["gather_of_a_shape"][0])
+    position = {node: i for i, node in enumerate(m.graph)}
+    values = [n.outputs[0] for n in m.graph if n.op_type in ("Gather", "Mul")]
+    assert [v.name for v in values] == ["h", "w", "hw", "n"]
+    assert _topological(values, position) == values  # each after the ones it reads
+    assert _topological(values[::-1], position) == values
