@@ -199,7 +199,9 @@ def dependency_imports(path: str, runs: int = 11) -> None:
     (0.6.0 in ~10 ms), which doubled the CLI's time (hence ``ml_dtypes<0.7``).
     """
     words, _ = _fresh_processes([sys.executable, "-c", _IMPORTS], runs)
-    numpy_ms, ml_ms, onnx_ms = (statistics.median(float(w[i]) for w in words) for i in range(3))
+    numpy_ms, ml_ms, onnx_ms = (
+        statistics.median(float(w[i]) for w in words) for i in range(3)
+    )
     with tempfile.TemporaryDirectory() as out_dir:
         output = os.path.join(out_dir, "out.onnx")
         _, walls = _fresh_processes(

@@ -111,9 +111,10 @@ class BroadcastScalarOperandsPass(ir.passes.InPlacePass):
         self.declined = Counter()
         graph = model.graph
         for node in list(graph):
-            if node.graph is None or node.domain != "" or not node.outputs:
+            op_type = node.op_type  # first: most nodes are of neither kind
+            if op_type not in _ANY_DTYPE and op_type not in _INTEGER_ONLY:
                 continue
-            if node.op_type not in _ANY_DTYPE and node.op_type not in _INTEGER_ONLY:
+            if node.graph is None or node.domain != "" or not node.outputs:
                 continue
             candidates = {}
             for i, value in enumerate(node.inputs):

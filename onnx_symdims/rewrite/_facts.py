@@ -442,9 +442,11 @@ class FactsPass(ir.passes.InPlacePass):
         self.fired = Counter()
         self.declined = Counter()
         graph = model.graph
+        op_types = self.op_types
         for node in list(graph):
-            # node.graph is None: a node an earlier visit removed
-            if node.graph is not None and node.domain == "" and node.op_type in self.op_types:
+            # The op type first: most nodes are not of op_types (every pass of every round
+            # reads each node). node.graph is None: a node an earlier visit removed.
+            if node.op_type in op_types and node.domain == "" and node.graph is not None:
                 self.visit(graph, node)
         return ir.passes.PassResult(model, modified=bool(self.fired))
 

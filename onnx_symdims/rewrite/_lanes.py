@@ -74,7 +74,7 @@ class VectorizeShapeLanesPass(ir.passes.InPlacePass):
             return ir.passes.PassResult(model, modified=False)
         graph = model.graph
         for node in list(graph):
-            if node.graph is None or node.op_type != "Concat" or node.domain != "":
+            if node.op_type != "Concat" or node.domain != "" or node.graph is None:
                 continue
             out = node.outputs[0]
             shape = self.facts.shape(out)

@@ -270,7 +270,7 @@ class FlattenConcatsPass(ir.passes.InPlacePass):
         graph = model.graph
         self._opset = model.opset_imports.get("", 0)
         for node in list(graph):
-            if node.graph is None or node.op_type != "Concat" or node.domain != "":
+            if node.op_type != "Concat" or node.domain != "" or node.graph is None:
                 continue
             axis = self._axis(node)
             if axis is None:

@@ -72,7 +72,7 @@ from onnx_symdims.rewrite._slices import MergeDisjointSlicesPass
 from onnx_symdims.rewrite._split import SlicesToSplitPass
 from onnx_symdims.rewrite._transpose import TransposeThroughBinaryPass
 from onnx_symdims.rewrite._values import ProvenValuesPass
-from onnx_symdims.shapes import nested_nodes, node_subgraphs
+from onnx_symdims.shapes import direct_subgraphs, nested_nodes, node_subgraphs
 
 logger = logging.getLogger(__name__)
 
@@ -430,13 +430,35 @@ def _sort(model: ir.Model, result: OptimizeResult) -> bool:
     clone it (the fusion guard's snapshot failed: float16 conversions append their
     ``Cast`` nodes at the end). Returns whether the order changed.
     """
-    before = [id(node) for node in ir.traversal.RecursiveGraphIterator(model.graph)]
+    if _in_order(model.graph):
+        return False  # onnx-ir's sort is stable: it would keep every graph's order
+    before = [id(node) for node in nested_nodes(model.graph)]
     try:
         model.graph.sort()
     except ValueError as error:  # a cycle: the model cannot run; inference reports it
         result.diagnostics.append(f"nodes not sorted: {error}")
         return False
-    return [id(node) for node in ir.traversal.RecursiveGraphIterator(model.graph)] != before
+    return [id(node) for node in nested_nodes(model.graph)] != before
+
+
+def _in_order(graph: ir.Graph) -> bool:
+    """Whether onnx-ir's sort would keep the order of ``graph`` and of its subgraphs.
+
+    As that sort orders them: a node comes after the producers of its inputs and of the
+    inputs its subgraphs' nodes read from this graph (what a subgraph captures is read
+    by the node that holds it). Linear in the nodes times the nesting depth.
+    """
+    pending = set(graph)  # this graph's nodes not visited yet
+    for node in graph:
+        readers = [node]
+        for subgraph in node_subgraphs(node):
+            readers.extend(nested_nodes(subgraph))
+        for reader in readers:
+            for value in reader.inputs:
+                if value is not None and value.producer() in pending:
+                    return False
+        pending.discard(node)
+    return all(_in_order(subgraph) for subgraph in direct_subgraphs(graph))
 
 
 def _spell_default_domain(model: ir.Model) -> bool:
@@ -686,16 +708,17 @@ def remove_dead_nodes(graph: ir.Graph) -> int:
     outputs = frozenset(graph.outputs)
     removed = 0
     for node in reversed(graph):  # consumers first: their producers then lose the use
-        if any(value in outputs or value.uses() for value in node.outputs):
-            for attr in node.attributes.values():
-                if attr.type is ir.AttributeType.GRAPH:
-                    removed += remove_dead_nodes(attr.value)
-                elif attr.type is ir.AttributeType.GRAPHS:
-                    for subgraph in attr.value:
-                        removed += remove_dead_nodes(subgraph)
+        for value in node.outputs:
+            if value in outputs or value.uses():
+                break
+        else:
+            graph.remove(node, safe=True)
+            removed += 1
             continue
-        graph.remove(node, safe=True)
-        removed += 1
+        # A live node's subgraphs are swept here, before the outer producers they read
+        # from are reached: a dead node inside may hold their last use.
+        for subgraph in node_subgraphs(node):
+            removed += remove_dead_nodes(subgraph)
     return removed
 
 

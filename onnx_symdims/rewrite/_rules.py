@@ -51,6 +51,7 @@ from onnx_symdims.rewrite._facts import (
     keep_output_type,
 )
 from onnx_symdims.rewrite._uniform import uniform_value
+from onnx_symdims.shapes import direct_subgraphs
 
 logger = logging.getLogger(__name__)
 
@@ -497,7 +498,10 @@ class ShapeRulesPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         fired = 0
         by_op = self._by_op
-        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        nodes = list(model.graph)
+        if direct_subgraphs(nodes):  # their nodes too, each after the node holding it
+            nodes = list(ir.traversal.RecursiveGraphIterator(model.graph))
+        for node in nodes:
             rules = by_op.get(node.op_type)
             if rules is None or node.domain != "" or node.graph is None:
                 continue

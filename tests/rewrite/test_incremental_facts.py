@@ -149,3 +149,18 @@ def test_dead_nodes_go_and_nodes_used_by_outputs_or_subgraphs_stay():
     assert [n.op_type for n in m.graph] == ["Relu", "Sigmoid", "If"]
     then_branch = m.graph.node(2).attributes["then_branch"].as_graph()
     assert [n.op_type for n in then_branch] == ["Identity"]
+
+
+def test_a_dead_branch_node_frees_the_outer_value_it_alone_read():
+    """The branch is swept when its If is reached, before the producers before it."""
+    m = model("""
+        g (bool c, float[N] x) => (float[N] y) {
+            only_for_dead = Exp(x)
+            y = If (c) <
+                then_branch = t () => (float[N] a) { unused = Neg(only_for_dead)  a = Identity(x) },
+                else_branch = e () => (float[N] b) { b = Neg(x) }
+            >
+        }
+    """)
+    assert pipeline.remove_dead_nodes(m.graph) == 2
+    assert [n.op_type for n in m.graph] == ["If"]

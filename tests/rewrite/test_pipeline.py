@@ -21,8 +21,10 @@ from onnx_symdims.rewrite import (
     analyze,
     shape_rules,
 )
+from onnx_symdims.rewrite import _pipeline as pipeline
 from onnx_symdims.rewrite._guard import guarded_fusions
 from onnx_symdims.rewrite._pipeline import _fusion_cleanup
+from onnx_symdims.shapes import nested_nodes
 from tests.rewrite._rewrite_testing import (
     assert_equivalent,
     feeds_for,
@@ -936,6 +938,54 @@ def test_nodes_out_of_order_are_sorted_first(fusions):
     assert [n.op_type for n in m.graph] == ["Neg", "Relu"]
     assert result.modified
     assert_equivalent(original, m, [{"N": n} for n in (0, 1, 3)])
+
+
+CAPTURED_LATER = """
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (bool c, float[N] x) => (float[N] y) {
+        y = If (c) <
+            then_branch = t () => (float[N] a) { a = Identity(late) },
+            else_branch = e () => (float[N] b) { b = Neg(x) }
+        >
+        late = Relu(x)
+    }
+"""
+SORTED_WITH_BRANCHES = """
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (bool c, float[N] x) => (float[N] y) {
+        early = Relu(x)
+        y = If (c) <
+            then_branch = t () => (float[N] a) { t1 = Exp(early)  a = Identity(t1) },
+            else_branch = e () => (float[N] b) { b = Neg(x) }
+        >
+    }
+"""
+UNSORTED_BRANCH = """
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (bool c, float[N] x) => (float[N] y) {
+        y = If (c) <
+            then_branch = t () => (float[N] a) { a = Identity(t1)  t1 = Exp(x) },
+            else_branch = e () => (float[N] b) { b = Neg(x) }
+        >
+    }
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "in_order"),
+    [
+        (SORTED_WITH_BRANCHES, True),
+        (UNSORTED, False),
+        (CAPTURED_LATER, False),  # the If reads `late` through its branch
+        (UNSORTED_BRANCH, False),
+    ],
+)
+def test_the_sort_is_skipped_only_where_onnx_ir_would_keep_the_order(text, in_order):
+    m = ir.serde.deserialize_model(onnx.parser.parse_model(text))
+    before = [id(n) for n in nested_nodes(m.graph)]
+    assert pipeline._in_order(m.graph) is in_order
+    m.graph.sort()
+    assert ([id(n) for n in nested_nodes(m.graph)] == before) is in_order
 
 
 @pytest.mark.parametrize("fusions", [None, "ort"])
