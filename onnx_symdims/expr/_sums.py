@@ -21,6 +21,8 @@ from onnx_symdims.expr._atoms import (
     _ATOMS,
     EXACT,
     FLOOR,
+    INT64_MAX,
+    INT64_MIN,
     MAX,
     MIN,
     MOD,
@@ -133,16 +135,18 @@ def _absorb_factors(terms: dict[Monomial, int], const: int) -> Dim | None:
             out[m] = out.get(m, 0) + c
             continue
         rest = tuple(a for a in m if a.kind != EXACT)
-        if len(exacts) == 1:
-            den = exacts[0].args[1]
-            if isinstance(den, int):
-                shares = math.gcd(c, den) > 1
-            else:
-                # A symbolic quotient keeps nothing outside: c*m*(N/:D) -> (c*m*N)/:D.
-                shares = c != 1 or bool(rest)
-            if not shares:
+        if all(isinstance(a.args[1], int) for a in exacts):
+            reduced = _absorb_into_integer_quotients(rest, c, exacts)
+            if reduced is None:
                 out[m] = out.get(m, 0) + c
                 continue
+            changed = True
+            extra.append(reduced)
+            continue
+        if len(exacts) == 1 and c == 1 and not rest:
+            out[m] = out.get(m, 0) + c  # a symbolic quotient alone
+            continue
+        # A symbolic quotient keeps nothing outside: c*m*(N/:D) -> (c*m*N)/:D.
         num_product: Dim = _from_terms({rest: c}, 0) if rest else c
         den_product: Dim = 1
         for atom in exacts:
@@ -168,11 +172,56 @@ def _absorb_factors(terms: dict[Monomial, int], const: int) -> Dim | None:
     return result
 
 
+def _absorb_into_integer_quotients(rest: Monomial, c: int, exacts: list[Atom]) -> Dim | None:
+    """``c*m*(N1/:d1)*...`` over integer divisors in one canonical form, or None if it is one.
+
+    The coefficient is cancelled against each divisor first, ``c*(N/:d) == (c/g)*(N/:(d/g))``
+    for ``g = gcd(c, d)`` (``d | N`` implies ``d/g | N``), before any product is formed: a
+    product ``c*N`` may leave int64 where the reduced quotient does not, and then the form
+    would depend on the order the product was built in. Then two or more quotients merge
+    into one, ``(N1/:d1)*(N2/:d2) == (N1*N2)/:(d1*d2)``, unless the merged divisor leaves
+    int64 (they stay apart). ``m`` stays outside, as it does beside one quotient whose
+    divisor shares nothing with ``c``: ``2*b*(a/:4)`` is ``b*(a/:2)``, as ``b*(2*(a/:4))``
+    builds it.
+    """
+    left = c
+    parts: list[tuple[Dim, int]] = []
+    for atom in exacts:
+        num, den = atom.args
+        g = math.gcd(left, den)
+        if g > 1:
+            left //= g
+            den //= g  # keeps its sign: only -2**63 is a negative divisor here
+        parts.append((num, den))
+    if len(parts) == 1 and left == c:
+        return None  # c shares nothing with the divisor
+    outside = _from_terms({rest: 1}, 0) if rest else 1
+    product = math.prod(den for _, den in parts)
+    if len(parts) > 1 and INT64_MIN <= product <= INT64_MAX:
+        numerator: Dim = left
+        for num, _ in parts:
+            numerator = mul(numerator, num)
+        merged = mul(outside, exact_div(numerator, product))
+        if not (isinstance(merged, DimExpr) and merged.unknown_reason is not None):
+            return merged
+    if left == c:
+        return None  # nothing cancelled, and the quotients stay apart
+    # The merged divisor or numerator leaves int64: the reduced quotients stay apart.
+    result: Dim = mul(outside, left)
+    for num, den in parts:
+        result = mul(result, exact_div(num, den))
+    if isinstance(result, DimExpr) and result.unknown_reason is not None:
+        return None
+    return result
+
+
 def _absorb_into_symbolic_quotient(rest: Monomial, c: int, exacts: list[Atom]) -> Dim | None:
     """``c*rest*(N/:D)*others`` as ``((c*rest*N)/:D)*others``, D the first symbolic divisor.
 
-    None when there is nothing outside to move, no quotient with a symbolic divisor,
-    or the moved numerator leaves int64.
+    When ``c*rest*N`` leaves int64, the sign of ``c`` and ``rest`` still move inside and
+    ``|c|`` stays out: ``-2**61*(2**31/:a)`` is ``2**61*((-2**31)/:a)``, as
+    ``2**61*(-(2**31/:a))`` builds it. None when there is nothing outside to move, no
+    quotient with a symbolic divisor, or even the moved sign and monomial leave int64.
     """
     if c == 1 and not rest:
         return None
@@ -181,9 +230,18 @@ def _absorb_into_symbolic_quotient(rest: Monomial, c: int, exacts: list[Atom]) -
         return None
     outside: Dim = _from_terms({rest: c}, 0) if rest else c
     result = exact_div(mul(outside, target.args[0]), target.args[1])
+    kept = 1
+    if isinstance(result, DimExpr) and result.unknown_reason is not None:
+        sign = -1 if c < 0 else 1
+        if (sign == 1 and not rest) or c == INT64_MIN:
+            return None
+        kept = sign * c
+        outside = _from_terms({rest: sign}, 0) if rest else sign
+        result = exact_div(mul(outside, target.args[0]), target.args[1])
     for atom in exacts:
         if atom is not target:
             result = mul(result, _atom_expr(atom))
+    result = mul(kept, result)
     if isinstance(result, DimExpr) and result.unknown_reason is not None:
         return None
     return result
