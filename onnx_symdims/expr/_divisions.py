@@ -158,7 +158,7 @@ def _floordiv_impl(a: Dim, b: Dim) -> Dim:
         if b < 0:
             if b == INT64_MIN:
                 # -b is outside int64: the divisor stays negative (one spelling still).
-                return _term(FLOOR, (a, b))
+                return _divide_by_int64_min(FLOOR, a)
             # floor(a/b) == floor((-a)/(-b))
             return floordiv(neg(a), -b)
         if b == 1:
@@ -174,6 +174,57 @@ def _floordiv_impl(a: Dim, b: Dim) -> Dim:
     if _leading_sign(b) < 0:
         a, b = neg(a), neg(b)
     return _term(FLOOR, (a, b))
+
+
+def _divide_by_int64_min(kind: str, a: Dim) -> Dim:
+    """``a // -2**63`` (``kind`` FLOOR) or ``a % -2**63`` (MOD) in one canonical form.
+
+    ``-b`` is outside int64, so the divisor keeps its sign, but the other normalizations
+    still apply, so that equal expressions get one form (else ``(2*x)//(-2**63)`` stayed
+    while ``x//(-2**62)`` is ``(-x)//2**62``). For every integer value of the symbols:
+
+    * a coefficient or constant ``c`` is replaced by its residue ``r`` in
+      ``[-2**62, 2**62)`` with ``c == r + k*(-2**63)``: ``(X + b*k*m) // b == X//b + k*m``
+      and ``(X + b*k*m) % b == X % b``;
+    * a common factor ``g`` (a power of two) cancels: ``(g*X)//(g*d) == X//d`` and
+      ``(g*X) % (g*d) == g*(X % d)`` for ``g > 0``, with ``d = b/g`` inside int64;
+    * a numerator bounded for every value with one quotient folds (:func:`_range`).
+    """
+    if isinstance(a, int):
+        return floordiv(a, INT64_MIN) if kind == FLOOR else mod(a, INT64_MIN)
+    half = -(INT64_MIN // 2)
+    rest: dict[Monomial, int] = {}
+    moved: dict[Monomial, int] = {}
+    for m, c in a.terms:
+        r = (c + half) % (2 * half) - half
+        if r:
+            rest[m] = r
+        if c != r:
+            moved[m] = (c - r) // INT64_MIN
+    k = (a.const + half) % (2 * half) - half
+    k_moved = (a.const - k) // INT64_MIN
+    numerator = _finish(rest, k) if rest else k
+    quotient: Dim = _from_terms(moved, k_moved) if moved else k_moved
+    if isinstance(numerator, int):
+        return add(quotient, numerator // INT64_MIN) if kind == FLOOR else numerator % INT64_MIN
+    if numerator.unknown_reason is not None:
+        return numerator
+    g, _ = _content_and_common_monomial(numerator)
+    g &= -g  # the power of two in the content: the common factor with 2**63
+    if g > 1:
+        reduced = _divide_out(numerator, g, ())
+        if kind == FLOOR:
+            return add(quotient, floordiv(reduced, INT64_MIN // g))
+        return mul(g, mod(reduced, INT64_MIN // g))
+    lo, hi = _range(numerator)
+    if lo is not None and hi is not None and lo // INT64_MIN == hi // INT64_MIN:
+        q = lo // INT64_MIN
+        if kind == FLOOR:
+            return add(quotient, q)
+        return sub(numerator, INT64_MIN * q)
+    if kind == FLOOR:
+        return add(quotient, _term(FLOOR, (numerator, INT64_MIN)))
+    return _term(MOD, (numerator, INT64_MIN))
 
 
 def _floordiv_by_int(a: DimExpr, d: int) -> Dim:
@@ -492,7 +543,7 @@ def _mod_impl(a: Dim, b: Dim) -> Dim:
             raise ZeroDivisionError("modulo by zero")
         if b < 0:
             if b == INT64_MIN:
-                return _term(MOD, (a, b))  # -b is outside int64
+                return _divide_by_int64_min(MOD, a)  # -b is outside int64
             # a % b == -((-a) % -b)
             return neg(mod(neg(a), -b))
         if b == 1:
@@ -669,19 +720,20 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
         # Nothing is pulled out of a symbolic quotient: c*(N/:D) is exact only when D | N,
         # which (c*N)/:D does not promise. Coefficients are absorbed instead (_finish).
         return _term(EXACT, (a, b))
-    if b < 0:
-        if b == INT64_MIN:
-            return _term(EXACT, (a, b))  # -b is outside int64
+    if b < 0 and b != INT64_MIN:  # -b is outside int64: that divisor keeps its sign
         a, b = neg(a), -b
+        if isinstance(a, DimExpr) and a.unknown_reason is not None:
+            return a  # -a left int64 (a constant -2**63): no form, and no sign to read
     if b == 1:
         return a
     if isinstance(a, int):
         raise InexactDivisionError(f"{a} /: {b} is not exact")  # pragma: no cover
-    split = _split_exact_quotient(a, b)
-    if split is not None:
-        return split
-    if (rounded := _rounded_multiple_quotient(a, b)) is not None:
-        return rounded
+    if b > 0:
+        split = _split_exact_quotient(a, b)
+        if split is not None:
+            return split
+        if (rounded := _rounded_multiple_quotient(a, b)) is not None:
+            return rounded
     # Pull the numerator's content and sign out: (c*N)/:d == c*(N/:d) because
     # gcd(c, d) == 1 here (the common factor was cancelled), so d | c*N implies d | N.
     content, _ = _content_and_common_monomial(a)
