@@ -206,7 +206,9 @@ def _divide_by_int64_min(kind: str, a: Dim) -> Dim:
     numerator = _finish(rest, k) if rest else k
     quotient: Dim = _from_terms(moved, k_moved) if moved else k_moved
     if isinstance(numerator, int):
-        return add(quotient, numerator // INT64_MIN) if kind == FLOOR else numerator % INT64_MIN
+        return (
+            add(quotient, numerator // INT64_MIN) if kind == FLOOR else numerator % INT64_MIN
+        )
     if numerator.unknown_reason is not None:
         return numerator
     g, _ = _content_and_common_monomial(numerator)
@@ -325,15 +327,20 @@ def _extremum_numerator(a: DimExpr, d: int) -> Dim | None:
         return None
     k = a.const
     if (pushed := _extremum_through_floor(kind, inner, bound)) is not None:
-        return floordiv(add(pushed, k), d)
+        result = floordiv(add(pushed, k), d)
+        if not (isinstance(result, DimExpr) and result.unknown_reason is not None):
+            return result
     if inner.terms[0][1] > 0:
         shift = inner.const - (inner.const + k) % d  # Y's constant in [0, d)
     else:
         shift = bound - (bound + k) % d  # a decreasing Y: the constant argument in [0, d)
-    if shift == 0:
-        return None
+    if shift == 0 or not _in_int64(bound - shift):
+        return None  # (a shifted bound past int64 would print as no int64 literal)
     shifted = _extremum(kind, (sub(inner, shift), bound - shift), None)
-    return floordiv(add(shifted, k + shift), d)
+    result = floordiv(add(shifted, k + shift), d)
+    if isinstance(result, DimExpr) and result.unknown_reason is not None:
+        return None  # a shifted part left int64: the quotient stays as written
+    return result
 
 
 def _extremum_through_floor(kind: str, g: DimExpr, bound: int) -> Dim | None:
@@ -356,6 +363,8 @@ def _extremum_through_floor(kind: str, g: DimExpr, bound: int) -> Dim | None:
         return None
     q = (bound - p) // c
     a = num.const
+    if not _in_int64(q * e - a):
+        return None  # the argument x0 would be no int64 literal
     x = sub(num, a)
     inner = _extremum(kind, (x, q * e - a), None)
     return add(mul(c, floordiv(add(inner, a), e)), p)
