@@ -183,15 +183,23 @@ def _divide_by_int64_min(kind: str, a: Dim) -> Dim:
     still apply, so that equal expressions get one form (else ``(2*x)//(-2**63)`` stayed
     while ``x//(-2**62)`` is ``(-x)//2**62``). For every integer value of the symbols:
 
+    * a common factor ``g`` (a power of two) cancels first: ``(g*X)//(g*d) == X//d`` and
+      ``(g*X) % (g*d) == g*(X % d)`` for ``g > 0``, and ``d = b/g`` takes the ordinary
+      path (a residue shift below keeps the power of two of every odd multiple);
     * a coefficient or constant ``c`` is replaced by its residue ``r`` in
       ``[-2**62, 2**62)`` with ``c == r + k*(-2**63)``: ``(X + b*k*m) // b == X//b + k*m``
       and ``(X + b*k*m) % b == X % b``;
-    * a common factor ``g`` (a power of two) cancels: ``(g*X)//(g*d) == X//d`` and
-      ``(g*X) % (g*d) == g*(X % d)`` for ``g > 0``, with ``d = b/g`` inside int64;
     * a numerator bounded for every value with one quotient folds (:func:`_range`).
     """
     if isinstance(a, int):
         return floordiv(a, INT64_MIN) if kind == FLOOR else mod(a, INT64_MIN)
+    g, _ = _content_and_common_monomial(a)
+    g &= -g  # the power of two in the content: the common factor with 2**63
+    if g > 1:
+        reduced = _divide_out(a, g, ())
+        if kind == FLOOR:
+            return floordiv(reduced, INT64_MIN // g)
+        return mul(g, mod(reduced, INT64_MIN // g))
     half = -(INT64_MIN // 2)
     rest: dict[Monomial, int] = {}
     moved: dict[Monomial, int] = {}
@@ -211,13 +219,6 @@ def _divide_by_int64_min(kind: str, a: Dim) -> Dim:
         )
     if numerator.unknown_reason is not None:
         return numerator
-    g, _ = _content_and_common_monomial(numerator)
-    g &= -g  # the power of two in the content: the common factor with 2**63
-    if g > 1:
-        reduced = _divide_out(numerator, g, ())
-        if kind == FLOOR:
-            return add(quotient, floordiv(reduced, INT64_MIN // g))
-        return mul(g, mod(reduced, INT64_MIN // g))
     lo, hi = _range(numerator)
     if lo is not None and hi is not None and lo // INT64_MIN == hi // INT64_MIN:
         q = lo // INT64_MIN
@@ -432,8 +433,12 @@ def _unwrap_mods(a: DimExpr, b: int) -> Dim:
             and atom.args[1] > 0
             and atom.args[1] % b == 0
         ):
-            # X % k == X - k*floor(X/k), and b | k.
-            result = add(result, mul(c, atom.args[0]))
+            # X % k == X - k*floor(X/k), and b | k; X's own such terms too, so that the
+            # result is a fixed point: ((a%6)%4)%2 is a%2, as its printed (a%6)%2 reads.
+            inner = atom.args[0]
+            if isinstance(inner, DimExpr):
+                inner = _unwrap_mods(inner, b)
+            result = add(result, mul(c, inner))
             changed = True
         else:
             result = add(result, _from_terms({m: c}, 0))
