@@ -2,8 +2,9 @@
 
 Each holds for every integer value of the symbols:
 
-* an exact division absorbs a coefficient or factor it shares with its divisor
-  (``c*(N /: D) == (c*N) /: D``);
+* an exact division absorbs the factors of its monomial: all of them, but a coefficient
+  prime to an integer divisor (``c*m*(N /: D) == (c*m*N) /: D``), and the quotients of a
+  product merge into one;
 * ``d`` consecutive floors collapse (``sum((y+i)//d for i in range(d)) == y``) and so does
   the division identity (``d*(y//d) + y % d == y``);
 * a sum with an extremum folds into it when that is smaller
@@ -125,7 +126,7 @@ def _absorb_exact_divisions(terms: dict[Monomial, int], const: int) -> Dim | Non
 
 
 def _absorb_factors(terms: dict[Monomial, int], const: int) -> Dim | None:
-    """``c * m * (N /: D) == (c*m*N) /: D`` when c or m shares a factor with D, or None."""
+    """``c * m * (N /: D) == (c*m*N) /: D`` unless it is ``c*(N/:d)``, c prime to d; or None."""
     changed = False
     out: dict[Monomial, int] = {}
     extra: list[Dim] = []
@@ -175,16 +176,20 @@ def _absorb_factors(terms: dict[Monomial, int], const: int) -> Dim | None:
 def _absorb_into_integer_quotients(rest: Monomial, c: int, exacts: list[Atom]) -> Dim | None:
     """``c*m*(N1/:d1)*...`` over integer divisors in one canonical form, or None if it is one.
 
-    The coefficient is cancelled against each divisor first, ``c*(N/:d) == (c/g)*(N/:(d/g))``
-    for ``g = gcd(c, d)`` (``d | N`` implies ``d/g | N``), before any product is formed: a
-    product ``c*N`` may leave int64 where the reduced quotient does not, and then the form
-    would depend on the order the product was built in. Then two or more quotients merge
-    into one, ``(N1/:d1)*(N2/:d2) == (N1*N2)/:(d1*d2)``, unless the merged divisor leaves
-    int64 (they stay apart). ``m`` stays outside, as it does beside one quotient whose
-    divisor shares nothing with ``c``: ``2*b*(a/:4)`` is ``b*(a/:2)``, as ``b*(2*(a/:4))``
-    builds it.
+    The canonical form is one quotient with everything but a coefficient prime to its
+    divisor inside, ``c'*((m*N1*...)/:d)``: ``c*m*(N1/:d1)*(N2/:d2) == (c*m*N1*N2)/:(d1*d2)``
+    (where the left side is defined, each ``di | Ni``, so the right side is defined and
+    equal; it may be defined at more points, as every rewrite of an exact division may).
+    One quotient whatever the order the product was built in: ``2*b*(a/:4)``,
+    ``b*(2*(a/:4))`` and ``(2*(a/:2))*(b/:2)`` are all ``(a*b)/:2``, as a symbolic
+    quotient keeps nothing outside either. The coefficient is cancelled against each
+    divisor first, ``c*(N/:d) == (c/g)*(N/:(d/g))`` for ``g = gcd(c, d)``, before any product
+    is formed: ``c*N`` may leave int64 where the reduced quotient does not, and the form
+    would then depend on that order. When the merged divisor leaves int64 the reduced
+    quotients stay apart.
     """
     left = c
+    factors: list[Dim] = [_from_terms({rest: 1}, 0)] if rest else []
     parts: list[tuple[Dim, int]] = []
     for atom in exacts:
         num, den = atom.args
@@ -192,22 +197,28 @@ def _absorb_into_integer_quotients(rest: Monomial, c: int, exacts: list[Atom]) -
         if g > 1:
             left //= g
             den //= g  # keeps its sign: only -2**63 is a negative divisor here
-        parts.append((num, den))
-    if len(parts) == 1 and left == c:
-        return None  # c shares nothing with the divisor
-    outside = _from_terms({rest: 1}, 0) if rest else 1
+        if den == 1:
+            factors.append(num)  # c*(N/:g) == (c/g)*N
+        else:
+            parts.append((num, den))
+    if left == c and len(parts) == 1 and not rest:
+        return None  # c*(N/:d) with c prime to d: canonical
     product = math.prod(den for _, den in parts)
-    if len(parts) > 1 and INT64_MIN <= product <= INT64_MAX:
-        numerator: Dim = left
+    if INT64_MIN <= product <= INT64_MAX:
+        numerator: Dim = 1
+        for f in factors:
+            numerator = mul(numerator, f)
         for num, _ in parts:
             numerator = mul(numerator, num)
-        merged = mul(outside, exact_div(numerator, product))
+        merged = mul(left, exact_div(numerator, product))
         if not (isinstance(merged, DimExpr) and merged.unknown_reason is not None):
             return merged
     if left == c:
         return None  # nothing cancelled, and the quotients stay apart
-    # The merged divisor or numerator leaves int64: the reduced quotients stay apart.
-    result: Dim = mul(outside, left)
+    # The merged divisor leaves int64: the reduced quotients stay apart.
+    result: Dim = left
+    for f in factors:
+        result = mul(result, f)
     for num, den in parts:
         result = mul(result, exact_div(num, den))
     if isinstance(result, DimExpr) and result.unknown_reason is not None:
