@@ -442,7 +442,43 @@ def _unwrap_mods(a: DimExpr, b: int) -> Dim:
             changed = True
         else:
             result = add(result, _from_terms({m: c}, 0))
+    if isinstance(result, DimExpr) and result.unknown_reason is not None:
+        # c*X left int64 (c and X's coefficients near 2**62; the unknown's empty terms
+        # made 2*(X%K) % (2*K) read as 0): the same residue with every product reduced
+        # modulo b on the way, which the caller does next anyway.
+        reduced = _unwrap_mods_reduced(a, b)
+        return (
+            a
+            if isinstance(reduced, DimExpr) and reduced.unknown_reason is not None
+            else reduced
+        )
     return result if changed else a
+
+
+def _unwrap_mods_reduced(a: DimExpr, b: int) -> Dim:
+    """:func:`_unwrap_mods` with every coefficient reduced modulo ``b > 0`` (fits int64)."""
+    terms: dict[Monomial, int] = {}
+    const = 0
+
+    def collect(d: DimExpr, factor: int) -> None:
+        nonlocal const
+        const += factor * d.const
+        for m, c in d.terms:
+            atom = m[0] if len(m) == 1 else None
+            if (
+                atom is not None
+                and atom.kind == MOD
+                and isinstance(atom.args[1], int)
+                and atom.args[1] > 0
+                and atom.args[1] % b == 0
+                and isinstance(atom.args[0], DimExpr)
+            ):
+                collect(atom.args[0], factor * c % b)
+            else:
+                terms[m] = (terms.get(m, 0) + factor * c) % b
+
+    collect(a, 1)
+    return _finish({m: c for m, c in terms.items() if c}, const % b)
 
 
 def _atom_range(atom: Atom) -> tuple[int | None, int | None]:
@@ -706,6 +742,12 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
         raise ZeroDivisionError("exact division by zero")
     if a == 0:
         return 0
+    # Common factors cancel before any product is formed below: (2**62*(y/:3)) /: 2**62
+    # would overflow in 3*2**62, and 2**62*x /: (2**62*(y/:3)) in 3*2**62*x, where the
+    # cancelled forms y/:3 and (3*x)/:y are what the same values built otherwise give.
+    a, b = _cancel_common_factor(a, b)
+    if isinstance(a, int) and isinstance(b, int):
+        return exact_div(a, b)
     if isinstance(a, DimExpr) and len(a.terms) == 1 and not a.const:
         ((mono, coeff),) = a.terms
         inner = [atom for atom in mono if atom.kind == EXACT]
@@ -719,9 +761,6 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
             )
     if (moved := _clear_divisor_quotient(a, b)) is not None:
         return moved
-    a, b = _cancel_common_factor(a, b)
-    if isinstance(a, int) and isinstance(b, int):
-        return exact_div(a, b)
     if not isinstance(b, int):
         if isinstance(a, DimExpr) and (q := _as_multiple(a, b)) is not None:
             return q

@@ -62,6 +62,8 @@ def _fold_sum_into_extremum(terms: dict[Monomial, int], const: int) -> Dim | Non
         if isinstance(rest, DimExpr) and rest.unknown_reason is not None:
             return None
         args = [add(rest, a) if c == 1 else sub(rest, a) for a in atom.args]
+        if any(isinstance(a, DimExpr) and a.unknown_reason is not None for a in args):
+            continue  # an argument left int64: the known sum stays as it is
         if not any(isinstance(a, int) or len(a.terms) < len(rest_terms) for a in args):
             continue
         flips = c == -1
@@ -279,26 +281,34 @@ def _collapse_floor_identities(
             continue
         base = sub(num, num.const)
         groups.setdefault((base, den), {})[num.const] = (m, c)
-    replacement: list[tuple[Dim, int]] = []
+    replacement: list[Dim] = []
     for (base, den), by_offset in groups.items():
         if len(by_offset) != den:
             continue
         coeffs = {c for _, c in by_offset.values()}
         if len(coeffs) != 1:
             continue
+        scaled = mul(base, coeffs.pop())
+        if isinstance(scaled, DimExpr) and scaled.unknown_reason is not None:
+            # c*y leaves int64 (4*((2**62*a+i)//3) for i < 3): the floors stay, or the
+            # unknown's empty terms would make the sum 0.
+            continue
         for m, _ in by_offset.values():
             del terms[m]
-        replacement.append((base, coeffs.pop()))
+        replacement.append(scaled)
     for m, c in mods:
         num, den = m[0].args
         floor_atom = _ATOMS.get((FLOOR, "", (num, den)))
         if floor_atom is None or terms.get((floor_atom,)) != c * den or m not in terms:
             continue
+        scaled = mul(num, c)
+        if isinstance(scaled, DimExpr) and scaled.unknown_reason is not None:
+            continue  # c*y leaves int64: the quotient and residue stay
         del terms[m]
         del terms[(floor_atom,)]
-        replacement.append((num, c))
-    for base, c in replacement:
-        b_terms, b_const = _split(mul(base, c))
+        replacement.append(scaled)
+    for scaled in replacement:
+        b_terms, b_const = _split(scaled)
         for bm, bc in b_terms.items():
             terms[bm] = terms.get(bm, 0) + bc
         const += b_const

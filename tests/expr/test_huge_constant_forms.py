@@ -99,6 +99,9 @@ SAME = [
     # an overflowing symbolic absorption still moves the sign and the monomial in
     ("-2305843009213693952*(2147483648/:a)", "2305843009213693952*(-(2147483648/:a))"),
     ("2147483648*(4294967296/:a)*b", "2147483648*((4294967296/:a)*b)"),
+    # common factors cancel before a numerator or divisor quotient is cleared
+    ("(4611686018427387904*(y/:3))/:4611686018427387904", "y/:3"),
+    ("(4611686018427387904*x)/:(4611686018427387904*(y/:3))", "x/:(y/:3)"),
     # a divisor -2**63 gets the other divisors' normalizations
     (f"(2*x)//{M}", "x//(-4611686018427387904)"),
     (f"(2*x)%{M}", "2*(x%(-4611686018427387904))"),
@@ -117,8 +120,8 @@ def test_equal_spellings_give_one_object(one, other):
     d, e = parse_expr(one), parse_expr(other)
     assert _same(d, e), (to_seed(d), to_seed(e))
     _round_trips(d)
-    for a, b, c, x in ((4, 8, 12, 16), (-8, 2**33, -(2**62), 2**62), (0, 0, 0, 0)):
-        env = {"a": a, "b": b, "c": c, "x": x}
+    for a, b, c, x in ((4, 8, 12, 6), (-8, 2**33, -(2**62), 2**62), (0, 0, 0, 0)):
+        env = {"a": a, "b": b, "c": c, "x": x, "y": c}
         try:
             expected = evaluate(e, env)
         except UNDEFINED:
@@ -149,6 +152,30 @@ def test_a_shifted_extremum_prints_int64_literals(text):
     _round_trips(d)
     for h in (-(2**62), -7, 0, 5, 2**62):
         assert evaluate(d, {"h": h}) == evaluate_tree(parse_tree(text), {"h": h})
+
+
+def test_an_identity_whose_product_overflows_keeps_its_terms():
+    # 4*sum((2**62*a + i)//3 for i < 3) is 4*2**62*a, no int64 coefficient: the terms stay
+    # (the unknown product's empty terms made the sum 0)
+    a = sym("a")
+    y = mul(2**62, a)
+    total = 0
+    for i in range(3):
+        total = add(total, mul(4, floordiv(add(y, i), 3)))
+    assert isinstance(total, DimExpr) and not total.is_unknown
+    assert evaluate(total, {"a": 1}) == 2**64
+    _round_trips(total)
+
+
+def test_a_residue_whose_unwrapped_product_overflows_keeps_its_value():
+    # 2*(X % K) % (-2*K): unwrapping X % K multiplied (K-1)*(K-1) past int64, and the
+    # unknown's empty terms made the modulo 0
+    k = 3074457345618258603
+    x = neg(mod(sym("a"), -k))
+    d = mod(mul(2, x), -2 * k)
+    _round_trips(d)
+    for v in (1, 2, -5, k + 3):
+        assert evaluate(d, {"a": v}) == (2 * (-(v % -k))) % (-2 * k)
 
 
 def test_an_exact_division_whose_numerator_cannot_be_negated_is_an_unknown():
@@ -292,11 +319,11 @@ def test_the_sign_of_an_integer_divisor_moves_to_the_numerator(tree, k):
     assume(_known(nx) and MIN64 <= -k < 2**63)
     pairs = [(floordiv(x, k), floordiv(nx, -k)), (mod(x, k), neg(mod(nx, -k)))]
     try:
-        pairs.append((exact_div(x, k), neg(exact_div(x, -k))))
         if "%" not in to_seed(x):
             # (b - b%K)/:K is b//K, and (b%K - b)/:K is -((K-1-b)//K): a floor keeps the
             # sign of its numerator, a gap of the canonical form left alone.
             pairs.append((exact_div(x, k), exact_div(nx, -k)))
+            pairs.append((exact_div(x, k), neg(exact_div(x, -k))))
     except UNDEFINED:
         pass
     for one, other in pairs:
@@ -309,7 +336,9 @@ def test_the_sign_of_an_integer_divisor_moves_to_the_numerator(tree, k):
 @example(BinOp("+", Name("a"), _constant(2**62)), -2, -3037000500)
 def test_a_coefficient_moves_into_an_integer_quotient_in_one_form(tree, c, k):
     x = _lower(tree)
-    assume(isinstance(x, DimExpr) and "/:" not in to_seed(x))
+    # (c - c%K)/:K is c//K, but (c - c%K)/:(K/2) stays: a gap of the canonical form left
+    # alone, so no residue in x
+    assume(isinstance(x, DimExpr) and "/:" not in to_seed(x) and "%" not in to_seed(x))
     try:
         q, cq = exact_div(x, k), exact_div(mul(c, x), k)
     except UNDEFINED:
