@@ -158,7 +158,7 @@ def _floordiv_impl(a: Dim, b: Dim) -> Dim:
         if b < 0:
             if b == INT64_MIN:
                 # -b is outside int64: the divisor stays negative (one spelling still).
-                return _term(FLOOR, (a, b))
+                return _divide_by_int64_min(FLOOR, a)
             # floor(a/b) == floor((-a)/(-b))
             return floordiv(neg(a), -b)
         if b == 1:
@@ -174,6 +174,60 @@ def _floordiv_impl(a: Dim, b: Dim) -> Dim:
     if _leading_sign(b) < 0:
         a, b = neg(a), neg(b)
     return _term(FLOOR, (a, b))
+
+
+def _divide_by_int64_min(kind: str, a: Dim) -> Dim:
+    """``a // -2**63`` (``kind`` FLOOR) or ``a % -2**63`` (MOD) in one canonical form.
+
+    ``-b`` is outside int64, so the divisor keeps its sign, but the other normalizations
+    still apply, so that equal expressions get one form (else ``(2*x)//(-2**63)`` stayed
+    while ``x//(-2**62)`` is ``(-x)//2**62``). For every integer value of the symbols:
+
+    * a common factor ``g`` (a power of two) cancels first: ``(g*X)//(g*d) == X//d`` and
+      ``(g*X) % (g*d) == g*(X % d)`` for ``g > 0``, and ``d = b/g`` takes the ordinary
+      path (a residue shift below keeps the power of two of every odd multiple);
+    * a coefficient or constant ``c`` is replaced by its residue ``r`` in
+      ``[-2**62, 2**62)`` with ``c == r + k*(-2**63)``: ``(X + b*k*m) // b == X//b + k*m``
+      and ``(X + b*k*m) % b == X % b``;
+    * a numerator bounded for every value with one quotient folds (:func:`_range`).
+    """
+    if isinstance(a, int):
+        return floordiv(a, INT64_MIN) if kind == FLOOR else mod(a, INT64_MIN)
+    g, _ = _content_and_common_monomial(a)
+    g &= -g  # the power of two in the content: the common factor with 2**63
+    if g > 1:
+        reduced = _divide_out(a, g, ())
+        if kind == FLOOR:
+            return floordiv(reduced, INT64_MIN // g)
+        return mul(g, mod(reduced, INT64_MIN // g))
+    half = -(INT64_MIN // 2)
+    rest: dict[Monomial, int] = {}
+    moved: dict[Monomial, int] = {}
+    for m, c in a.terms:
+        r = (c + half) % (2 * half) - half
+        if r:
+            rest[m] = r
+        if c != r:
+            moved[m] = (c - r) // INT64_MIN
+    k = (a.const + half) % (2 * half) - half
+    k_moved = (a.const - k) // INT64_MIN
+    numerator = _finish(rest, k) if rest else k
+    quotient: Dim = _from_terms(moved, k_moved) if moved else k_moved
+    if isinstance(numerator, int):
+        return (
+            add(quotient, numerator // INT64_MIN) if kind == FLOOR else numerator % INT64_MIN
+        )
+    if numerator.unknown_reason is not None:
+        return numerator
+    lo, hi = _range(numerator)
+    if lo is not None and hi is not None and lo // INT64_MIN == hi // INT64_MIN:
+        q = lo // INT64_MIN
+        if kind == FLOOR:
+            return add(quotient, q)
+        return sub(numerator, INT64_MIN * q)
+    if kind == FLOOR:
+        return add(quotient, _term(FLOOR, (numerator, INT64_MIN)))
+    return _term(MOD, (numerator, INT64_MIN))
 
 
 def _floordiv_by_int(a: DimExpr, d: int) -> Dim:
@@ -274,15 +328,20 @@ def _extremum_numerator(a: DimExpr, d: int) -> Dim | None:
         return None
     k = a.const
     if (pushed := _extremum_through_floor(kind, inner, bound)) is not None:
-        return floordiv(add(pushed, k), d)
+        result = floordiv(add(pushed, k), d)
+        if not (isinstance(result, DimExpr) and result.unknown_reason is not None):
+            return result
     if inner.terms[0][1] > 0:
         shift = inner.const - (inner.const + k) % d  # Y's constant in [0, d)
     else:
         shift = bound - (bound + k) % d  # a decreasing Y: the constant argument in [0, d)
-    if shift == 0:
-        return None
+    if shift == 0 or not _in_int64(bound - shift):
+        return None  # (a shifted bound past int64 would print as no int64 literal)
     shifted = _extremum(kind, (sub(inner, shift), bound - shift), None)
-    return floordiv(add(shifted, k + shift), d)
+    result = floordiv(add(shifted, k + shift), d)
+    if isinstance(result, DimExpr) and result.unknown_reason is not None:
+        return None  # a shifted part left int64: the quotient stays as written
+    return result
 
 
 def _extremum_through_floor(kind: str, g: DimExpr, bound: int) -> Dim | None:
@@ -305,6 +364,8 @@ def _extremum_through_floor(kind: str, g: DimExpr, bound: int) -> Dim | None:
         return None
     q = (bound - p) // c
     a = num.const
+    if not _in_int64(q * e - a):
+        return None  # the argument x0 would be no int64 literal
     x = sub(num, a)
     inner = _extremum(kind, (x, q * e - a), None)
     return add(mul(c, floordiv(add(inner, a), e)), p)
@@ -372,12 +433,52 @@ def _unwrap_mods(a: DimExpr, b: int) -> Dim:
             and atom.args[1] > 0
             and atom.args[1] % b == 0
         ):
-            # X % k == X - k*floor(X/k), and b | k.
-            result = add(result, mul(c, atom.args[0]))
+            # X % k == X - k*floor(X/k), and b | k; X's own such terms too, so that the
+            # result is a fixed point: ((a%6)%4)%2 is a%2, as its printed (a%6)%2 reads.
+            inner = atom.args[0]
+            if isinstance(inner, DimExpr):
+                inner = _unwrap_mods(inner, b)
+            result = add(result, mul(c, inner))
             changed = True
         else:
             result = add(result, _from_terms({m: c}, 0))
+    if isinstance(result, DimExpr) and result.unknown_reason is not None:
+        # c*X left int64 (c and X's coefficients near 2**62; the unknown's empty terms
+        # made 2*(X%K) % (2*K) read as 0): the same residue with every product reduced
+        # modulo b on the way, which the caller does next anyway.
+        reduced = _unwrap_mods_reduced(a, b)
+        return (
+            a
+            if isinstance(reduced, DimExpr) and reduced.unknown_reason is not None
+            else reduced
+        )
     return result if changed else a
+
+
+def _unwrap_mods_reduced(a: DimExpr, b: int) -> Dim:
+    """:func:`_unwrap_mods` with every coefficient reduced modulo ``b > 0`` (fits int64)."""
+    terms: dict[Monomial, int] = {}
+    const = 0
+
+    def collect(d: DimExpr, factor: int) -> None:
+        nonlocal const
+        const += factor * d.const
+        for m, c in d.terms:
+            atom = m[0] if len(m) == 1 else None
+            if (
+                atom is not None
+                and atom.kind == MOD
+                and isinstance(atom.args[1], int)
+                and atom.args[1] > 0
+                and atom.args[1] % b == 0
+                and isinstance(atom.args[0], DimExpr)
+            ):
+                collect(atom.args[0], factor * c % b)
+            else:
+                terms[m] = (terms.get(m, 0) + factor * c) % b
+
+    collect(a, 1)
+    return _finish({m: c for m, c in terms.items() if c}, const % b)
 
 
 def _atom_range(atom: Atom) -> tuple[int | None, int | None]:
@@ -492,7 +593,7 @@ def _mod_impl(a: Dim, b: Dim) -> Dim:
             raise ZeroDivisionError("modulo by zero")
         if b < 0:
             if b == INT64_MIN:
-                return _term(MOD, (a, b))  # -b is outside int64
+                return _divide_by_int64_min(MOD, a)  # -b is outside int64
             # a % b == -((-a) % -b)
             return neg(mod(neg(a), -b))
         if b == 1:
@@ -641,6 +742,12 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
         raise ZeroDivisionError("exact division by zero")
     if a == 0:
         return 0
+    # Common factors cancel before any product is formed below: (2**62*(y/:3)) /: 2**62
+    # would overflow in 3*2**62, and 2**62*x /: (2**62*(y/:3)) in 3*2**62*x, where the
+    # cancelled forms y/:3 and (3*x)/:y are what the same values built otherwise give.
+    a, b = _cancel_common_factor(a, b)
+    if isinstance(a, int) and isinstance(b, int):
+        return exact_div(a, b)
     if isinstance(a, DimExpr) and len(a.terms) == 1 and not a.const:
         ((mono, coeff),) = a.terms
         inner = [atom for atom in mono if atom.kind == EXACT]
@@ -654,9 +761,6 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
             )
     if (moved := _clear_divisor_quotient(a, b)) is not None:
         return moved
-    a, b = _cancel_common_factor(a, b)
-    if isinstance(a, int) and isinstance(b, int):
-        return exact_div(a, b)
     if not isinstance(b, int):
         if isinstance(a, DimExpr) and (q := _as_multiple(a, b)) is not None:
             return q
@@ -669,19 +773,20 @@ def _exact_div_impl(a: Dim, b: Dim) -> Dim:
         # Nothing is pulled out of a symbolic quotient: c*(N/:D) is exact only when D | N,
         # which (c*N)/:D does not promise. Coefficients are absorbed instead (_finish).
         return _term(EXACT, (a, b))
-    if b < 0:
-        if b == INT64_MIN:
-            return _term(EXACT, (a, b))  # -b is outside int64
+    if b < 0 and b != INT64_MIN:  # -b is outside int64: that divisor keeps its sign
         a, b = neg(a), -b
+        if isinstance(a, DimExpr) and a.unknown_reason is not None:
+            return a  # -a left int64 (a constant -2**63): no form, and no sign to read
     if b == 1:
         return a
     if isinstance(a, int):
         raise InexactDivisionError(f"{a} /: {b} is not exact")  # pragma: no cover
-    split = _split_exact_quotient(a, b)
-    if split is not None:
-        return split
-    if (rounded := _rounded_multiple_quotient(a, b)) is not None:
-        return rounded
+    if b > 0:
+        split = _split_exact_quotient(a, b)
+        if split is not None:
+            return split
+        if (rounded := _rounded_multiple_quotient(a, b)) is not None:
+            return rounded
     # Pull the numerator's content and sign out: (c*N)/:d == c*(N/:d) because
     # gcd(c, d) == 1 here (the common factor was cancelled), so d | c*N implies d | N.
     content, _ = _content_and_common_monomial(a)

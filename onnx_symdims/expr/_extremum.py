@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from onnx_symdims.expr._atoms import (
     BCAST,
     CALL,
+    INT64_MAX,
+    INT64_MIN,
     MAX,
     MAX_SCOPED_EXTREMUM_ARGS,
     MIN,
@@ -22,7 +24,15 @@ from onnx_symdims.expr._atoms import (
     _make_atom,
     _memoized_scoped,
 )
-from onnx_symdims.expr._dimexpr import Dim, DimExpr, _atom_expr, _check_dim, _poison, _term
+from onnx_symdims.expr._dimexpr import (
+    Dim,
+    DimExpr,
+    _atom_expr,
+    _check_dim,
+    _poison,
+    _term,
+    unknown,
+)
 from onnx_symdims.expr._floor_bounds import difference_bounds, has_floor_term
 from onnx_symdims.expr._ring import sub
 
@@ -59,6 +69,8 @@ def _extremum(kind: str, args: tuple[Dim, ...], scope: object | None) -> Dim:
             if seen is None or pick(seen.const, a.const) != seen.const:
                 best[a.terms] = a
     kept: list[Dim] = [pick(ints)] if ints else []
+    if ints and not INT64_MIN <= kept[0] <= INT64_MAX:
+        return unknown("overflow")  # no printed dim may carry a literal outside int64
     kept.extend(best.values())
     if 1 < len(kept) <= _MAX_FLOOR_COMPARED_ARGS and any(has_floor_term(a) for a in kept):
         kept = _drop_floor_dominated(kind, kept)

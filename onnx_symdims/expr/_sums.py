@@ -2,8 +2,9 @@
 
 Each holds for every integer value of the symbols:
 
-* an exact division absorbs a coefficient or factor it shares with its divisor
-  (``c*(N /: D) == (c*N) /: D``);
+* an exact division absorbs the factors of its monomial: all of them, but a coefficient
+  prime to an integer divisor (``c*m*(N /: D) == (c*m*N) /: D``), and the quotients of a
+  product merge into one;
 * ``d`` consecutive floors collapse (``sum((y+i)//d for i in range(d)) == y``) and so does
   the division identity (``d*(y//d) + y % d == y``);
 * a sum with an extremum folds into it when that is smaller
@@ -21,6 +22,8 @@ from onnx_symdims.expr._atoms import (
     _ATOMS,
     EXACT,
     FLOOR,
+    INT64_MAX,
+    INT64_MIN,
     MAX,
     MIN,
     MOD,
@@ -59,6 +62,8 @@ def _fold_sum_into_extremum(terms: dict[Monomial, int], const: int) -> Dim | Non
         if isinstance(rest, DimExpr) and rest.unknown_reason is not None:
             return None
         args = [add(rest, a) if c == 1 else sub(rest, a) for a in atom.args]
+        if any(isinstance(a, DimExpr) and a.unknown_reason is not None for a in args):
+            continue  # an argument left int64: the known sum stays as it is
         if not any(isinstance(a, int) or len(a.terms) < len(rest_terms) for a in args):
             continue
         flips = c == -1
@@ -123,7 +128,7 @@ def _absorb_exact_divisions(terms: dict[Monomial, int], const: int) -> Dim | Non
 
 
 def _absorb_factors(terms: dict[Monomial, int], const: int) -> Dim | None:
-    """``c * m * (N /: D) == (c*m*N) /: D`` when c or m shares a factor with D, or None."""
+    """``c * m * (N /: D) == (c*m*N) /: D`` unless it is ``c*(N/:d)``, c prime to d; or None."""
     changed = False
     out: dict[Monomial, int] = {}
     extra: list[Dim] = []
@@ -133,16 +138,18 @@ def _absorb_factors(terms: dict[Monomial, int], const: int) -> Dim | None:
             out[m] = out.get(m, 0) + c
             continue
         rest = tuple(a for a in m if a.kind != EXACT)
-        if len(exacts) == 1:
-            den = exacts[0].args[1]
-            if isinstance(den, int):
-                shares = math.gcd(c, den) > 1
-            else:
-                # A symbolic quotient keeps nothing outside: c*m*(N/:D) -> (c*m*N)/:D.
-                shares = c != 1 or bool(rest)
-            if not shares:
+        if all(isinstance(a.args[1], int) for a in exacts):
+            reduced = _absorb_into_integer_quotients(rest, c, exacts)
+            if reduced is None:
                 out[m] = out.get(m, 0) + c
                 continue
+            changed = True
+            extra.append(reduced)
+            continue
+        if len(exacts) == 1 and c == 1 and not rest:
+            out[m] = out.get(m, 0) + c  # a symbolic quotient alone
+            continue
+        # A symbolic quotient keeps nothing outside: c*m*(N/:D) -> (c*m*N)/:D.
         num_product: Dim = _from_terms({rest: c}, 0) if rest else c
         den_product: Dim = 1
         for atom in exacts:
@@ -168,11 +175,66 @@ def _absorb_factors(terms: dict[Monomial, int], const: int) -> Dim | None:
     return result
 
 
+def _absorb_into_integer_quotients(rest: Monomial, c: int, exacts: list[Atom]) -> Dim | None:
+    """``c*m*(N1/:d1)*...`` over integer divisors in one canonical form, or None if it is one.
+
+    The canonical form is one quotient with everything but a coefficient prime to its
+    divisor inside, ``c'*((m*N1*...)/:d)``: ``c*m*(N1/:d1)*(N2/:d2) == (c*m*N1*N2)/:(d1*d2)``
+    (where the left side is defined, each ``di | Ni``, so the right side is defined and
+    equal; it may be defined at more points, as every rewrite of an exact division may).
+    One quotient whatever the order the product was built in: ``2*b*(a/:4)``,
+    ``b*(2*(a/:4))`` and ``(2*(a/:2))*(b/:2)`` are all ``(a*b)/:2``, as a symbolic
+    quotient keeps nothing outside either. The coefficient is cancelled against each
+    divisor first, ``c*(N/:d) == (c/g)*(N/:(d/g))`` for ``g = gcd(c, d)``, before any product
+    is formed: ``c*N`` may leave int64 where the reduced quotient does not, and the form
+    would then depend on that order. When the merged divisor leaves int64 the reduced
+    quotients stay apart.
+    """
+    left = c
+    factors: list[Dim] = [_from_terms({rest: 1}, 0)] if rest else []
+    parts: list[tuple[Dim, int]] = []
+    for atom in exacts:
+        num, den = atom.args
+        g = math.gcd(left, den)
+        if g > 1:
+            left //= g
+            den //= g  # keeps its sign: only -2**63 is a negative divisor here
+        if den == 1:
+            factors.append(num)  # c*(N/:g) == (c/g)*N
+        else:
+            parts.append((num, den))
+    if left == c and len(parts) == 1 and not rest:
+        return None  # c*(N/:d) with c prime to d: canonical
+    product = math.prod(den for _, den in parts)
+    if INT64_MIN <= product <= INT64_MAX:
+        numerator: Dim = 1
+        for f in factors:
+            numerator = mul(numerator, f)
+        for num, _ in parts:
+            numerator = mul(numerator, num)
+        merged = mul(left, exact_div(numerator, product))
+        if not (isinstance(merged, DimExpr) and merged.unknown_reason is not None):
+            return merged
+    if left == c:
+        return None  # nothing cancelled, and the quotients stay apart
+    # The merged divisor leaves int64: the reduced quotients stay apart.
+    result: Dim = left
+    for f in factors:
+        result = mul(result, f)
+    for num, den in parts:
+        result = mul(result, exact_div(num, den))
+    if isinstance(result, DimExpr) and result.unknown_reason is not None:
+        return None
+    return result
+
+
 def _absorb_into_symbolic_quotient(rest: Monomial, c: int, exacts: list[Atom]) -> Dim | None:
     """``c*rest*(N/:D)*others`` as ``((c*rest*N)/:D)*others``, D the first symbolic divisor.
 
-    None when there is nothing outside to move, no quotient with a symbolic divisor,
-    or the moved numerator leaves int64.
+    When ``c*rest*N`` leaves int64, the sign of ``c`` and ``rest`` still move inside and
+    ``|c|`` stays out: ``-2**61*(2**31/:a)`` is ``2**61*((-2**31)/:a)``, as
+    ``2**61*(-(2**31/:a))`` builds it. None when there is nothing outside to move, no
+    quotient with a symbolic divisor, or even the moved sign and monomial leave int64.
     """
     if c == 1 and not rest:
         return None
@@ -181,9 +243,18 @@ def _absorb_into_symbolic_quotient(rest: Monomial, c: int, exacts: list[Atom]) -
         return None
     outside: Dim = _from_terms({rest: c}, 0) if rest else c
     result = exact_div(mul(outside, target.args[0]), target.args[1])
+    kept = 1
+    if isinstance(result, DimExpr) and result.unknown_reason is not None:
+        sign = -1 if c < 0 else 1
+        if (sign == 1 and not rest) or c == INT64_MIN:
+            return None
+        kept = sign * c
+        outside = _from_terms({rest: sign}, 0) if rest else sign
+        result = exact_div(mul(outside, target.args[0]), target.args[1])
     for atom in exacts:
         if atom is not target:
             result = mul(result, _atom_expr(atom))
+    result = mul(kept, result)
     if isinstance(result, DimExpr) and result.unknown_reason is not None:
         return None
     return result
@@ -210,26 +281,34 @@ def _collapse_floor_identities(
             continue
         base = sub(num, num.const)
         groups.setdefault((base, den), {})[num.const] = (m, c)
-    replacement: list[tuple[Dim, int]] = []
+    replacement: list[Dim] = []
     for (base, den), by_offset in groups.items():
         if len(by_offset) != den:
             continue
         coeffs = {c for _, c in by_offset.values()}
         if len(coeffs) != 1:
             continue
+        scaled = mul(base, coeffs.pop())
+        if isinstance(scaled, DimExpr) and scaled.unknown_reason is not None:
+            # c*y leaves int64 (4*((2**62*a+i)//3) for i < 3): the floors stay, or the
+            # unknown's empty terms would make the sum 0.
+            continue
         for m, _ in by_offset.values():
             del terms[m]
-        replacement.append((base, coeffs.pop()))
+        replacement.append(scaled)
     for m, c in mods:
         num, den = m[0].args
         floor_atom = _ATOMS.get((FLOOR, "", (num, den)))
         if floor_atom is None or terms.get((floor_atom,)) != c * den or m not in terms:
             continue
+        scaled = mul(num, c)
+        if isinstance(scaled, DimExpr) and scaled.unknown_reason is not None:
+            continue  # c*y leaves int64: the quotient and residue stay
         del terms[m]
         del terms[(floor_atom,)]
-        replacement.append((num, c))
-    for base, c in replacement:
-        b_terms, b_const = _split(mul(base, c))
+        replacement.append(scaled)
+    for scaled in replacement:
+        b_terms, b_const = _split(scaled)
         for bm, bc in b_terms.items():
             terms[bm] = terms.get(bm, 0) + bc
         const += b_const
