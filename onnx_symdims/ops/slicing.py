@@ -80,20 +80,48 @@ def _bounded_symbol(ctx: NodeContext, hint: str, bound: Dim) -> Dim:
 # ---------------------------------------------------------------------------------------
 # Slice
 # ---------------------------------------------------------------------------------------
-def _onnx_slice_range(n: int, start: int, end: int, step: int) -> range:
-    """The indices ONNX Slice takes from an axis of length ``n``.
+def _onnx_slice_bounds(n: int, start: int, end: int, step: int) -> tuple[int, int]:
+    """The first index and the (exclusive) stop ONNX Slice uses on an axis of length ``n``.
 
     Not Python's rules: with a negative step ONNX clamps the start into ``[0, n-1]``.
     """
     start = start + n if start < 0 else start
     end = end + n if end < 0 else end
+    # min(max(v, low), high) as comparisons: the builtins parse their arguments, several
+    # times the cost of a comparison (every Slice of a static axis clamps two indices).
     if step > 0:
-        start = min(max(start, 0), n)
-        end = min(max(end, 0), n)
+        start = 0 if start < 0 else (n if start > n else start)
+        end = 0 if end < 0 else (n if end > n else end)
     else:
-        start = min(max(start, 0), n - 1)
-        end = min(max(end, -1), n - 1)
-    return range(start, end, step)
+        last = n - 1
+        start = 0 if start < 0 else start
+        start = last if start > last else start
+        end = -1 if end < -1 else end
+        end = last if end > last else end
+    return start, end
+
+
+def _onnx_slice_range(n: int, start: int, end: int, step: int) -> range:
+    """The indices ONNX Slice takes from an axis of length ``n`` (see :func:`_onnx_slice_bounds`)."""
+    first, stop = _onnx_slice_bounds(n, start, end, step)
+    return range(first, stop, step)
+
+
+def _static_slice_length(d: int, start: int, end: int, step: int) -> int | None:
+    """:func:`slice_length` of an int axis with int indices and a nonzero step.
+
+    The same answers without its symbolic machinery: a static axis sliced by constants
+    (a Shape output's tail, a fixed crop) is the usual Slice.
+    """
+    if d == 0:
+        return 0
+    if step < 0 and end in _RUNTIME_DEPENDENT_ENDS:
+        return None  # _runtime_dependent: a backward slice to INT32_MAX or INT64_MAX
+    first, stop = _onnx_slice_bounds(d, start, end, step)
+    # len(range(first, stop, step)), without building the range.
+    if step > 0:
+        return (stop - first + step - 1) // step if stop > first else 0
+    return (first - stop - step - 1) // -step if first > stop else 0
 
 
 def _runtime_dependent(end: Dim, step: Dim, scope: expr.Scope) -> bool:
@@ -220,7 +248,7 @@ def slice_length(d: Dim, start: Dim, end: Dim, step: Dim, scope: expr.Scope) -> 
         and isinstance(end, int)
         and isinstance(step, int)
     ):
-        return len(_onnx_slice_range(d, start, end, step))
+        return _static_slice_length(d, start, end, step)
     if isinstance(step, int):
         forward = step > 0
     elif scope.prove_ge(step, 1):
@@ -321,7 +349,7 @@ def _apply_slice(
         ):
             # A static axis and constant indices: no fact to consult, nothing worth
             # keeping with the facts.
-            length = slice_length(d, start, end, step, scope)
+            length = _static_slice_length(d, start, end, step)
         elif start is not None and end is not None and step is not None:
             length = _slice_length_under_facts(facts, d, start, end, step, scope)
         dims[axis] = _bounded_symbol(ctx, f"d{axis}", d) if length is None else length
@@ -378,6 +406,18 @@ def _slice_value(
     """
     elements = ctx.input_value(0)
     if elements is None:
+        return
+    if len(shape) == 1 and len(axes) == 1:
+        # A vector sliced once (a Shape output's head or tail, the usual case): Python's
+        # slice of the elements at ONNX's bounds, which are within the vector, or -1 (a
+        # backward slice through index 0), that is, no stop.
+        start, end, step = starts[0], ends[0], steps[0]
+        if not (isinstance(start, int) and isinstance(end, int) and isinstance(step, int)):
+            return
+        if step < 0 and end in _RUNTIME_DEPENDENT_ENDS:
+            return  # _runtime_dependent (the step is nonzero: checked by _apply_slice)
+        first, stop = _onnx_slice_bounds(len(elements), start, end, step)
+        ctx.set_output_value(0, elements[first : stop if stop >= 0 else None : step])
         return
     dims = _static_value_shape(shape, elements)
     if dims is None:
