@@ -307,6 +307,15 @@ def _slice_vector(
     return tuple(value)  # every element known (the usual case): as it is
 
 
+def _all_known(*vectors: Sequence[Dim]) -> bool:
+    """True when no element of the vectors is an unknown ``DimExpr``."""
+    for vector in vectors:
+        for v in vector:
+            if isinstance(v, expr.DimExpr) and v.is_unknown:
+                return False
+    return True
+
+
 def _apply_slice(
     ctx: NodeContext,
     starts: Sequence[Dim | None],
@@ -315,7 +324,8 @@ def _apply_slice(
     steps: Sequence[Dim | None],
 ) -> None:
     """Writes the Slice output; ``axes=None`` means the sliced axes are unknown."""
-    data_value = ctx.input(0)
+    inputs = ctx.node._inputs  # ctx.input(0), inline (the slot behind node.inputs)
+    data_value = inputs[0] if inputs else None
     facts = ctx.ctx
     shape = None if data_value is None else facts.shape_of(data_value)
     dtype = None if data_value is None else facts.dtype_of(data_value)
@@ -495,18 +505,25 @@ def infer_slice(ctx: NodeContext, node: ir.Node) -> None:
         and (steps_value is None or len(steps_value) == len(starts_value))
     ):
         n: int | None = len(starts_value)  # every given vector known, of one length
+        if _all_known(starts_value, ends_value, steps_value or ()):
+            # Their elements too (the usual case): what _slice_vector gives, as they are.
+            starts, ends = tuple(starts_value), tuple(ends_value)  # type: ignore[arg-type]
+            steps = None if steps_value is None else tuple(steps_value)
+        else:
+            starts = _slice_vector(ctx, 1, n, starts_value)
+            ends = _slice_vector(ctx, 2, n, ends_value)
+            steps = None if steps_input is None else _slice_vector(ctx, 4, n, steps_value)
     else:
         n = _vector_length(ctx, inputs, vectors)
-    starts = _slice_vector(ctx, 1, n, starts_value)
-    ends = _slice_vector(ctx, 2, n, ends_value)
+        starts = _slice_vector(ctx, 1, n, starts_value)
+        ends = _slice_vector(ctx, 2, n, ends_value)
+        steps = None if steps_input is None else _slice_vector(ctx, 4, n, steps_value)
     if axes_input is not None:
         # Like ctx.input_ints(3): only when every element is an int.
         axes = axes_value if is_static(axes_value) else None
     else:
         axes = None if n is None else tuple(range(n))
-    if steps_input is not None:
-        steps = _slice_vector(ctx, 4, n, steps_value)
-    else:
+    if steps_input is None:
         steps = (1,) * (n or 0)
     if axes is None or starts is None or ends is None or steps is None:
         _apply_slice(ctx, (), (), None, ())
@@ -652,7 +669,8 @@ _MAX_PERMUTATIONS = 1_000
 @register("", "Transpose", since=1)
 def infer_transpose(ctx: NodeContext, node: ir.Node) -> None:
     """Transpose: dims permuted by ``perm`` (default: reversed); a bad perm fails."""
-    data_value = ctx.input(0)
+    inputs = node._inputs  # ctx.input(0), inline (the slot behind node.inputs)
+    data_value = inputs[0] if inputs else None
     facts = ctx.ctx
     shape = None if data_value is None else facts.shape_of(data_value)
     dtype = None if data_value is None else facts.dtype_of(data_value)
