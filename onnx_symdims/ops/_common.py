@@ -196,10 +196,12 @@ def dtype_attr(ctx: NodeContext, name: str, default: ir.DataType | None) -> ir.D
     code = ctx.attr_int(name)
     if code is None:
         return default
-    try:
-        dtype = data_type(code)
-    except ValueError:
-        ctx.fail(f"attribute {name!r} = {code} is not an ONNX element type")
+    dtype = _DATA_TYPES.get(code)  # data_type's hit, inline (every Cast)
+    if dtype is None:
+        try:
+            dtype = data_type(code)
+        except ValueError:
+            ctx.fail(f"attribute {name!r} = {code} is not an ONNX element type")
     if dtype == ir.DataType.UNDEFINED:
         ctx.fail(f"attribute {name!r} is UNDEFINED")
     return dtype

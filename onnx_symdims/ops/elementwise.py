@@ -272,6 +272,13 @@ def infer_binary(ctx: NodeContext, node: ir.Node) -> None:
     # themselves: broadcast_shapes' first check, without its call.
     if a_shape is not None and (a_shape is b_shape or a_shape == b_shape):
         out_shape = a_shape
+    elif a_shape is None or b_shape is None:
+        out_shape = None  # broadcast_shapes' answer for an unknown rank
+    elif len(b_shape) < len(a_shape) and a_shape[len(a_shape) - len(b_shape) :] == b_shape:
+        # A bias or a scalar (b is a's tail, or empty): broadcast_shapes keeps a as it is.
+        out_shape = a_shape
+    elif len(a_shape) < len(b_shape) and b_shape[len(b_shape) - len(a_shape) :] == a_shape:
+        out_shape = b_shape
     else:
         out_shape = ctx.broadcast_shapes(a_shape, b_shape)
     op = node._op_type
@@ -283,9 +290,12 @@ def infer_binary(ctx: NodeContext, node: ir.Node) -> None:
     # Mod reads (and so checks) its attribute whether or not values are computed.
     fmod = bool(ctx.attr_int("fmod", 0)) if op == "Mod" else False
     # Values need a static output shape: a symbolic one (the usual float tensor) skips
-    # building the element function.
-    if not is_static(out_shape):
+    # building the element function. (is_static(out_shape), inline: every node.)
+    if out_shape is None:
         return
+    for d in out_shape:
+        if d.__class__ is not int and not isinstance(d, int):
+            return
     if op in ("Div", "Mod") and dtype in INTEGER_DTYPES:
         _note_divisors(ctx, out_shape)
     fn = _PLAIN_VALUE_FNS.get(op) or _binary_value_fn(ctx.scope, op, fmod)
@@ -460,13 +470,16 @@ def _where(cond: Dim, x: Dim, y: Dim) -> Dim:
 @register("", "Where", since=9)
 def infer_where(ctx: NodeContext, node: ir.Node) -> None:
     """Numpy broadcasting of condition, X and Y; X's element type."""
-    for i in range(3):
-        ctx.require_input(i)
+    inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
+    if len(inputs) < 3 or inputs[0] is None or inputs[1] is None or inputs[2] is None:
+        for i in range(3):
+            ctx.require_input(i)  # one of them fails the node
     out_shape = ctx.broadcast_shapes(
         ctx.input_shape(0), ctx.input_shape(1), ctx.input_shape(2)
     )
     ctx.set_output(0, out_shape, ctx.input_dtype(1) or ctx.input_dtype(2))
-    _propagate_values(ctx, _where, (0, 1, 2), out_shape)
+    if is_static(out_shape):  # _propagate_values' first test: a mask's shape is symbolic
+        _propagate_values(ctx, _where, (0, 1, 2), out_shape)
 
 
 @register("", "Clip")

@@ -81,9 +81,21 @@ def infer_matmul(ctx: NodeContext, node: ir.Node) -> None:
         ctx.require_input(1)  # one of them fails the node
     a = inputs[0]
     facts = ctx.ctx
-    ctx.set_output(
-        0, matmul_shape(ctx, facts.shape_of(a), facts.shape_of(inputs[1])), facts.dtype_of(a)
-    )
+    a_shape = facts.shape_of(a)
+    b_shape = facts.shape_of(inputs[1])
+    if (
+        a_shape is not None
+        and b_shape is not None
+        and len(b_shape) == 2
+        and len(a_shape) >= 2
+        and a_shape[-1] == b_shape[0]  # ints by value, dims by identity: no check
+    ):
+        # Activations times a weight matrix sharing the inner dim (the usual case):
+        # what matmul_shape gives, (*a[:-2], a[-2], b[-1]), without its call.
+        out = (*a_shape[:-1], b_shape[1])
+    else:
+        out = matmul_shape(ctx, a_shape, b_shape)
+    ctx.set_output(0, out, facts.dtype_of(a))
 
 
 @register("", "MatMulInteger", since=10)

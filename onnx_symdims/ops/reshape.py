@@ -427,9 +427,12 @@ def infer_reshape(ctx: NodeContext, node: ir.Node) -> None:
         ctx.require_input(1)  # one of them fails the node
     data_value = inputs[0]
     target_value = inputs[1]
-    # has_attr first: looking up an absent attribute is slow, and allowzero is rare.
+    # has_attr first (inline: the dict in onnx-ir's slot): allowzero is rare, and when
+    # present (dynamo writes allowzero=0) the attribute read checks it.
     allowzero = (
-        ctx.opset >= 14 and ctx.has_attr("allowzero") and bool(ctx.attr_int("allowzero"))
+        ctx.opset >= 14
+        and "allowzero" in node._attributes.data
+        and bool(ctx.attr_int("allowzero"))
     )
     _set_reshaped(ctx, data_value, ctx.ctx.value_of(target_value), allowzero)
 

@@ -58,13 +58,18 @@ def _axes_input_or_attr(
     are given at runtime and unknown here.
     """
     if ctx.opset >= since_input:
-        value = ctx.input(1)
+        inputs = ctx.node._inputs  # ctx.input(1), inline
+        value = inputs[1] if len(inputs) > 1 else None
         if value is None:
             return False, None
         axes = ctx.ctx.value_of(value)
-        # Like ctx.input_ints(1): known only when every element is an int.
-        if not is_static(axes):
+        # Like ctx.input_ints(1): known only when every element is an int (is_static,
+        # inline: every Unsqueeze and Squeeze).
+        if axes is None:
             return True, None
+        for a in axes:
+            if a.__class__ is not int and not isinstance(a, int):
+                return True, None
         return True, axes  # type: ignore[return-value]
     axes_attr = ctx.attr_ints("axes")
     return axes_attr is not None, None if axes_attr is None else list(axes_attr)
@@ -86,8 +91,12 @@ def infer_shape(ctx: NodeContext, node: ir.Node) -> None:
         rank = len(dims)
         start = ctx.attr_int("start", 0)
         end = ctx.attr_int("end", rank)
-        start = min(max(start + rank if start < 0 else start, 0), rank)
-        end = min(max(end + rank if end < 0 else end, 0), rank)
+        # min(max(v, 0), rank) as comparisons (the builtins parse their arguments):
+        # dynamo writes start=0 on every Shape.
+        start = start + rank if start < 0 else start
+        start = 0 if start < 0 else (rank if start > rank else start)
+        end = end + rank if end < 0 else end
+        end = 0 if end < 0 else (rank if end > rank else end)
         dims = dims[start:end] if end > start else ()
     ctx.set_output(0, (len(dims),), INT64)
     ctx.set_output_value(0, dims)
@@ -118,8 +127,11 @@ def least_fresh(ctx: NodeContext, candidates: Sequence[Dim]) -> Dim:
 @register("", "Concat")
 def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
     """Dims along ``axis`` add up; the other dims are equal (an int is preferred)."""
-    # node._inputs: the slot behind node.inputs (see passes/_inference.py).
-    present = [value for value in node._inputs if value is not None]
+    # node._inputs: the slot behind node.inputs (see passes/_inference.py). Every input
+    # present is the usual case: the sequence as it is, no list built.
+    present = node._inputs
+    if None in present:
+        present = [value for value in present if value is not None]
     if not present:
         ctx.fail("needs at least one input")
     axis = ctx.attr_int("axis")
@@ -129,13 +141,13 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
         axis = 1
     facts = ctx.ctx
     shape_of = facts.shape_of
-    shapes = [shape_of(value) for value in present]
+    shapes = list(map(shape_of, present))  # (a comprehension is a call of its own)
     dtype = None
     for value in present:
         dtype = facts.dtype_of(value)
         if dtype is not None:
             break
-    known = [s for s in shapes if s is not None]
+    known = [s for s in shapes if s is not None] if None in shapes else shapes
     if not known:
         ctx.set_output(0, None, dtype)
         return
@@ -146,7 +158,9 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
             ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
     if rank == 0:
         ctx.fail("cannot concatenate scalars")
-    axis = ctx.normalize_axis(axis, rank)
+    if not -rank <= axis < rank:
+        ctx.normalize_axis(axis, rank)  # fails the node
+    axis = axis + rank if axis < 0 else axis  # normalize_axis, inline
     if rank == 1:
         # A vector (shape computations): only the concatenated axis, then the elements.
         ctx.set_output(0, (_concatenated_dim(known, len(shapes), 0),), dtype)
@@ -204,8 +218,12 @@ def _concatenated_dim(known: Sequence[Sequence[Dim]], inputs: int, axis: int) ->
 @register("", "Gather")
 def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
     """``data.shape[:axis] + indices.shape + data.shape[axis+1:]``; values via ``take``."""
-    data_value = ctx.require_input(0)
-    indices_value = ctx.require_input(1)
+    inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
+    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+        ctx.require_input(0)
+        ctx.require_input(1)  # one of them fails the node
+    data_value = inputs[0]
+    indices_value = inputs[1]
     facts = ctx.ctx
     data = facts.shape_of(data_value)
     indices = facts.shape_of(indices_value)
@@ -215,8 +233,10 @@ def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
         return
     if not data:
         ctx.fail("cannot gather from a scalar")
-    # has_attr first: looking up an absent attribute is slow.
-    axis = ctx.normalize_axis(ctx.attr_int("axis") if ctx.has_attr("axis") else 0, len(data))
+    # has_attr first (inline: the dict in onnx-ir's slot).
+    axis = ctx.normalize_axis(
+        ctx.attr_int("axis") if "axis" in node._attributes.data else 0, len(data)
+    )
     out = (*data[:axis], *indices, *data[axis + 1 :])
     ctx.set_output(0, out, dtype)
     elements = facts.value_of(data_value)
@@ -248,7 +268,10 @@ def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
 @register("", "Unsqueeze")
 def infer_unsqueeze(ctx: NodeContext, node: ir.Node) -> None:
     """Inserts 1s at ``axes`` (attribute before opset 13, input since)."""
-    data_value = ctx.require_input(0)
+    inputs = node._inputs  # ctx.require_input(0), inline: its check, then the input
+    data_value = inputs[0] if inputs else None
+    if data_value is None:
+        ctx.require_input(0)  # fails the node
     facts = ctx.ctx
     data = facts.shape_of(data_value)
     dtype = facts.dtype_of(data_value)
@@ -265,7 +288,10 @@ def infer_unsqueeze(ctx: NodeContext, node: ir.Node) -> None:
         return
     rank = len(data) + len(axes)
     if len(axes) == 1:  # the usual case: one 1 inserted at one place
-        k = ctx.normalize_axis(axes[0], rank)
+        k = axes[0]
+        if not -rank <= k < rank:
+            ctx.normalize_axis(k, rank)  # fails the node
+        k = k + rank if k < 0 else k  # normalize_axis, inline
         ctx.set_output(0, (*data[:k], 1, *data[k:]), dtype)
     else:
         positions = set(ctx.normalize_axes(axes, rank))
@@ -781,18 +807,27 @@ def _cast_integer(ctx: NodeContext, value: ir.Value | None) -> float | None:
 @register("", "Range", since=11)
 def infer_range(ctx: NodeContext, node: ir.Node) -> None:
     """1-D output of ``max(ceil((limit - start) / delta), 0)`` elements."""
-    for i in range(3):
-        ctx.require_input(i)
+    inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
+    if len(inputs) < 3 or inputs[0] is None or inputs[1] is None or inputs[2] is None:
+        for i in range(3):
+            ctx.require_input(i)  # one of them fails the node
     dtype = ctx.input_dtype(0)
-    start, limit, delta = (_scalar(ctx, i) for i in range(3))
+    # One at a time, in input order (no generator to resume for each).
+    start = _scalar(ctx, 0)
+    limit = _scalar(ctx, 1)
+    delta = _scalar(ctx, 2)
     length: Dim | None = None
     if isinstance(delta, (int, float)) and delta == 0:
         ctx.fail("delta is zero")
-    if all(isinstance(x, (int, float)) for x in (start, limit, delta)):
+    if (
+        isinstance(start, (int, float))
+        and isinstance(limit, (int, float))
+        and isinstance(delta, (int, float))
+    ):
         length = max(math.ceil((limit - start) / delta), 0)  # type: ignore[operator]
     elif isinstance(delta, int) and _is_dim(start) and _is_dim(limit):
         span = expr.sub(limit, start) if delta > 0 else expr.sub(start, limit)  # type: ignore[arg-type]
-        length = expr.dmax(expr.ceildiv(span, abs(delta)), 0, scope=ctx.scope)
+        length = expr.dmax(expr.ceildiv(span, abs(delta)), 0, scope=ctx.ctx.scope)
     ctx.set_output(0, [length], dtype)
     if (
         isinstance(length, int)

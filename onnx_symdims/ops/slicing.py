@@ -80,20 +80,48 @@ def _bounded_symbol(ctx: NodeContext, hint: str, bound: Dim) -> Dim:
 # ---------------------------------------------------------------------------------------
 # Slice
 # ---------------------------------------------------------------------------------------
-def _onnx_slice_range(n: int, start: int, end: int, step: int) -> range:
-    """The indices ONNX Slice takes from an axis of length ``n``.
+def _onnx_slice_bounds(n: int, start: int, end: int, step: int) -> tuple[int, int]:
+    """The first index and the (exclusive) stop ONNX Slice uses on an axis of length ``n``.
 
     Not Python's rules: with a negative step ONNX clamps the start into ``[0, n-1]``.
     """
     start = start + n if start < 0 else start
     end = end + n if end < 0 else end
+    # min(max(v, low), high) as comparisons: the builtins parse their arguments, several
+    # times the cost of a comparison (every Slice of a static axis clamps two indices).
     if step > 0:
-        start = min(max(start, 0), n)
-        end = min(max(end, 0), n)
+        start = 0 if start < 0 else (n if start > n else start)
+        end = 0 if end < 0 else (n if end > n else end)
     else:
-        start = min(max(start, 0), n - 1)
-        end = min(max(end, -1), n - 1)
-    return range(start, end, step)
+        last = n - 1
+        start = 0 if start < 0 else start
+        start = last if start > last else start
+        end = -1 if end < -1 else end
+        end = last if end > last else end
+    return start, end
+
+
+def _onnx_slice_range(n: int, start: int, end: int, step: int) -> range:
+    """The indices ONNX Slice takes from an axis of length ``n`` (see :func:`_onnx_slice_bounds`)."""
+    first, stop = _onnx_slice_bounds(n, start, end, step)
+    return range(first, stop, step)
+
+
+def _static_slice_length(d: int, start: int, end: int, step: int) -> int | None:
+    """:func:`slice_length` of an int axis with int indices and a nonzero step.
+
+    The same answers without its symbolic machinery: a static axis sliced by constants
+    (a Shape output's tail, a fixed crop) is the usual Slice.
+    """
+    if d == 0:
+        return 0
+    if step < 0 and end in _RUNTIME_DEPENDENT_ENDS:
+        return None  # _runtime_dependent: a backward slice to INT32_MAX or INT64_MAX
+    first, stop = _onnx_slice_bounds(d, start, end, step)
+    # len(range(first, stop, step)), without building the range.
+    if step > 0:
+        return (stop - first + step - 1) // step if stop > first else 0
+    return (first - stop - step - 1) // -step if first > stop else 0
 
 
 def _runtime_dependent(end: Dim, step: Dim, scope: expr.Scope) -> bool:
@@ -220,7 +248,7 @@ def slice_length(d: Dim, start: Dim, end: Dim, step: Dim, scope: expr.Scope) -> 
         and isinstance(end, int)
         and isinstance(step, int)
     ):
-        return len(_onnx_slice_range(d, start, end, step))
+        return _static_slice_length(d, start, end, step)
     if isinstance(step, int):
         forward = step > 0
     elif scope.prove_ge(step, 1):
@@ -279,6 +307,15 @@ def _slice_vector(
     return tuple(value)  # every element known (the usual case): as it is
 
 
+def _all_known(*vectors: Sequence[Dim]) -> bool:
+    """True when no element of the vectors is an unknown ``DimExpr``."""
+    for vector in vectors:
+        for v in vector:
+            if isinstance(v, expr.DimExpr) and v.is_unknown:
+                return False
+    return True
+
+
 def _apply_slice(
     ctx: NodeContext,
     starts: Sequence[Dim | None],
@@ -287,7 +324,8 @@ def _apply_slice(
     steps: Sequence[Dim | None],
 ) -> None:
     """Writes the Slice output; ``axes=None`` means the sliced axes are unknown."""
-    data_value = ctx.input(0)
+    inputs = ctx.node._inputs  # ctx.input(0), inline (the slot behind node.inputs)
+    data_value = inputs[0] if inputs else None
     facts = ctx.ctx
     shape = None if data_value is None else facts.shape_of(data_value)
     dtype = None if data_value is None else facts.dtype_of(data_value)
@@ -321,7 +359,7 @@ def _apply_slice(
         ):
             # A static axis and constant indices: no fact to consult, nothing worth
             # keeping with the facts.
-            length = slice_length(d, start, end, step, scope)
+            length = _static_slice_length(d, start, end, step)
         elif start is not None and end is not None and step is not None:
             length = _slice_length_under_facts(facts, d, start, end, step, scope)
         dims[axis] = _bounded_symbol(ctx, f"d{axis}", d) if length is None else length
@@ -378,6 +416,18 @@ def _slice_value(
     """
     elements = ctx.input_value(0)
     if elements is None:
+        return
+    if len(shape) == 1 and len(axes) == 1:
+        # A vector sliced once (a Shape output's head or tail, the usual case): Python's
+        # slice of the elements at ONNX's bounds, which are within the vector, or -1 (a
+        # backward slice through index 0), that is, no stop.
+        start, end, step = starts[0], ends[0], steps[0]
+        if not (isinstance(start, int) and isinstance(end, int) and isinstance(step, int)):
+            return
+        if step < 0 and end in _RUNTIME_DEPENDENT_ENDS:
+            return  # _runtime_dependent (the step is nonzero: checked by _apply_slice)
+        first, stop = _onnx_slice_bounds(len(elements), start, end, step)
+        ctx.set_output_value(0, elements[first : stop if stop >= 0 else None : step])
         return
     dims = _static_value_shape(shape, elements)
     if dims is None:
@@ -455,18 +505,25 @@ def infer_slice(ctx: NodeContext, node: ir.Node) -> None:
         and (steps_value is None or len(steps_value) == len(starts_value))
     ):
         n: int | None = len(starts_value)  # every given vector known, of one length
+        if _all_known(starts_value, ends_value, steps_value or ()):
+            # Their elements too (the usual case): what _slice_vector gives, as they are.
+            starts, ends = tuple(starts_value), tuple(ends_value)  # type: ignore[arg-type]
+            steps = None if steps_value is None else tuple(steps_value)
+        else:
+            starts = _slice_vector(ctx, 1, n, starts_value)
+            ends = _slice_vector(ctx, 2, n, ends_value)
+            steps = None if steps_input is None else _slice_vector(ctx, 4, n, steps_value)
     else:
         n = _vector_length(ctx, inputs, vectors)
-    starts = _slice_vector(ctx, 1, n, starts_value)
-    ends = _slice_vector(ctx, 2, n, ends_value)
+        starts = _slice_vector(ctx, 1, n, starts_value)
+        ends = _slice_vector(ctx, 2, n, ends_value)
+        steps = None if steps_input is None else _slice_vector(ctx, 4, n, steps_value)
     if axes_input is not None:
         # Like ctx.input_ints(3): only when every element is an int.
         axes = axes_value if is_static(axes_value) else None
     else:
         axes = None if n is None else tuple(range(n))
-    if steps_input is not None:
-        steps = _slice_vector(ctx, 4, n, steps_value)
-    else:
+    if steps_input is None:
         steps = (1,) * (n or 0)
     if axes is None or starts is None or ends is None or steps is None:
         _apply_slice(ctx, (), (), None, ())
@@ -612,7 +669,8 @@ _MAX_PERMUTATIONS = 1_000
 @register("", "Transpose", since=1)
 def infer_transpose(ctx: NodeContext, node: ir.Node) -> None:
     """Transpose: dims permuted by ``perm`` (default: reversed); a bad perm fails."""
-    data_value = ctx.input(0)
+    inputs = node._inputs  # ctx.input(0), inline (the slot behind node.inputs)
+    data_value = inputs[0] if inputs else None
     facts = ctx.ctx
     shape = None if data_value is None else facts.shape_of(data_value)
     dtype = None if data_value is None else facts.dtype_of(data_value)

@@ -422,6 +422,31 @@ def test_slice_constant_indices_on_symbolic_dim_match_onnxruntime(step):
     check_with_ort(text, [{"N": n} for n in range(8)])
 
 
+@pytest.mark.parametrize("step", [-3, -1, 1, 2])
+def test_slice_of_a_known_vector_matches_onnxruntime(step):
+    """Every start/end pair on the Shape of a rank-5 input: static lengths, sliced elements.
+
+    The static-axis length and the vector's elements take their own paths (no symbolic
+    machinery); a backward slice ending at INT64_MAX still gets a fresh symbol and no value.
+    """
+    lines = ["sh = Shape(x)", _const("ax", [0]), _const("sp", [step])]
+    names = []
+    for i, start in enumerate(_INDICES):
+        lines.append(_const(f"s{i}", [start]))
+        for j, end in enumerate(_INDICES):
+            if i == 0:
+                lines.append(_const(f"e{j}", [end]))
+            names.append((f"y{i}_{j}", step < 0 and end == INT64_MAX))
+            lines.append(f"{names[-1][0]} = Slice(sh, s{i}, e{j}, ax, sp)")
+    text = _graph(13, "float[N, 2, M, 3, 4] x", "\n".join(lines))
+    _, ctx = _infer(text)
+    assert not _errors(ctx)
+    for name, runtime_dependent in names:
+        assert ("?" in _printed(ctx, name)) == runtime_dependent, name
+        assert (ctx.value_of(name) is None) == runtime_dependent, name
+    check_with_ort(text, [{"N": 1, "M": 5}, {"N": 0, "M": 2}])
+
+
 def test_slice_symbolic_indices_match_onnxruntime():
     """Starts/ends K, K+1, -(K+1) (from a shape), steps +-1, +-2, +-(K+1) on x[N]."""
     lines = [
