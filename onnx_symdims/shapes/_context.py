@@ -232,7 +232,9 @@ class ShapesContext:
         #: declarations (Loop inference uses this to keep a body inference instead of
         #: repeating it without them).
         self.declarations_used = 0
-        self._reserved: set[str] = set(_RESERVED_WORDS)
+        # The model's names (reserve_names) and opaque texts' names; the printers'
+        # words (_RESERVED_WORDS) are checked apart, not copied into every context.
+        self._reserved: set[str] = set()
         self._generated: set[str] = set()
         # dim text -> its dim (read_dim_text); opaque texts map to readable symbols.
         self._text_dims: dict[str, Dim] = {}
@@ -307,7 +309,7 @@ class ShapesContext:
         """
         base = sanitize_symbol_name(hint)
         name = base
-        if name in self._reserved or name in self._generated:
+        if name in self._reserved or name in self._generated or name in _RESERVED_WORDS:
             suffix = self._next_suffix.get(base, 1)
             name = f"{base}_{suffix}"
             while name in self._reserved or name in self._generated:
@@ -375,7 +377,7 @@ class ShapesContext:
         base = sanitize_symbol_name(text)
         name = base
         suffix = 1
-        while name in self._reserved or name in self._generated:
+        while name in self._reserved or name in self._generated or name in _RESERVED_WORDS:
             name = f"{base}_{suffix}"
             suffix += 1
         # Reserved: no fresh symbol and no other opaque text is ever named the same.
