@@ -1138,11 +1138,7 @@ class InferenceEngine:
                     elements = ctx.value_of(value)
             dtype = dtypes.get(value)
             if dtype is None:
-                declared = ctx._declared_dtypes
-                dtype = declared.get(value)
-                if dtype is None:
-                    # Graph inputs and initializers: read from the IR once.
-                    dtype = declared[value] = ctx.dtype_of(value)
+                dtype = ctx.dtype_of(value)  # graph inputs, initializers: read once
             append((shape, elements, dtype))
         return tuple(key)
 

@@ -253,7 +253,7 @@ class ShapesContext:
         self._dtypes: dict[ir.Value, ir.DataType | None] = {}
         self._values: dict[ir.Value, Shape | None] = {}
         self._other_types: dict[ir.Value, ir.TypeProtocol] = {}
-        # dtype_of's reads from the IR, for values without an inferred dtype (memo keys).
+        # dtype_of's reads from the IR, for values without an inferred dtype.
         self._declared_dtypes: dict[ir.Value, ir.DataType | None] = {}
         self._by_name: dict[str, ir.Value] = {}
         #: Graph inputs backed by an initializer that are constants here (old IR, or the
@@ -799,19 +799,31 @@ class ShapesContext:
         self._shapes[value] = None if dims is None else tuple(dims)
 
     def dtype_of(self, value: ir.Value | str) -> ir.DataType | None:
-        """The element type inferred or declared for ``value`` (``None`` if unknown)."""
+        """The element type inferred or declared for ``value`` (``None`` if unknown).
+
+        Without an inferred dtype, what the IR declares (or the constant's dtype) is
+        read once and kept apart (``_declared_dtypes``), as :meth:`shape_of` keeps a
+        declared shape: the engine writes a type only where it inferred a dtype, and
+        :meth:`forget` drops what was read.
+        """
         dtype = self._dtypes.get(value)  # type: ignore[arg-type]
         if dtype is not None:
             return dtype
+        dtype = self._declared_dtypes.get(value, MISSING)  # type: ignore[arg-type]
+        if dtype is not MISSING:  # graph inputs and initializers: read before
+            return dtype  # type: ignore[return-value]
         resolved = self._resolve(value)
         if resolved is None:
             return None
         dtype = self._dtypes.get(resolved)
         if dtype is None:
-            dtype = resolved.dtype
-            if dtype is None and resolved.const_value is not None:
-                dtype = resolved.const_value.dtype
-        return dtype
+            dtype = self._declared_dtypes.get(resolved, MISSING)
+            if dtype is MISSING:
+                dtype = resolved.dtype
+                if dtype is None and resolved.const_value is not None:
+                    dtype = resolved.const_value.dtype
+                self._declared_dtypes[resolved] = dtype
+        return dtype  # type: ignore[return-value]
 
     def set_dtype(self, value: ir.Value, dtype: ir.DataType | None) -> None:
         """Stores the inferred element type of ``value``."""

@@ -17,3 +17,26 @@ def test_printer_words_are_never_minted_nor_given_to_opaque_texts():
     assert ctx.new_symbol("abs").name == "abs_1"
     assert ctx.new_symbol("seq").name == "seq"
     assert not ctx.is_generated("max")
+
+
+def test_a_declared_dtype_is_read_once_and_forget_reads_it_again():
+    import onnx_ir as ir
+
+    ctx = ShapesContext()
+    x = ir.Value(name="x", type=ir.TensorType(ir.DataType.FLOAT))
+    w = ir.Value(name="w", const_value=ir.tensor([1, 2], dtype=ir.DataType.INT32))
+    untyped = ir.Value(name="u")
+    assert ctx.dtype_of(x) == ir.DataType.FLOAT
+    assert ctx.dtype_of(w) == ir.DataType.INT32  # the constant's dtype
+    assert ctx.dtype_of(untyped) is None
+    assert ctx.peek_dtype(x) is None  # kept apart: not an inferred dtype
+    # Read once, as a declared shape is: the value's facts are what was read.
+    x.dtype = ir.DataType.INT64
+    assert ctx.dtype_of(x) == ir.DataType.FLOAT
+    # An inferred dtype comes first; forgetting the value reads the IR again.
+    ctx.set_dtype(untyped, ir.DataType.BOOL)
+    assert ctx.dtype_of(untyped) == ir.DataType.BOOL
+    ctx.forget(x)
+    assert ctx.dtype_of(x) == ir.DataType.INT64
+    ctx.forget(untyped)
+    assert ctx.dtype_of(untyped) is None
