@@ -471,13 +471,25 @@ _LIST_ATTRIBUTES = frozenset(
 )
 
 
+#: Tuples of dims found plain by _all_plain: a property of the tuple alone (dims are
+#: immutable), and layers repeat their shapes, so one lookup replaces a check per dim.
+_PLAIN: set[tuple] = set()
+
+
 def _all_plain(dims: Sequence[Dim]) -> bool:
     """True when every dim is an int or a bare symbol (nothing to refine or record)."""
+    tupled = dims.__class__ is tuple
+    if tupled and dims in _PLAIN:
+        return True
     for d in dims:
         if d.__class__ is int or isinstance(d, int):
             continue
         if not d.is_symbol:
             return False
+    if tupled:
+        if len(_PLAIN) > 100_000:
+            _PLAIN.clear()
+        _PLAIN.add(dims)
     return True
 
 
@@ -818,12 +830,8 @@ class InferenceEngine:
             shapes = ctx._shapes
             for value in outputs:  # _settle without refining: note the compound dims
                 shape = shapes.get(value)
-                if shape is not None:
-                    for d in shape:  # not _all_plain(shape), inline
-                        if d.__class__ is int or isinstance(d, int) or d.is_symbol:
-                            continue
-                        self._note_compound_dims(shape)
-                        break
+                if shape is not None and shape not in _PLAIN and not _all_plain(shape):
+                    self._note_compound_dims(shape)
         self._commit_outputs(node, outputs)
 
     def _settle_refining(self, outputs: Sequence[ir.Value], scope: FactScope) -> None:

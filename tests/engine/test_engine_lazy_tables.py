@@ -40,3 +40,19 @@ def test_a_declared_dtype_is_read_once_and_forget_reads_it_again():
     assert ctx.dtype_of(x) == ir.DataType.INT64
     ctx.forget(untyped)
     assert ctx.dtype_of(untyped) is None
+
+
+def test_plain_dims_are_found_once_and_compound_ones_every_time():
+    from onnx_symdims import expr
+    from onnx_symdims.passes import _inference
+
+    n = expr.sym("plain_n")
+    compound = expr.add(n, 1)
+    for dims in [(2, n), [2, n], ()]:
+        assert _inference._all_plain(dims)
+        assert _inference._all_plain(dims)  # the second time from the table
+    assert (2, n) in _inference._PLAIN
+    for dims in [(2, compound), [n, compound], (n, expr.floordiv(n, 2))]:
+        assert not _inference._all_plain(dims)
+        assert not _inference._all_plain(dims)
+    assert (2, compound) not in _inference._PLAIN
