@@ -33,3 +33,17 @@ def test_a_fact_added_later_gives_the_quotient_it_proves():
     assert element_div(scope, n, m) is not before  # a fresh unknown each time
     scope.assume_divides(m, n)
     assert element_div(scope, n, m) == expr.exact_div(n, m)
+
+
+def test_a_fact_bounding_its_one_symbol_sets_the_range_with_the_fact():
+    h = expr.sym("h")
+    out = expr.add(expr.floordiv(expr.sub(h, 3), 2), 1)  # a conv's output size
+    scopes = [FactScope(nonnegative=True) for _ in range(2)]
+    for scope in scopes:
+        assert scope.assume_ge(out, 1)
+        assert scope._ranges["h"] == (3, None)  # (h - 3)//2 + 1 >= 1 iff h >= 3
+        assert scope.prove_ge(h, 3) and scope.prove_ge(out, 1)
+        assert not scope.assume_ge(out, 1)  # nothing new
+    # The same facts in the same order: the same memo tables, shared.
+    assert scopes[0]._scoped_memo is scopes[1]._scoped_memo
+    assert scopes[0]._scoped_memo is not FactScope(nonnegative=True)._scoped_memo
