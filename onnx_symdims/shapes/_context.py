@@ -124,12 +124,22 @@ def sanitize_symbol_name(hint: str) -> str:
         >>> sanitize_symbol_name("2d")
         'd2d'
     """
-    name = _UNDERSCORES.sub("_", _NON_IDENT.sub("_", hint)).strip("_")
-    if not name:
-        return "d"
-    if name[0].isdigit():
-        name = "d" + name
-    return name
+    found = _SANITIZED.get(hint)
+    if found is None:
+        name = _UNDERSCORES.sub("_", _NON_IDENT.sub("_", hint)).strip("_")
+        if not name:
+            name = "d"
+        elif name[0].isdigit():
+            name = "d" + name
+        if len(_SANITIZED) > 100_000:
+            _SANITIZED.clear()
+        found = _SANITIZED[hint] = name
+    return found
+
+
+#: hint -> sanitize_symbol_name(hint): two regular expressions per fresh symbol, for the
+#: same hints (value and node names) in every inference of a model.
+_SANITIZED: dict[str, str] = {}
 
 
 #: dim text -> (the text and the symbol names in it, whether it is opaque), see

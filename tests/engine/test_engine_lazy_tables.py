@@ -56,3 +56,20 @@ def test_plain_dims_are_found_once_and_compound_ones_every_time():
         assert not _inference._all_plain(dims)
         assert not _inference._all_plain(dims)
     assert (2, compound) not in _inference._PLAIN
+
+
+def test_a_sanitized_hint_reads_the_same_the_second_time():
+    from onnx_symdims.shapes import sanitize_symbol_name
+
+    expected = {
+        "/model/layers.0/Reshape_3": "model_layers_0_Reshape_3",
+        "2d": "d2d",
+        "": "d",
+        "___": "d",
+        "a__b..c": "a_b_c",
+        "seq": "seq",
+    }
+    for _ in range(2):
+        assert {hint: sanitize_symbol_name(hint) for hint in expected} == expected
+    ctx = ShapesContext()
+    assert [ctx.new_symbol("/x.y").name for _ in range(2)] == ["x_y", "x_y_1"]
