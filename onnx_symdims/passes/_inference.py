@@ -471,26 +471,31 @@ _LIST_ATTRIBUTES = frozenset(
 )
 
 
-#: Tuples of dims found plain by _all_plain: a property of the tuple alone (dims are
-#: immutable), and layers repeat their shapes, so one lookup replaces a check per dim.
-_PLAIN: set[tuple] = set()
+#: Tuples of dims -> whether each is an int or a bare symbol (_all_plain): a property of
+#: the tuple alone (dims are immutable), and layers repeat their shapes, so one lookup
+#: replaces a check per dim.
+_PLAIN: dict[tuple, bool] = {}
 
 
 def _all_plain(dims: Sequence[Dim]) -> bool:
     """True when every dim is an int or a bare symbol (nothing to refine or record)."""
     tupled = dims.__class__ is tuple
-    if tupled and dims in _PLAIN:
-        return True
+    if tupled:
+        found = _PLAIN.get(dims)  # type: ignore[call-overload]
+        if found is not None:
+            return found
+    plain = True
     for d in dims:
         if d.__class__ is int or isinstance(d, int):
             continue
         if not d.is_symbol:
-            return False
+            plain = False
+            break
     if tupled:
         if len(_PLAIN) > 100_000:
             _PLAIN.clear()
-        _PLAIN.add(dims)
-    return True
+        _PLAIN[dims] = plain  # type: ignore[index]
+    return plain
 
 
 _TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
@@ -830,7 +835,7 @@ class InferenceEngine:
             shapes = ctx._shapes
             for value in outputs:  # _settle without refining: note the compound dims
                 shape = shapes.get(value)
-                if shape is not None and shape not in _PLAIN and not _all_plain(shape):
+                if shape is not None and not (_PLAIN.get(shape) or _all_plain(shape)):
                     self._note_compound_dims(shape)
         self._commit_outputs(node, outputs)
 

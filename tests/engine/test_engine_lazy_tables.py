@@ -51,11 +51,11 @@ def test_plain_dims_are_found_once_and_compound_ones_every_time():
     for dims in [(2, n), [2, n], ()]:
         assert _inference._all_plain(dims)
         assert _inference._all_plain(dims)  # the second time from the table
-    assert (2, n) in _inference._PLAIN
+    assert _inference._PLAIN[(2, n)] is True
     for dims in [(2, compound), [n, compound], (n, expr.floordiv(n, 2))]:
         assert not _inference._all_plain(dims)
         assert not _inference._all_plain(dims)
-    assert (2, compound) not in _inference._PLAIN
+    assert _inference._PLAIN[(2, compound)] is False
 
 
 def test_a_sanitized_hint_reads_the_same_the_second_time():
