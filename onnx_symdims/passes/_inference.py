@@ -1151,7 +1151,11 @@ class InferenceEngine:
                     elements = ctx.value_of(value)
             dtype = dtypes.get(value)
             if dtype is None:
-                dtype = ctx.dtype_of(value)  # graph inputs, initializers: read once
+                # dtype_of's read of a declared dtype, inline (graph inputs, initializers:
+                # read from the IR once, kept by dtype_of).
+                dtype = ctx._declared_dtypes.get(value, MISSING)
+                if dtype is MISSING:
+                    dtype = ctx.dtype_of(value)
             append((shape, elements, dtype))
         return tuple(key)
 
