@@ -471,14 +471,31 @@ _LIST_ATTRIBUTES = frozenset(
 )
 
 
+#: Tuples of dims -> whether each is an int or a bare symbol (_all_plain): a property of
+#: the tuple alone (dims are immutable), and layers repeat their shapes, so one lookup
+#: replaces a check per dim.
+_PLAIN: dict[tuple, bool] = {}
+
+
 def _all_plain(dims: Sequence[Dim]) -> bool:
     """True when every dim is an int or a bare symbol (nothing to refine or record)."""
+    tupled = dims.__class__ is tuple
+    if tupled:
+        found = _PLAIN.get(dims)  # type: ignore[call-overload]
+        if found is not None:
+            return found
+    plain = True
     for d in dims:
         if d.__class__ is int or isinstance(d, int):
             continue
         if not d.is_symbol:
-            return False
-    return True
+            plain = False
+            break
+    if tupled:
+        if len(_PLAIN) > 100_000:
+            _PLAIN.clear()
+        _PLAIN[dims] = plain  # type: ignore[index]
+    return plain
 
 
 _TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
@@ -553,30 +570,35 @@ class InferenceEngine:
             else dict(imports)
         )
         self.snapshot: ModelSnapshot | None = None
-        # _memo_key(...) -> [the facts of the node's outputs, settled] (see _replay)
-        self._memo: dict[tuple, list] = {}
-        self._memo_hits: dict[str, int] = {}
-        self._anchor_memo: dict[tuple, tuple[Dim, ...]] = {}
+        # The tables below that most runs never use are made on first use (a small
+        # model's call pays for each table it makes).
+        # _memo_key(...) -> [the facts of the node's outputs, settled] (see _replay);
+        # the memo tables are made by prepare, when the model is large enough.
+        self._memo: dict[tuple, list]
+        self._memo_hits: dict[str, int]
+        self._memo_misses: dict[str, int]
+        self._memo_off: set[str]  # op types whose keys do not repeat
+        self._memo_on = False  # memoize, and the model is large enough (see prepare)
+        # (inferred, declared texts, what, depth) -> merged anchor dims (_commit_anchor)
+        self._anchor_memo: dict[tuple, tuple[Dim, ...]] | None = None
         # op_type (default domain) or (domain, op_type) -> (hook, opset)
         self._dispatch_cache: dict[
             str | tuple[str, str], tuple[ops.Hook | None, int | None]
         ] = {}
-        self._memo_misses: dict[str, int] = {}
-        self._memo_on = self.memoize  # and the model is large enough (see run)
-        self._memo_off: set[str] = set()  # op types whose keys do not repeat
         # compound dim -> the scope version after it was last noted >= 0 (see
-        # _note_compound_dims), valid for _noted_scope
-        self._noted: dict[expr.DimExpr, int] = {}
+        # _note_compound_dims), valid for _noted_scope (made with it)
+        self._noted: dict[expr.DimExpr, int]
         self._noted_scope: object = None
         # shape -> (scope version, the shape settled then), elements -> (scope version,
-        # the elements refined then), valid for _settled_scope (see _settle_refining)
-        self._settled: dict[Shape, tuple[int, Shape]] = {}
-        self._refined: dict[Shape, tuple[int, Shape]] = {}
+        # the elements refined then), valid for _settled_scope (made with it, see
+        # _settle_refining)
+        self._settled: dict[Shape, tuple[int, Shape]]
+        self._refined: dict[Shape, tuple[int, Shape]]
         self._settled_scope: object = None
         # subgraph -> its nodes in topological order, when the sort found no problem:
         # a loop body is walked once per probing round, and inference never changes a
         # graph's nodes, so the order (and the check that it is one) is found once.
-        self._subgraph_orders: dict[ir.Graph, list[ir.Node]] = {}
+        self._subgraph_orders: dict[ir.Graph, list[ir.Node]] | None = None
 
     # ------------------------------------------------------------------------------------
     def prepare(
@@ -592,8 +614,12 @@ class InferenceEngine:
         if snapshot is None or snapshot.model is not self.model:
             snapshot = ModelSnapshot.of(self.model)
         self.snapshot = snapshot
-        if len(self.snapshot.main_nodes) < self.memo_min_nodes:
-            self._memo_on = False
+        if self.memoize and len(snapshot.main_nodes) >= self.memo_min_nodes:
+            self._memo_on = True
+            self._memo = {}
+            self._memo_hits = {}
+            self._memo_misses = {}
+            self._memo_off = set()
         if reserve_names:
             self._reserve_model_names()
 
@@ -809,12 +835,8 @@ class InferenceEngine:
             shapes = ctx._shapes
             for value in outputs:  # _settle without refining: note the compound dims
                 shape = shapes.get(value)
-                if shape is not None:
-                    for d in shape:  # not _all_plain(shape), inline
-                        if d.__class__ is int or isinstance(d, int) or d.is_symbol:
-                            continue
-                        self._note_compound_dims(shape)
-                        break
+                if shape is not None and not (_PLAIN.get(shape) or _all_plain(shape)):
+                    self._note_compound_dims(shape)
         self._commit_outputs(node, outputs)
 
     def _settle_refining(self, outputs: Sequence[ir.Value], scope: FactScope) -> None:
@@ -828,8 +850,8 @@ class InferenceEngine:
         pay one lookup for it. Both hold for one scope.
         """
         if scope is not self._settled_scope:
-            self._settled.clear()
-            self._refined.clear()
+            self._settled = {}
+            self._refined = {}
             self._settled_scope = scope
         ctx = self.ctx
         shapes = ctx._shapes
@@ -1040,10 +1062,12 @@ class InferenceEngine:
         # scope version (no fact changed since) would meet the same facts, prove the
         # same and record nothing, so the call is skipped. Only at depth 0: inside a
         # subgraph nothing is recorded, and a skip entry made there would be wrong.
-        memo = self._noted if not ctx.conditional_depth else None
-        if memo is not None and scope is not self._noted_scope:
-            memo.clear()
-            self._noted_scope = scope
+        memo = None
+        if not ctx.conditional_depth:
+            if scope is not self._noted_scope:
+                self._noted = {}
+                self._noted_scope = scope
+            memo = self._noted
         for d in shape:
             if not isinstance(d, int) and not d.is_symbol and not d.is_unknown:
                 if memo is None:
@@ -1127,11 +1151,11 @@ class InferenceEngine:
                     elements = ctx.value_of(value)
             dtype = dtypes.get(value)
             if dtype is None:
-                declared = ctx._declared_dtypes
-                dtype = declared.get(value)
-                if dtype is None:
-                    # Graph inputs and initializers: read from the IR once.
-                    dtype = declared[value] = ctx.dtype_of(value)
+                # dtype_of's read of a declared dtype, inline (graph inputs, initializers:
+                # read from the IR once, kept by dtype_of).
+                dtype = ctx._declared_dtypes.get(value, MISSING)
+                if dtype is MISSING:
+                    dtype = ctx.dtype_of(value)
             append((shape, elements, dtype))
         return tuple(key)
 
@@ -1184,7 +1208,10 @@ class InferenceEngine:
         self.ctx.enter_subgraph()
         try:
             self._seed_inputs(graph, input_shapes, input_dtypes)
-            nodes = self._subgraph_orders.get(graph)
+            orders = self._subgraph_orders
+            if orders is None:
+                orders = self._subgraph_orders = {}
+            nodes = orders.get(graph)
             if nodes is None:
                 problems: list[tuple[ir.Node, str]] = []
                 nodes = topological_order(graph, None, False, problems)
@@ -1192,7 +1219,7 @@ class InferenceEngine:
                     for node, message in problems:  # strict mode raises at the first
                         self.ctx.add_diagnostic(node, "error", f"invalid graph: {message}")
                 else:
-                    self._subgraph_orders[graph] = nodes
+                    orders[graph] = nodes
             self._walk_nodes(nodes)
         finally:
             self.ctx.exit_subgraph()
@@ -1330,6 +1357,8 @@ class InferenceEngine:
             what,
             ctx.conditional_depth,  # equalities are only recorded at depth 0
         )
+        if self._anchor_memo is None:
+            self._anchor_memo = {}
         merged = self._anchor_memo.get(key)
         conflicts: list[str] = []
         edge_axes: list[int] = []  # declared formulas that hold only at sizes >= 2

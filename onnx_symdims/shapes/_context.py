@@ -124,12 +124,22 @@ def sanitize_symbol_name(hint: str) -> str:
         >>> sanitize_symbol_name("2d")
         'd2d'
     """
-    name = _UNDERSCORES.sub("_", _NON_IDENT.sub("_", hint)).strip("_")
-    if not name:
-        return "d"
-    if name[0].isdigit():
-        name = "d" + name
-    return name
+    found = _SANITIZED.get(hint)
+    if found is None:
+        name = _UNDERSCORES.sub("_", _NON_IDENT.sub("_", hint)).strip("_")
+        if not name:
+            name = "d"
+        elif name[0].isdigit():
+            name = "d" + name
+        if len(_SANITIZED) > 100_000:
+            _SANITIZED.clear()
+        found = _SANITIZED[hint] = name
+    return found
+
+
+#: hint -> sanitize_symbol_name(hint): two regular expressions per fresh symbol, for the
+#: same hints (value and node names) in every inference of a model.
+_SANITIZED: dict[str, str] = {}
 
 
 #: dim text -> (the text and the symbol names in it, whether it is opaque), see
@@ -232,7 +242,9 @@ class ShapesContext:
         #: declarations (Loop inference uses this to keep a body inference instead of
         #: repeating it without them).
         self.declarations_used = 0
-        self._reserved: set[str] = set(_RESERVED_WORDS)
+        # The model's names (reserve_names) and opaque texts' names; the printers'
+        # words (_RESERVED_WORDS) are checked apart, not copied into every context.
+        self._reserved: set[str] = set()
         self._generated: set[str] = set()
         # dim text -> its dim (read_dim_text); opaque texts map to readable symbols.
         self._text_dims: dict[str, Dim] = {}
@@ -251,7 +263,7 @@ class ShapesContext:
         self._dtypes: dict[ir.Value, ir.DataType | None] = {}
         self._values: dict[ir.Value, Shape | None] = {}
         self._other_types: dict[ir.Value, ir.TypeProtocol] = {}
-        # dtype_of's reads from the IR, for values without an inferred dtype (memo keys).
+        # dtype_of's reads from the IR, for values without an inferred dtype.
         self._declared_dtypes: dict[ir.Value, ir.DataType | None] = {}
         self._by_name: dict[str, ir.Value] = {}
         #: Graph inputs backed by an initializer that are constants here (old IR, or the
@@ -307,7 +319,7 @@ class ShapesContext:
         """
         base = sanitize_symbol_name(hint)
         name = base
-        if name in self._reserved or name in self._generated:
+        if name in self._reserved or name in self._generated or name in _RESERVED_WORDS:
             suffix = self._next_suffix.get(base, 1)
             name = f"{base}_{suffix}"
             while name in self._reserved or name in self._generated:
@@ -375,7 +387,7 @@ class ShapesContext:
         base = sanitize_symbol_name(text)
         name = base
         suffix = 1
-        while name in self._reserved or name in self._generated:
+        while name in self._reserved or name in self._generated or name in _RESERVED_WORDS:
             name = f"{base}_{suffix}"
             suffix += 1
         # Reserved: no fresh symbol and no other opaque text is ever named the same.
@@ -797,19 +809,31 @@ class ShapesContext:
         self._shapes[value] = None if dims is None else tuple(dims)
 
     def dtype_of(self, value: ir.Value | str) -> ir.DataType | None:
-        """The element type inferred or declared for ``value`` (``None`` if unknown)."""
+        """The element type inferred or declared for ``value`` (``None`` if unknown).
+
+        Without an inferred dtype, what the IR declares (or the constant's dtype) is
+        read once and kept apart (``_declared_dtypes``), as :meth:`shape_of` keeps a
+        declared shape: the engine writes a type only where it inferred a dtype, and
+        :meth:`forget` drops what was read.
+        """
         dtype = self._dtypes.get(value)  # type: ignore[arg-type]
         if dtype is not None:
             return dtype
+        dtype = self._declared_dtypes.get(value, MISSING)  # type: ignore[arg-type]
+        if dtype is not MISSING:  # graph inputs and initializers: read before
+            return dtype  # type: ignore[return-value]
         resolved = self._resolve(value)
         if resolved is None:
             return None
         dtype = self._dtypes.get(resolved)
         if dtype is None:
-            dtype = resolved.dtype
-            if dtype is None and resolved.const_value is not None:
-                dtype = resolved.const_value.dtype
-        return dtype
+            dtype = self._declared_dtypes.get(resolved, MISSING)
+            if dtype is MISSING:
+                dtype = resolved.dtype
+                if dtype is None and resolved.const_value is not None:
+                    dtype = resolved.const_value.dtype
+                self._declared_dtypes[resolved] = dtype
+        return dtype  # type: ignore[return-value]
 
     def set_dtype(self, value: ir.Value, dtype: ir.DataType | None) -> None:
         """Stores the inferred element type of ``value``."""

@@ -116,15 +116,34 @@ class FactScope(expr.Scope):
         if known is not None and known[0] >= bound:
             return False
         self._lower[d.terms] = (bound, d.without_constant())
-        self._facts_changed(("lower", d.terms, bound))
-        self._bound_symbol(d, k)
+        found = self._symbol_bound(d, k)
+        if found is None:
+            self._facts_changed(("lower", d.terms, bound))
+            return True
+        # The symbol's range too, in one move of the scope: what set_range(name, lower,
+        # upper) does after its own move (the range is a function of the fact and the
+        # ranges before, so the one fact names both changes).
+        name, lower, upper = found
+        self._facts_changed(("lower", d.terms, bound, "range", name, lower, upper))
+        lo, hi = self._ranges.get(name, (None, None))
+        if lower is not None:
+            lo = lower if lo is None else max(lo, lower)
+        if upper is not None:
+            hi = upper if hi is None else min(hi, upper)
+        self._ranges[name] = (lo, hi)
         return True
 
-    def _bound_symbol(self, d: expr.DimExpr, k: int) -> None:
-        """``d >= k`` for ``d`` monotone in its one symbol bounds the symbol's range."""
+    def _symbol_bound(
+        self, d: expr.DimExpr, k: int
+    ) -> tuple[str, int | None, int | None] | None:
+        """``d >= k`` for ``d`` monotone in its one symbol bounds the symbol's range.
+
+        Returns:
+            The symbol and its bounds (``None``: open), or ``None`` when none follow.
+        """
         names = d.symbols()
         if len(names) != 1:
-            return
+            return None
         (name,) = names
         lowest = self._ranges.get(name, (None, None))[0]
         if self.nonnegative:
@@ -136,8 +155,7 @@ class FactScope(expr.Scope):
             if len(_SYMBOL_BOUNDS) >= _MAX_SYMBOL_BOUNDS:
                 _SYMBOL_BOUNDS.clear()
             _SYMBOL_BOUNDS[key] = found
-        if found is not None:
-            self.set_range(name, lower=found[1], upper=found[2])
+        return None if found is None else (name, found[1], found[2])
 
     def assume_nonneg(self, d: Dim) -> bool:
         """Records ``d >= 0`` (e.g. a dim of a tensor that exists)."""

@@ -129,6 +129,10 @@ def _broadcast_vectors(
     return out_shape, flat
 
 
+#: Entries of a scope's memo element_div adds before it starts over (as the context's).
+_MAX_SCOPED_MEMO = 50_000
+
+
 def element_div(scope: expr.Scope, a: Dim, b: Dim) -> Dim:
     """Integer ``Div`` (truncates toward zero, like onnxruntime)."""
     if isinstance(a, int) and isinstance(b, int):
@@ -138,6 +142,24 @@ def element_div(scope: expr.Scope, a: Dim, b: Dim) -> Dim:
         return q if (a >= 0) == (b > 0) else -q
     if _is_unknown(a) or _is_unknown(b):
         return unknown_element()
+    # A pure function of a, b and the scope's facts (it proves, never records): kept
+    # with the scope's other results, which move when a fact is added. Layers divide
+    # the same dims (a head size by a constant); an unknown quotient is never kept
+    # (each is a fresh unknown).
+    memo = scope._scoped_memo
+    key = ("element_div", a, b)
+    found = memo.get(key)
+    if found is None:
+        found = _symbolic_div(scope, a, b)
+        if not _is_unknown(found):
+            if len(memo) >= _MAX_SCOPED_MEMO:
+                memo.clear()
+            memo[key] = found
+    return found
+
+
+def _symbolic_div(scope: expr.Scope, a: Dim, b: Dim) -> Dim:
+    """:func:`element_div` of known elements, one of them symbolic."""
     if _known_divides(scope, b, a):
         return expr.exact_div(a, b)  # no rounding: the quotient is exact whatever the signs
     # Truncation equals floor division when the dividend is >= 0 and the divisor > 0.
