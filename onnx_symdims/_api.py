@@ -42,6 +42,8 @@ def _run_passes(model: ir.Model, anchors: bool, options: dict[str, Any]) -> None
             snapshot=inferred.snapshot,
             # The context is dropped here unless the caller passed in their own.
             rewrite_context=options.get("context") is not None,
+            # Else the context is this run's own (and known_nodes needs a context).
+            fresh_context=options.get("context") is None,
         ).call_without_gc(model)
 
 

@@ -50,6 +50,7 @@ from onnx_symdims.passes._gc import without_gc
 from onnx_symdims.passes._model_dims import ModelSnapshot, dim_symbols, model_values
 from onnx_symdims.shapes import (
     Diagnostic,
+    IRDimWriter,
     ShapeInferenceError,
     ShapesContext,
     graph_values,
@@ -578,6 +579,15 @@ def _equality_symbols(equalities: Iterable[tuple[Dim, Dim]]) -> frozenset[str]:
     return frozenset(names)
 
 
+def _keys_unwritten(mapping: dict[expr.DimExpr, Dim], renamable: frozenset[str]) -> bool:
+    """True when every key holds a renamable (minted) symbol no writer ever wrote.
+
+    A dim holds a key only with all its symbols (what the rewriter tests).
+    """
+    never_wrote = IRDimWriter.never_wrote
+    return all(any(map(never_wrote, key.symbols() & renamable)) for key in mapping)
+
+
 def _text(d: Dim) -> str:
     return str(d) if isinstance(d, int) else expr.to_onnx(d)
 
@@ -605,6 +615,12 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             bounds (the result's ``context`` then describes the rewritten model).
             ``False`` when the caller drops the context: the model is rewritten the
             same, one pass over every stored fact is saved.
+        fresh_context: ``context`` is new, made by inferring this model (the inference
+            pass without a ``context`` of the caller's): the symbols it minted then
+            name no dim the model declares, and a rename of an expression holding one
+            that no :class:`~onnx_symdims.shapes.IRDimWriter` ever wrote changes no
+            dim. When every rename is such, the model's dims are not read (same
+            result).
     """
 
     def __init__(
@@ -616,8 +632,10 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
         preserve: Iterable[str] = (),
         snapshot: ModelSnapshot | None = None,
         rewrite_context: bool = True,
+        fresh_context: bool = False,
     ) -> None:
         super().__init__()
+        self.fresh_context = fresh_context
         self.snapshot = snapshot
         self.rewrite_context = rewrite_context
         self.context = context
@@ -677,10 +695,20 @@ class AnchorConstraintPropagationPass(ir.passes.InPlacePass):
             )
             self._report(ctx, plan, result)
             if plan.mapping:
-                rewriter = _rewriter(plan.mapping, renamable)
-                result.modified = _rewrite_model(snapshot, rewriter, ctx)
-                if self.rewrite_context:
-                    _rewrite_context(ctx, rewriter)
+                # Written nowhere: no dim holds a key (each key holds a minted symbol);
+                # dims written above (result.modified) are not the writers'.
+                unwritten = (
+                    self.fresh_context
+                    and self.context is not None
+                    and not result.modified
+                    and _keys_unwritten(plan.mapping, renamable)
+                )
+                if not unwritten or self.rewrite_context:
+                    rewriter = _rewriter(plan.mapping, renamable)
+                    if not unwritten:
+                        result.modified = _rewrite_model(snapshot, rewriter, ctx)
+                    if self.rewrite_context:
+                        _rewrite_context(ctx, rewriter)
                 result.renames = plan.text_mapping()
         result.diagnostics = ctx.diagnostics[first_diagnostic:]
         return result

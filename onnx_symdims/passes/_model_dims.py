@@ -10,6 +10,7 @@ __all__ = [
     "in_topological_order",
     "model_values",
     "structural_problems",
+    "text_symbols",
     "topological_order",
 ]
 
@@ -359,15 +360,19 @@ def model_values(
 
 
 _TEXT_SYMBOLS: dict[str, frozenset[str]] = {}
+_SYMBOLIC_DIM = ir.SymbolicDim
 
 
-def _text_symbols(text: str) -> frozenset[str]:
+def text_symbols(text: str) -> frozenset[str]:
+    """The symbol names of a ``dim_param`` text (parsed once per process, never failing)."""
     names = _TEXT_SYMBOLS.get(text)
     if names is None:
         parsed = expr.parse_dim(text)
         names = frozenset()
         if isinstance(parsed, expr.DimExpr) and not parsed.is_unknown:
             names = parsed.symbols()
+        if len(_TEXT_SYMBOLS) > 100_000:  # a function of the text: bounded, not kept
+            _TEXT_SYMBOLS.clear()
         _TEXT_SYMBOLS[text] = names
     return names
 
@@ -379,10 +384,7 @@ def _frozen_shape_symbols(shape: ir.Shape) -> frozenset[str]:
     """Symbols of a frozen (hence shared and immutable) shape, computed once per object."""
     hit = _FROZEN_SYMBOLS.get(id(shape))
     if hit is None or hit[0] is not shape:
-        names: set[str] = set()
-        for d in shape.dims:
-            if not isinstance(d, int) and d.value:
-                names |= _text_symbols(d.value)
+        names = _symbols_of_dims(shape._dims)
         if len(_FROZEN_SYMBOLS) > 100_000:
             _FROZEN_SYMBOLS.clear()
         hit = _FROZEN_SYMBOLS[id(shape)] = (shape, frozenset(names))
@@ -391,14 +393,26 @@ def _frozen_shape_symbols(shape: ir.Shape) -> frozenset[str]:
 
 def dim_symbols(shape: ir.Shape | None) -> set[str]:
     """The symbol names in the ``dim_param`` texts of ``shape`` (parsed, never failing)."""
-    names: set[str] = set()
     if shape is None:
-        return names
-    if shape.frozen:
+        return set()
+    if shape._frozen:  # slots, not properties: every shape of a main graph
         return set(_frozen_shape_symbols(shape))
-    for d in shape.dims:
-        if not isinstance(d, int) and d.value:
-            names |= _text_symbols(d.value)
+    return _symbols_of_dims(shape._dims)
+
+
+def _symbols_of_dims(dims: Iterable[int | ir.SymbolicDim]) -> set[str]:
+    """The symbol names in the texts of an ``ir.Shape``'s stored dims."""
+    names: set[str] = set()
+    for d in dims:
+        # An ir.SymbolicDim's class is tested first: its isinstance check against int
+        # (a Protocol subclass) costs more than the rest of the loop.
+        cls = d.__class__
+        if cls is int or (cls is not _SYMBOLIC_DIM and isinstance(d, int)):
+            continue
+        text = d._value
+        if text:
+            found = _TEXT_SYMBOLS.get(text)
+            names |= text_symbols(text) if found is None else found
     return names
 
 

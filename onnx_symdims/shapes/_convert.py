@@ -122,6 +122,13 @@ _IR_DIMS: dict[expr.DimExpr, ir.SymbolicDim] = {}
 #: Dims -> their frozen ``ir.Shape``, likewise shared: a frozen shape cannot be edited in
 #: place, and models (and runs over one model) repeat the same shapes.
 _IR_SHAPES: dict[tuple[expr.Dim, ...], ir.Shape] = {}
+#: Every symbol name of every expression a writer of this process has printed (never
+#: emptied, unlike the caches above: a dim printed before a cache was emptied may still be
+#: on a live model). Past _MAX_WRITTEN names, it stops growing and every name counts as
+#: written (_ALL_WRITTEN).
+_WRITTEN_SYMBOLS: set[str] = set()
+_MAX_WRITTEN = 100_000
+_ALL_WRITTEN = False
 
 
 class IRDimWriter:
@@ -147,8 +154,18 @@ class IRDimWriter:
             return d
         cached = self._cache.get(d)
         if cached is None:
+            _note_written(d)  # before the dim can be on any model
             cached = self._cache[d] = ir.SymbolicDim(expr.to_onnx(d))
         return cached
+
+    @staticmethod
+    def never_wrote(name: str) -> bool:
+        """True when no writer of this process has written a dim holding symbol ``name``.
+
+        Every dim the engine writes is printed by a writer: a symbol the context minted
+        (so no declared dim names it) that no writer wrote is on no value of the model.
+        """
+        return not _ALL_WRITTEN and name not in _WRITTEN_SYMBOLS
 
     def dims(self, dims: Sequence[expr.Dim]) -> list[int | ir.SymbolicDim]:
         """The IR form of each dim."""
@@ -181,6 +198,15 @@ class IRDimWriter:
                 )
             self._shapes[key] = shape
         return shape
+
+
+def _note_written(d: expr.DimExpr) -> None:
+    """Records the symbols of ``d``, which a writer is about to print (once per process)."""
+    global _ALL_WRITTEN
+    if len(_WRITTEN_SYMBOLS) >= _MAX_WRITTEN:
+        _ALL_WRITTEN = True
+    else:
+        _WRITTEN_SYMBOLS.update(d.symbols())
 
 
 def same_ir_dims(written: Sequence[int | ir.SymbolicDim], shape: ir.Shape | None) -> bool:
