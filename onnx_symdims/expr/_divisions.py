@@ -418,6 +418,14 @@ def _rounded_multiple_quotient(a: DimExpr, d: int) -> Dim | None:
     return None
 
 
+def _residue_modulo_multiple(atom: Atom | None, b: int) -> bool:
+    """Whether ``atom`` is ``X % k`` for a constant ``k > 0`` that ``b`` divides."""
+    if atom is None or atom.kind != MOD:
+        return False
+    k = atom.args[1]
+    return isinstance(k, int) and k > 0 and k % b == 0
+
+
 def _unwrap_mods(a: DimExpr, b: int) -> Dim:
     """Replaces each term ``c*(X % k)`` with ``b | k`` by ``c*X`` (same residue mod b)."""
     if not any(len(m) == 1 and m[0].kind == MOD for m, _ in a.terms):
@@ -426,13 +434,7 @@ def _unwrap_mods(a: DimExpr, b: int) -> Dim:
     changed = False
     for m, c in a.terms:
         atom = m[0] if len(m) == 1 else None
-        if (
-            atom is not None
-            and atom.kind == MOD
-            and isinstance(atom.args[1], int)
-            and atom.args[1] > 0
-            and atom.args[1] % b == 0
-        ):
+        if _residue_modulo_multiple(atom, b):
             # X % k == X - k*floor(X/k), and b | k; X's own such terms too, so that the
             # result is a fixed point: ((a%6)%4)%2 is a%2, as its printed (a%6)%2 reads.
             inner = atom.args[0]
@@ -465,14 +467,7 @@ def _unwrap_mods_reduced(a: DimExpr, b: int) -> Dim:
         const += factor * d.const
         for m, c in d.terms:
             atom = m[0] if len(m) == 1 else None
-            if (
-                atom is not None
-                and atom.kind == MOD
-                and isinstance(atom.args[1], int)
-                and atom.args[1] > 0
-                and atom.args[1] % b == 0
-                and isinstance(atom.args[0], DimExpr)
-            ):
+            if _residue_modulo_multiple(atom, b) and isinstance(atom.args[0], DimExpr):
                 collect(atom.args[0], factor * c % b)
             else:
                 terms[m] = (terms.get(m, 0) + factor * c) % b

@@ -194,6 +194,10 @@ class Scope:
     def set_range(self, name: str, lower: int | None = None, upper: int | None = None) -> None:
         """Records ``lower <= name <= upper`` (intersected with what is known)."""
         self._facts_changed(("range", name, lower, upper))
+        self._narrow_range(name, lower, upper)
+
+    def _narrow_range(self, name: str, lower: int | None, upper: int | None) -> None:
+        """Intersects ``name``'s range with ``[lower, upper]`` (the caller moved the scope)."""
         lo, hi = self._ranges.get(name, (None, None))
         if lower is not None:
             lo = lower if lo is None else max(lo, lower)

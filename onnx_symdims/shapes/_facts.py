@@ -125,12 +125,7 @@ class FactScope(expr.Scope):
         # ranges before, so the one fact names both changes).
         name, lower, upper = found
         self._facts_changed(("lower", d.terms, bound, "range", name, lower, upper))
-        lo, hi = self._ranges.get(name, (None, None))
-        if lower is not None:
-            lo = lower if lo is None else max(lo, lower)
-        if upper is not None:
-            hi = upper if hi is None else min(hi, upper)
-        self._ranges[name] = (lo, hi)
+        self._narrow_range(name, lower, upper)
         return True
 
     def _symbol_bound(

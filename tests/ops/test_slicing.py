@@ -398,12 +398,11 @@ def test_slice_malformed_gives_diagnostic(body, message):
 _INDICES = (-6, -2, -1, 0, 1, 3, 6, INT64_MIN, INT64_MAX)
 
 
-@pytest.mark.parametrize("step", [-3, -1, 1, 2])
-def test_slice_constant_indices_on_symbolic_dim_match_onnxruntime(step):
-    """Every start/end pair on ``x[N]`` is exact for N in 0..7.
+def _every_slice(data: str, step: int) -> tuple[list[str], list[tuple[str, bool]]]:
+    """Graph lines slicing ``data`` along axis 0 with every start and end of _INDICES.
 
-    The only fresh symbols are for a backward slice ending at INT64_MAX, which
-    onnxruntime reads as "before the first element" while the spec clamps it to N-1.
+    Returns the lines and each output's name with whether its length depends on the
+    runtime (a backward slice ending at INT64_MAX).
     """
     lines = [_const("ax", [0]), _const("sp", [step])]
     names = []
@@ -413,7 +412,18 @@ def test_slice_constant_indices_on_symbolic_dim_match_onnxruntime(step):
             if i == 0:
                 lines.append(_const(f"e{j}", [end]))
             names.append((f"y{i}_{j}", step < 0 and end == INT64_MAX))
-            lines.append(f"{names[-1][0]} = Slice(x, s{i}, e{j}, ax, sp)")
+            lines.append(f"{names[-1][0]} = Slice({data}, s{i}, e{j}, ax, sp)")
+    return lines, names
+
+
+@pytest.mark.parametrize("step", [-3, -1, 1, 2])
+def test_slice_constant_indices_on_symbolic_dim_match_onnxruntime(step):
+    """Every start/end pair on ``x[N]`` is exact for N in 0..7.
+
+    The only fresh symbols are for a backward slice ending at INT64_MAX, which
+    onnxruntime reads as "before the first element" while the spec clamps it to N-1.
+    """
+    lines, names = _every_slice("x", step)
     text = _graph(13, "float[N] x", "\n".join(lines))
     _, ctx = _infer(text)
     assert not _errors(ctx)
@@ -429,16 +439,8 @@ def test_slice_of_a_known_vector_matches_onnxruntime(step):
     The static-axis length and the vector's elements take their own paths (no symbolic
     machinery); a backward slice ending at INT64_MAX still gets a fresh symbol and no value.
     """
-    lines = ["sh = Shape(x)", _const("ax", [0]), _const("sp", [step])]
-    names = []
-    for i, start in enumerate(_INDICES):
-        lines.append(_const(f"s{i}", [start]))
-        for j, end in enumerate(_INDICES):
-            if i == 0:
-                lines.append(_const(f"e{j}", [end]))
-            names.append((f"y{i}_{j}", step < 0 and end == INT64_MAX))
-            lines.append(f"{names[-1][0]} = Slice(sh, s{i}, e{j}, ax, sp)")
-    text = _graph(13, "float[N, 2, M, 3, 4] x", "\n".join(lines))
+    lines, names = _every_slice("sh", step)
+    text = _graph(13, "float[N, 2, M, 3, 4] x", "\n".join(["sh = Shape(x)", *lines]))
     _, ctx = _infer(text)
     assert not _errors(ctx)
     for name, runtime_dependent in names:
