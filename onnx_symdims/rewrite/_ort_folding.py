@@ -45,6 +45,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
+from onnx_symdims.rewrite._facts import INTEGER_AND_BOOL_TYPES
 from onnx_symdims.rewrite._folding import inexact_on_floats
 
 logger = logging.getLogger(__name__)
@@ -63,22 +64,11 @@ _NONDETERMINISTIC = frozenset(
 )
 
 #: Output types the folded constants may have (numpy holds them exactly).
-_FOLDABLE_TYPES = frozenset(
-    {
-        ir.DataType.FLOAT16,
-        ir.DataType.FLOAT,
-        ir.DataType.DOUBLE,
-        ir.DataType.BOOL,
-        ir.DataType.INT8,
-        ir.DataType.INT16,
-        ir.DataType.INT32,
-        ir.DataType.INT64,
-        ir.DataType.UINT8,
-        ir.DataType.UINT16,
-        ir.DataType.UINT32,
-        ir.DataType.UINT64,
-    }
-)
+_FOLDABLE_TYPES = INTEGER_AND_BOOL_TYPES | {
+    ir.DataType.FLOAT16,
+    ir.DataType.FLOAT,
+    ir.DataType.DOUBLE,
+}
 
 
 @functools.cache
