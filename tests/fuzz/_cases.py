@@ -312,6 +312,9 @@ def simulate(case: FuzzCase, b: int) -> Simulation:
             valid = False
             continue
         for name, array in zip(node.output, outputs):
+            if isinstance(array, list):  # a sequence: kept as the list of its tensors
+                known[name] = array
+                continue
             array = np.asarray(array)
             if array.size > 16 * MAX_ELEMENTS:
                 return Simulation(False, True)

@@ -107,7 +107,9 @@ def exposed(case: FuzzCase) -> onnx.ModelProto:
     declared = {o.name for o in model.graph.output}
     for node in model.graph.node:
         for name in node.output:
-            if name and name not in declared:
+            # sequences and optionals have no element type here: not exposed (their
+            # elements' shapes are checked where an op reads them into a tensor)
+            if name and name not in declared and name in case.value_types:
                 model.graph.output.append(
                     helper.make_tensor_value_info(name, case.value_types[name], None)
                 )
