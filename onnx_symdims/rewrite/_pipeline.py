@@ -600,7 +600,7 @@ def _onnxscript_rules(model: ir.Model | None = None, exact_floats: bool = True):
         _FLOAT_REASSOCIATING_RULES if exact_floats else set()
     )
     kept = [
-        _sound_cast_cast() if getattr(r, "name", "") == "CastCast" else r
+        _SOUND_VARIANTS[r.name]() if getattr(r, "name", "") in _SOUND_VARIANTS else r
         for r in rules
         if getattr(r, "name", "") not in names and id(r) not in excluded
     ]
@@ -649,6 +649,37 @@ def _sound_cast_cast():
             return result
 
     return SoundCastCast.rule()
+
+
+@functools.cache
+def _sound_scatter_all_static():
+    """The ``ScatterAllStatic`` rule of onnxscript for a ``ScatterND`` without reduction.
+
+    ``ScatterND(x, [[0], [1], …, [n-1]], u)`` is ``u``; with ``reduction="add"`` it is
+    ``x + u`` (``mul``, ``max``, ``min`` alike), but onnxscript's pattern does not read the
+    attribute and replaced it by ``u`` too (found by hand). ``None`` (the rule is left
+    out) for an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common._redundant_scatter_nd import ScatterAllStatic
+    except ImportError:
+        return None
+
+    class SoundScatterAllStatic(ScatterAllStatic):
+        def check(self, context, data, indices, updates, **rest):
+            reduction = context.root.attributes.get("reduction")
+            if reduction is not None and reduction.value != "none":
+                return MatchResult().fail(
+                    "a ScatterND with a reduction combines data and updates"
+                )
+            return super().check(context, data, indices, updates, **rest)
+
+    return SoundScatterAllStatic.rule()
+
+
+#: onnxscript rules replaced by a variant whose check adds what soundness needs.
+_SOUND_VARIANTS = {"CastCast": _sound_cast_cast, "ScatterAllStatic": _sound_scatter_all_static}
 
 
 def _excluded_unnamed_rules() -> set[int] | None:
