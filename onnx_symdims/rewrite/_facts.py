@@ -41,6 +41,7 @@ __all__ = [
     "analyze",
     "clear_computed_shapes",
     "constant_tensor",
+    "overridable_defaults_hidden",
     "int_attribute",
     "ints_attribute",
     "keep_output_type",
@@ -49,10 +50,11 @@ __all__ = [
     "take_over",
 ]
 
+import contextlib
 import dataclasses
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
 import onnx_ir as ir
@@ -212,6 +214,35 @@ class ShapeFacts:
         if d.is_unknown:
             return False
         return self.scope.prove_ge(d, bound)
+
+
+@contextlib.contextmanager
+def overridable_defaults_hidden(model: ir.Model) -> Iterator[None]:
+    """Within the block, the initializers that are graph inputs have no ``const_value``.
+
+    Such an initializer is only a default that a feed replaces (IR >= 4), but onnxscript's
+    pattern rules read any ``const_value`` as a constant: a zero ``Conv``/``Gemm`` bias
+    given as an input was dropped, ``Min(Min(x, c), 1)`` folded ``c``, a ``Pad`` merged
+    into the ``Conv`` with the default pads (found by hand). And onnxscript's folder pops
+    the initializer of a replaced node's input once nothing reads it, a graph input's
+    too, which then needs a feed where the original ran without one. After the block
+    each tensor is back on its value, and the value an initializer again, whatever the
+    block raised.
+    """
+    hidden = [
+        (value, value.const_value)
+        for value in model.graph.inputs
+        if value.is_initializer() and value.const_value is not None
+    ]
+    for value, _ in hidden:
+        value.const_value = None
+    try:
+        yield
+    finally:
+        for value, tensor in hidden:
+            value.const_value = tensor
+            if not value.is_initializer():
+                model.graph.register_initializer(value)
 
 
 def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:

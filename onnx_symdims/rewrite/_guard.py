@@ -39,7 +39,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
 from onnx_symdims.rewrite._attention_bias import BIAS_REASON, fit_attention_biases
-from onnx_symdims.rewrite._facts import analyze, constant_tensor
+from onnx_symdims.rewrite._facts import analyze, constant_tensor, overridable_defaults_hidden
 from onnx_symdims.rewrite._fusion_check import (
     compare,
     onnxruntime_or_none,
@@ -524,7 +524,9 @@ class _Guard:
             self.known = {id(node) for node in self.model.graph}
         signature = _signature(self.model)
         try:
-            count = step(self.model)
+            # onnxscript's fusion rules read any const_value, an input's default too
+            with overridable_defaults_hidden(self.model):
+                count = step(self.model)
         except Exception as e:  # a fusion step that fails leaves the model as it was
             self._refuse(name, f"failed and was undone: {e}")
             return

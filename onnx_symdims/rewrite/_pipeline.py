@@ -18,6 +18,7 @@ from __future__ import annotations
 __all__ = ["OptimizePass", "OptimizeResult", "optimize"]
 
 import contextlib
+import copy
 import dataclasses
 import functools
 import logging
@@ -40,6 +41,7 @@ from onnx_symdims.rewrite._facts import (
     analyze,
     clear_computed_shapes,
     ints_attribute,
+    overridable_defaults_hidden,
 )
 from onnx_symdims.rewrite._fixed_dims import fix_dims, fixed_sizes
 from onnx_symdims.rewrite._flat_gather import GatherOfFlatIndexGridPass
@@ -552,7 +554,8 @@ def _guarded_folder() -> type:
 
         def call(self, model: ir.Model):
             self.default_opset = model.opset_imports.get("", 0)
-            return super().call(model)
+            with overridable_defaults_hidden(model):  # the folder pops unread ones
+                return super().call(model)
 
         def process_node(self, node: ir.Node, *args: Any, **kwargs: Any):
             needed = (
@@ -599,8 +602,11 @@ def _onnxscript_rules(model: ir.Model | None = None, exact_floats: bool = True):
     names = _EXCLUDED_ONNXSCRIPT_RULES | (
         _FLOAT_REASSOCIATING_RULES if exact_floats else set()
     )
+    unnamed = _sound_unnamed_variants()
     kept = [
-        _SOUND_VARIANTS[r.name]() if getattr(r, "name", "") in _SOUND_VARIANTS else r
+        _SOUND_VARIANTS[r.name]()
+        if getattr(r, "name", "") in _SOUND_VARIANTS
+        else unnamed.get(id(r), r)
         for r in rules
         if getattr(r, "name", "") not in names and id(r) not in excluded
     ]
@@ -682,6 +688,69 @@ def _sound_scatter_all_static():
 _SOUND_VARIANTS = {"CastCast": _sound_cast_cast, "ScatterAllStatic": _sound_scatter_all_static}
 
 
+@functools.cache
+def _sound_unnamed_variants() -> dict[int, object]:
+    """The unnamed rules of onnxscript replaced by a variant adding what soundness needs, by id.
+
+    Its ``Reshape(MatMul(Reshape(a), b), c)`` -> ``MatMul(a, b)`` rules (``b`` reshaped
+    too, or not) check only that ``c`` is ``MatMul(a, b)``'s shape, never what the
+    reshapes did: a reshaped ``b`` multiplies other elements, and batch axes the reshape
+    of ``a`` adds broadcast against ``b``'s batch in another order (``a[2, 1]`` viewed
+    as ``[2, 1, 1, 1]`` times ``b[2, 1, 1]`` lays out ``a[i] * b[j]`` at ``2i + j``,
+    ``MatMul(a, b)`` at ``2j + i``; found by brute force over small shapes). The variant
+    also asks that ``b`` is a matrix or a vector that reaches the ``MatMul`` in its own
+    shape and that the reshape of ``a`` keeps its last dim: the ``MatMul`` then multiplies
+    every row of ``a`` by ``b`` alone, and the rows keep their row-major order. Left out
+    (``None``) for an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter.rules.common import _broadcast_to_matmul as module
+
+        rules = [
+            module.two_reshapes_matmul_reshape_rule,
+            module.one_reshape_matmul_reshape_rule,
+        ]
+        original = module.check_if_not_need_reshape
+        for rule in rules:
+            if rule._condition_function is not original:
+                raise AttributeError("another condition")
+    except (ImportError, AttributeError):
+        return {id(r): None for r in _matmul_reshape_rules_or_none()}
+
+    def rows_kept(context, **bindings):
+        if not original(context, **bindings):
+            return False
+        matmul = context.root.inputs[0].producer()
+        if matmul is None or matmul.op_type != "MatMul" or len(matmul.inputs) != 2:
+            return False
+        a, b = bindings["input_a"].shape, bindings["input_b"].shape
+        left, right = matmul.inputs[0].shape, matmul.inputs[1].shape
+        if a is None or b is None or left is None or right is None:
+            return False
+        if not all(isinstance(d, int) for d in (*a, *b, *left, *right)):
+            return False
+        return len(b) <= 2 and list(right) == list(b) and len(a) and left[-1] == a[-1]
+
+    variants = {}
+    for rule in rules:
+        variant = copy.copy(rule)
+        variant._condition_function = rows_kept
+        variants[id(rule)] = variant
+    return variants
+
+
+def _matmul_reshape_rules_or_none() -> list:
+    try:
+        from onnxscript.rewriter.rules.common import _broadcast_to_matmul as module
+    except ImportError:
+        return []
+    return [
+        getattr(module, name)
+        for name in ("two_reshapes_matmul_reshape_rule", "one_reshape_matmul_reshape_rule")
+        if hasattr(module, name)
+    ]
+
+
 def _excluded_unnamed_rules() -> set[int] | None:
     """The ``x * 1``, ``x + 0``, ``x - 0``, ``x / 1`` rules of onnxscript (they have no names).
 
@@ -717,7 +786,8 @@ def _onnxscript_round(
     if rules == []:
         return False
     try:
-        rewriter.rewrite(model, pattern_rewrite_rules=rules)
+        with overridable_defaults_hidden(model):
+            rewriter.rewrite(model, pattern_rewrite_rules=rules)
     except Exception as error:  # a rule's bug must not fail optimize
         # The rewriter changes the graph only after a rule's check and replacement
         # returned, so what it applied before the error stands and is sound.

@@ -88,3 +88,171 @@ def test_min_max_clip_fusions_keep_outputs_on_nan_inf_and_inverted_bounds(name, 
     after = _optimized(m)
     for n in (0, 1, len(SPECIAL)):
         _assert_same(before, after, {"x": SPECIAL[:n]})
+
+
+def test_an_initializer_that_is_also_an_input_stays_when_the_folder_drops_its_reader():
+    """onnxscript's folder popped the initializer of a replaced node's input, input or not.
+
+    ``Dropout(x, r)`` without ``training_mode`` is ``x`` (the folder replaces it); ``r``
+    is an input whose initializer is its default (IR >= 4): without the initializer the
+    optimized model required a feed for ``r`` where the original ran without one.
+    """
+    m = model(
+        """g (float[N] x, float r) => (float[N] y) <float r = {0.5}> {
+            y = Dropout(x, r)
+        }"""
+    )
+    before = proto(m)
+    after = _optimized(m)
+    assert [i.name for i in after.graph.input] == ["x", "r"]
+    assert [i.name for i in after.graph.initializer] == ["r"]
+    _assert_same(before, after, {"x": SPECIAL})
+
+
+#: (name, graph, feeds for the overridable inputs): onnxscript's pattern rules read an
+#: initializer that is also a graph input as a constant, though a feed replaces it.
+OVERRIDDEN = [
+    (
+        "conv_bias",
+        """g (float[1, 1, N, 3] x, float[1] b) => (float[1, 1, N, 3] y) <float[1] b = {0.0}> {
+            w = Constant<value = float[1, 1, 1, 1] {2.0}>()
+            y = Conv(x, w, b)
+        }""",
+        {"b": np.array([5.0], np.float32)},
+    ),
+    (
+        "gemm_bias",
+        """g (float[N, 2] x, float[2] b) => (float[N, 2] y) <float[2] b = {0.0, 0.0}> {
+            w = Constant<value = float[2, 2] {1.0, 2.0, 3.0, 4.0}>()
+            y = Gemm(x, w, b)
+        }""",
+        {"b": np.array([1.0, 2.0], np.float32)},
+    ),
+    (
+        "min_of_min",
+        """g (float[N] x, float c) => (float[N] y) <float c = {0.0}> {
+            d = Constant<value = float {1.0}>()
+            a = Min(x, c)
+            y = Min(a, d)
+        }""",
+        {"c": np.array(-5.0, np.float32)},
+    ),
+    (
+        "min_of_max_to_clip",
+        """g (float[N] x, float c) => (float[N] y) <float c = {1.0}> {
+            d = Constant<value = float {-1.0}>()
+            a = Max(x, d)
+            y = Min(a, c)
+        }""",
+        {"c": np.array(-5.0, np.float32)},
+    ),
+    (
+        "pad_into_conv",
+        """g (float[1, 1, N, 3] x, int64[8] p) => (float[1, 1, ?, ?] y)
+            <int64[8] p = {0, 0, 0, 0, 0, 0, 0, 0}> {
+            a = Pad(x, p)
+            w = Constant<value = float[1, 1, 1, 1] {2.0}>()
+            y = Conv(a, w)
+        }""",
+        {"p": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)},
+    ),
+    (
+        "scatter_nd_all_rows",
+        """g (float[4] x, float[4] u, int64[4, 1] i) => (float[4] y)
+            <int64[4, 1] i = {0, 1, 2, 3}> {
+            y = ScatterND(x, i, u)
+        }""",
+        {"i": np.zeros((4, 1), np.int64)},
+    ),
+    (
+        "unsqueeze_unsqueeze",
+        """g (float[N, 2] x, int64[1] a) => (float[?, ?, ?, ?] y) <int64[1] a = {0}> {
+            u = Unsqueeze(x, a)
+            t = Constant<value = int64[1] {0}>()
+            y = Unsqueeze(u, t)
+        }""",
+        {"a": np.array([2], np.int64)},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "graph", "overrides"), OVERRIDDEN, ids=[c[0] for c in OVERRIDDEN]
+)
+def test_onnxscript_rules_do_not_read_an_overridable_initializer(name, graph, overrides):
+    m = model(graph)
+    before = proto(m)
+    after = _optimized(m)
+    assert {i.name for i in after.graph.initializer} >= set(overrides)
+    rng = np.random.default_rng(0)
+    for n in (1, 3):
+        feeds = {}
+        for value in before.graph.input:
+            if value.name in overrides:
+                continue
+            dims = [d.dim_value or n for d in value.type.tensor_type.shape.dim]
+            feeds[value.name] = rng.standard_normal(dims).astype(np.float32)
+        _assert_same(before, after, feeds)  # the defaults
+        _assert_same(before, after, {**feeds, **overrides})  # fed other values
+
+
+#: onnxscript's ``Reshape(MatMul(Reshape(a), [Reshape(]b[)]), c)`` -> ``MatMul(a, b)``
+#: checks only that ``c`` is ``MatMul(a, b)``'s shape, never what the reshapes did: a
+#: reshaped ``b`` multiplies other elements, and a batch axis the reshape of ``a`` adds
+#: broadcasts against ``b``'s batch in another order (found by brute force over shapes).
+MATMUL_RESHAPES = [
+    (
+        "reshaped_b",
+        """g (float[2] a, float[2, 2] b) => (float[2] y) {
+            sa = Constant<value = int64[2] {1, 2}>()
+            sb = Constant<value = int64[3] {2, 2, 1}>()
+            ra = Reshape(a, sa)
+            rb = Reshape(b, sb)
+            m = MatMul(ra, rb)
+            sc = Constant<value = int64[1] {2}>()
+            y = Reshape(m, sc)
+        }""",
+        ["Reshape", "Reshape", "MatMul", "Reshape"],
+    ),
+    (
+        "batch_axes_of_a",
+        """g (float[2, 1] a, float[2, 1, 1] b) => (float[2, 2, 1] y) {
+            sa = Constant<value = int64[4] {2, 1, 1, 1}>()
+            ra = Reshape(a, sa)
+            m = MatMul(ra, b)
+            sc = Constant<value = int64[3] {2, 2, 1}>()
+            y = Reshape(m, sc)
+        }""",
+        ["Reshape", "MatMul", "Reshape"],
+    ),
+    (
+        "rows_of_a_regrouped",  # sound: a matrix b multiplies each row of a alone
+        """g (float[2, 3, 4] a, float[4, 5] b) => (float[2, 3, 5] y) {
+            sa = Constant<value = int64[3] {3, 2, 4}>()
+            ra = Reshape(a, sa)
+            m = MatMul(ra, b)
+            sc = Constant<value = int64[3] {2, 3, 5}>()
+            y = Reshape(m, sc)
+        }""",
+        ["MatMul"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "graph", "ops"), MATMUL_RESHAPES, ids=[c[0] for c in MATMUL_RESHAPES]
+)
+def test_reshapes_around_matmul_go_only_when_they_keep_the_products(name, graph, ops):
+    m = model(graph)
+    before = proto(m)
+    after = _optimized(m)
+    assert [n.op_type for n in after.graph.node] == ops
+    rng = np.random.default_rng(1)
+    for _ in range(2):
+        feeds = {
+            v.name: rng.standard_normal(
+                [d.dim_value for d in v.type.tensor_type.shape.dim]
+            ).astype(np.float32)
+            for v in before.graph.input
+        }
+        _assert_same(before, after, feeds)
