@@ -684,8 +684,66 @@ def _sound_scatter_all_static():
     return SoundScatterAllStatic.rule()
 
 
+@functools.cache
+def _sound_clip_fusions() -> dict[str, object]:
+    """The ``Min``/``Max`` to ``Clip`` fusions of onnxscript where ``Clip`` computes the same.
+
+    ``Min(Max(x, lo), hi)`` -> ``Clip(x, lo, hi)`` (and ``Max(Min(...))``) reads every
+    one-element constant as a scalar, but a ``[1, 1]`` bound broadcasts ``x[N]`` to ``[1,
+    N]`` where ``Clip`` keeps ``[N]``; ``Max(x, NaN)`` is NaN everywhere where ``Clip``
+    with a NaN bound is not; and before opset 11 ``Clip`` takes its bounds as attributes
+    (the fused node was invalid), before 12 only for floats (found by hand). The
+    variants also ask that every bound's rank is at most ``x``'s proven rank, that no
+    bound is NaN, and an opset whose ``Clip`` takes the type. Empty when onnxscript is
+    laid out otherwise (the two rules are then left out).
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common import _min_max_to_clip as module
+    except ImportError:
+        return {}
+
+    def bounds_fit(context, x, out1, out2) -> str | None:
+        opset = context.model.opset_imports.get("", context.model.opset_imports.get("ai.onnx"))
+        floating = x.dtype is not None and x.dtype.is_floating_point()
+        if opset is None or opset < 11 or (opset < 12 and not floating):
+            return "Clip of this type takes its bounds as inputs from a later opset"
+        if x.shape is None:
+            return "the rank of x is not known"
+        for bound in [*out1.producer().inputs[1:], *out2.producer().inputs[1:]]:
+            array = bound.const_value.numpy()
+            if array.ndim > len(x.shape):
+                return "a bound of a higher rank broadcasts x"
+            if array.dtype.kind in "fc" and np.isnan(array).any():
+                return "a NaN bound gives NaN everywhere, Clip does not"
+        return None
+
+    variants = {}
+    for name in ("FuseMaxMinToClip", "FuseMinMaxToClip"):
+        base = getattr(module, name, None)
+        if base is None:
+            continue
+
+        class Sound(base):
+            def check(self, context, out1, out2, **rest):
+                result = super().check(context, out1, out2, **rest)
+                if not result:
+                    return result
+                why = bounds_fit(context, rest["x"], out1, out2)
+                return MatchResult().fail(why) if why else result
+
+        Sound.__name__ = f"Sound{name}"
+        variants[name] = Sound().rule()
+    return variants
+
+
 #: onnxscript rules replaced by a variant whose check adds what soundness needs.
-_SOUND_VARIANTS = {"CastCast": _sound_cast_cast, "ScatterAllStatic": _sound_scatter_all_static}
+_SOUND_VARIANTS = {
+    "CastCast": _sound_cast_cast,
+    "ScatterAllStatic": _sound_scatter_all_static,
+    "FuseMaxMinToClip": lambda: _sound_clip_fusions().get("FuseMaxMinToClip"),
+    "FuseMinMaxToClip": lambda: _sound_clip_fusions().get("FuseMinMaxToClip"),
+}
 
 
 @functools.cache

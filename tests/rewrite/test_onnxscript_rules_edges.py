@@ -256,3 +256,77 @@ def test_reshapes_around_matmul_go_only_when_they_keep_the_products(name, graph,
             for v in before.graph.input
         }
         _assert_same(before, after, feeds)
+
+
+#: (name, opset, graph): onnxscript's ``Min(Max(x, lo), hi)`` -> ``Clip(x, lo, hi)``
+#: where ``Clip`` would not compute the same.
+CLIP_FUSIONS = [
+    (
+        "bound_of_higher_rank",  # Max broadcasts x[N] to [1, N]; Clip keeps [N]
+        18,
+        """g (float[N] x) => (float[?, ?] y) {
+            lo = Constant<value = float[1, 1] {-1.0}>()
+            hi = Constant<value = float {1.0}>()
+            a = Max(x, lo)
+            y = Min(a, hi)
+        }""",
+    ),
+    (
+        "scalar_x",
+        18,
+        """g (float[N] v) => (float[?] y) {
+            x = ReduceMax<keepdims = 0>(v)
+            lo = Constant<value = float[1] {-1.0}>()
+            hi = Constant<value = float {1.0}>()
+            a = Max(x, lo)
+            y = Min(a, hi)
+        }""",
+    ),
+    (
+        "nan_bound",  # Max(x, NaN) is NaN everywhere, Clip(x, NaN, 1) is not
+        18,
+        """g (float[N] x) => (float[N] y) {
+            lo = Constant<value = float {nan}>()
+            hi = Constant<value = float {1.0}>()
+            a = Max(x, lo)
+            y = Min(a, hi)
+        }""",
+    ),
+    (
+        "opset_10",  # Clip-6 takes min and max as attributes
+        10,
+        """g (float[N] x) => (float[N] y) {
+            lo = Constant<value = float {-1.0}>()
+            hi = Constant<value = float {1.0}>()
+            a = Max(x, lo)
+            y = Min(a, hi)
+        }""",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "opset", "graph"), CLIP_FUSIONS, ids=[c[0] for c in CLIP_FUSIONS]
+)
+def test_min_max_become_clip_only_where_clip_computes_the_same(name, opset, graph):
+    m = model(graph, opset=opset)
+    before = proto(m)
+    after = _optimized(m)
+    assert "Clip" not in [n.op_type for n in after.graph.node]
+    for n in (1, 3, len(SPECIAL)):
+        _assert_same(before, after, {before.graph.input[0].name: SPECIAL[:n]})
+
+
+def test_min_max_still_become_clip_with_scalar_bounds():
+    m = model(
+        """g (float[N] x) => (float[N] y) {
+            lo = Constant<value = float[1] {-1.0}>()
+            hi = Constant<value = float {1.0}>()
+            a = Max(x, lo)
+            y = Min(a, hi)
+        }"""
+    )
+    before = proto(m)
+    after = _optimized(m)
+    assert [n.op_type for n in after.graph.node] == ["Clip"]
+    _assert_same(before, after, {"x": SPECIAL})
