@@ -773,7 +773,10 @@ def _sound_unnamed_variants() -> dict[int, object]:
             if rule._condition_function is not original:
                 raise AttributeError("another condition")
     except (ImportError, AttributeError):
-        return {id(r): None for r in _matmul_reshape_rules_or_none()}
+        return {
+            **_cast_constant_of_shape_variants(),
+            **{id(r): None for r in _matmul_reshape_rules_or_none()},
+        }
 
     def rows_kept(context, **bindings):
         if not original(context, **bindings):
@@ -789,10 +792,86 @@ def _sound_unnamed_variants() -> dict[int, object]:
             return False
         return len(b) <= 2 and list(right) == list(b) and len(a) and left[-1] == a[-1]
 
-    variants = {}
+    variants = _cast_constant_of_shape_variants()
     for rule in rules:
         variant = copy.copy(rule)
         variant._condition_function = rows_kept
+        variants[id(rule)] = variant
+    return variants
+
+
+#: The element types of ``ConstantOfShape`` at every opset (and in onnxruntime's kernel).
+_CONSTANT_OF_SHAPE_TYPES = frozenset(
+    {
+        ir.DataType.FLOAT16, ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.BOOL,
+        ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
+        ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64,
+    }
+)  # fmt: skip
+
+
+def _cast_is_exact(value: np.ndarray, to: ir.DataType) -> bool:
+    """Whether numpy converts the one element ``value`` to ``to`` as ``Cast`` defines it.
+
+    To ``bool``: non-zero is true in both. A float to ``float`` or ``double``: one IEEE
+    rounding to nearest. A float to an integer type: truncation, when finite and in range
+    (beyond, ``Cast`` is undefined and numpy raises or wraps). Otherwise only where the
+    element round-trips exactly (``double`` to ``float16``: onnxruntime rounds twice,
+    through ``float``).
+    """
+    if to == ir.DataType.BOOL:
+        return True
+    if value.dtype.kind == "f" and to in (ir.DataType.FLOAT, ir.DataType.DOUBLE):
+        return True  # one IEEE rounding to nearest in both (inf and NaN kept)
+    target = to.numpy()
+    with np.errstate(all="ignore"):
+        if value.dtype.kind == "f" and np.issubdtype(target, np.integer):
+            if not np.isfinite(value).all():
+                return False
+            limits = np.iinfo(target)
+            return bool(
+                limits.min <= np.trunc(value).min() and np.trunc(value).max() <= limits.max
+            )
+        try:
+            return bool((value.astype(target).astype(value.dtype) == value).all())
+        except (OverflowError, ValueError):
+            return False
+
+
+def _cast_constant_of_shape_variants() -> dict[int, object]:
+    """The ``Cast(ConstantOfShape(s, v), to)`` -> ``ConstantOfShape(s, to(v))`` rules, guarded.
+
+    onnxscript's rules wrote a ``ConstantOfShape`` of any type: ``float8``, ``int4``
+    (invalid before opset 20, refused by onnxruntime at every opset: a model that ran no
+    longer loaded), ``string`` (``optimize`` failed to serialize the model); they convert
+    ``v`` with numpy, which raises on an int64 ``257`` to ``uint8`` (stopping every rule
+    of the round) where ``Cast`` wraps; and the rule for a ``ConstantOfShape`` without
+    ``value`` (zeros) matches one with a value too, and wrote zeros where the first rule
+    declined. The variants take only ``ConstantOfShape``'s own types, a value numpy
+    converts as ``Cast`` does, and no value for the second (found by hand).
+    """
+    try:
+        from onnxscript.rewriter.rules.common import _cast_constant_of_shape as module
+
+        with_value = module.cast_constant_of_shape_rule
+        without_value = module.cast_constant_of_shape_without_value_rule
+        with_value._condition_function  # noqa: B018 (laid out as expected)
+    except (ImportError, AttributeError):
+        return {}
+
+    def value_fits(context, scalar=None, dtype=None, **_):
+        to = ir.DataType(dtype.as_int())
+        if to not in _CONSTANT_OF_SHAPE_TYPES:
+            return False
+        if scalar is None:  # the pattern without a value matches one with a value too
+            source = context.root.inputs[0].producer()
+            return source is not None and "value" not in source.attributes
+        return _cast_is_exact(np.asarray(scalar.value.numpy()), to)
+
+    variants = {}
+    for rule in (with_value, without_value):
+        variant = copy.copy(rule)
+        variant._condition_function = value_fits
         variants[id(rule)] = variant
     return variants
 

@@ -330,3 +330,45 @@ def test_min_max_still_become_clip_with_scalar_bounds():
     after = _optimized(m)
     assert [n.op_type for n in after.graph.node] == ["Clip"]
     _assert_same(before, after, {"x": SPECIAL})
+
+
+#: (name, opset, constant's element, Cast's to, output type): onnxscript's
+#: ``Cast(ConstantOfShape(s, v), to)`` -> ``ConstantOfShape(s, to(v))``.
+CAST_CONSTANT_OF_SHAPE = [
+    ("to_float8", 19, "float[1] {3.5}", 17, "float8e4m3fn"),  # no such ConstantOfShape
+    ("to_string", 18, "float[1] {3.5}", 8, "string"),  # optimize failed to serialize
+    ("negative_to_uint8", 18, "float[1] {-3.7}", 2, "uint8"),  # numpy raised, then zeros
+    ("wrapping_to_uint8", 18, "int64[1] {257}", 2, "uint8"),
+    ("double_to_float", 18, "double[1] {0.1}", 1, "float"),
+    ("to_int32", 18, "float[1] {-2.7}", 6, "int32"),  # truncated in both: folded
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "opset", "value", "to", "out"),
+    CAST_CONSTANT_OF_SHAPE,
+    ids=[c[0] for c in CAST_CONSTANT_OF_SHAPE],
+)
+def test_cast_of_constant_of_shape_folds_only_to_what_cast_computes(
+    name, opset, value, to, out
+):
+    m = model(
+        f"""g (float[N, M] x) => ({out}[N, M] y) {{
+            s = Shape(x)
+            a = ConstantOfShape<value = {value}>(s)
+            y = Cast<to = {to}>(a)
+        }}""",
+        opset=opset,
+    )
+    before = proto(m)
+    after = _optimized(m)
+    ops = [n.op_type for n in after.graph.node]
+    folded = name in ("double_to_float", "to_int32")
+    assert ops == ["Shape", "ConstantOfShape"] + ([] if folded else ["Cast"])
+    for shape in ((0, 2), (1, 1), (2, 3)):
+        x = np.zeros(shape, np.float32)
+        for a, e in zip(run(after, {"x": x}), run(before, {"x": x}), strict=True):
+            assert a.dtype == e.dtype and a.shape == e.shape
+            assert (
+                a.tobytes() == e.tobytes() if a.dtype != object else a.tolist() == e.tolist()
+            )
