@@ -47,6 +47,8 @@ from __future__ import annotations
 
 __all__ = ["inexact_on_floats", "kept_float_weight_nodes", "should_fold"]
 
+import math
+
 import numpy as np
 import onnx_ir as ir
 
@@ -224,18 +226,29 @@ def _slice_departs(node: ir.Node) -> bool:
 _DOUBLE_EXACT = 1 << 53
 
 
+def _exact_limit(dtype: ir.DataType | None) -> int | None:
+    """The largest magnitude an integer result of ``dtype`` may have and stay exact in onnxruntime.
+
+    onnxruntime computes an integer ``Pow`` and the integer reductions on ``double``s
+    cast back: exact up to ``2**53``, and beyond the type's range the cast saturates
+    (``int32`` ``3**21`` is ``-2**31`` there) where numpy wraps. ``None``: not an integer.
+    """
+    if dtype is None or not dtype.is_integer():
+        return None
+    return min(_DOUBLE_EXACT, int(np.iinfo(dtype.numpy()).max))
+
+
 def _int_pow_is_exact(node: ir.Node) -> bool:
-    """Whether an int64/uint64 ``Pow`` of constants gives numpy's exact powers in onnxruntime.
+    """Whether an integer ``Pow`` of constants gives numpy's exact powers in onnxruntime.
 
     onnxruntime computes an integer ``Pow`` as ``std::pow`` on ``double``s cast back:
     ``3 ** 39`` is ``4052555153018976256`` there, ``...267`` in numpy (the folder's
-    reference). Exact only for results of at most ``2**53`` in magnitude (``int32`` and
-    narrower always are). ``True`` for any other node, and for inputs not constant.
+    reference), and an ``int32`` ``3 ** 21`` saturates to ``-2**31`` where numpy wraps.
+    Exact only for results within :func:`_exact_limit`. ``True`` for any other node, and
+    for inputs not constant.
     """
-    if len(node.inputs) != 2 or _dtype(node.inputs[0]) not in (
-        ir.DataType.INT64,
-        ir.DataType.UINT64,
-    ):
+    limit = _exact_limit(_dtype(node.inputs[0])) if len(node.inputs) == 2 else None
+    if limit is None:
         return True
     base, exponent = (v.const_value if v is not None else None for v in node.inputs)
     if base is None or exponent is None:
@@ -248,9 +261,58 @@ def _int_pow_is_exact(node: ir.Node) -> bool:
         b, e = int(b), int(e)
         if abs(b) <= 1 or e <= 0:
             continue  # 0, 1, -1 to any power; b ** 0 == 1; b ** -n fails the reference
-        if e > 64 or abs(b) ** e > _DOUBLE_EXACT:
+        if e > 64 or abs(b) ** e > limit:
             return False
     return True
+
+
+#: Integer reductions onnxruntime computes in ``double`` (measured: ``ReduceSum`` of
+#: ``[2**53 + 1, 0]`` is ``2**53``, of ``int32`` ``[2**30, 2**30, 3]`` saturates to
+#: ``2**31 - 1`` where numpy wraps), with the bound of each one's partial results by the
+#: magnitudes of the elements.
+def _square_sum(magnitudes: list[int]) -> int:
+    return sum(v * v for v in magnitudes)
+
+
+def _product(magnitudes: list[int]) -> int:
+    return math.prod(max(v, 1) for v in magnitudes)
+
+
+_DOUBLE_REDUCTIONS = {
+    "ReduceSum": sum,
+    "ReduceL1": sum,
+    "ReduceMean": sum,
+    "ReduceSumSquare": _square_sum,
+    "ReduceL2": _square_sum,
+    "ReduceProd": _product,
+}
+
+
+def _int_reduction_is_exact(node: ir.Node) -> bool:
+    """Whether an integer reduction of a constant gives numpy's result in onnxruntime.
+
+    Exact when every partial result stays within :func:`_exact_limit`: the sum (of
+    squares) of the elements' magnitudes, the product of the magnitudes above 1. The
+    logarithmic reductions of integers are never folded. ``True`` for any other node, and
+    for inputs not constant.
+    """
+    if node.op_type not in _DOUBLE_REDUCTIONS and node.op_type not in (
+        "ReduceLogSum",
+        "ReduceLogSumExp",
+    ):
+        return True
+    limit = _exact_limit(_dtype(node.inputs[0])) if node.inputs else None
+    if limit is None:
+        return True
+    if node.op_type not in _DOUBLE_REDUCTIONS:
+        return False
+    data = node.inputs[0].const_value
+    if data is None:
+        return True  # nothing the folder evaluates
+    magnitudes = [abs(int(v)) for v in data.numpy().reshape(-1).tolist()]
+    if any(v > limit for v in magnitudes):
+        return False
+    return _DOUBLE_REDUCTIONS[node.op_type](magnitudes) <= limit
 
 
 def inexact_on_floats(node: ir.Node) -> bool:
@@ -270,8 +332,10 @@ def should_fold(node: ir.Node) -> bool | None:
     if node.op_type == "Unique":
         if int_attribute(node, "sorted", 1) != 1:
             return False
-    elif (node.op_type == "Slice" and _slice_departs(node)) or (
-        node.op_type == "Pow" and not _int_pow_is_exact(node)
+    elif (
+        (node.op_type == "Slice" and _slice_departs(node))
+        or (node.op_type == "Pow" and not _int_pow_is_exact(node))
+        or not _int_reduction_is_exact(node)
     ):
         return False
     if not _involves_floats(node):

@@ -128,10 +128,35 @@ H = np.array([0.7153, 0.6025], np.float16)
             "2**53 is a double",
         ),
         (
-            _node("Pow", np.array([99], np.int32), np.array([8], np.int32)),
+            _node("Pow", np.array([99], np.int32), np.array([4], np.int32)),
             None,
-            "an int32 result is always exact in a double",
+            "an int32 result is exact in a double",
         ),
+        (
+            _node("Pow", np.array([99], np.int32), np.array([8], np.int32)),
+            False,
+            "beyond int32: onnxruntime's cast from double saturates, numpy wraps",
+        ),
+        (
+            _node("ReduceSum", np.array([2**53 + 1, 0], np.int64)),
+            False,
+            "onnxruntime sums integers in double: 2**53 there",
+        ),
+        (
+            _node("ReduceSum", np.array([2**30, 2**30, 3], np.int32)),
+            False,
+            "beyond int32: onnxruntime saturates, numpy wraps",
+        ),
+        (
+            _node("ReduceProd", np.array([100000, 100000, 3], np.int32)),
+            False,
+            "beyond int32",
+        ),
+        (_node("ReduceSumSquare", np.array([2**27, 2**27], np.int64)), False, "2**55"),
+        (_node("ReduceLogSum", np.array([1, 2], np.int64)), False, "logarithm of ints"),
+        (_node("ReduceSum", np.array([2**52, -(2**52)], np.int64)), None, "within 2**53"),
+        (_node("ReduceProd", np.array([0, 7, 3], np.int32)), None, "small"),
+        (_node("ReduceMax", np.array([2**62, 1], np.int64)), None, "no arithmetic"),
         (
             _node("Pow", np.array([-1, 0, 1], np.int64), np.int64(10**9)),
             None,
@@ -323,4 +348,27 @@ def test_an_int64_pow_of_a_computed_value_beyond_two_to_the_53_is_not_published(
     x = np.arange(3, dtype=np.int64)
     expected = session(model(text)).run(None, {"x": x})[0]
     after = onnx_symdims.optimize(model(text))
+    np.testing.assert_array_equal(session(after).run(None, {"x": x})[0], expected)
+
+
+# onnxruntime reduces integers in double and saturates the cast back; numpy (the
+# folder's reference) wraps: the folded product was -64771072, onnxruntime's 2**31 - 1.
+WRAPPING_PRODUCT = """
+    g (float[N] x) => (int32[N] y) {
+        a = Constant<value = int32[3] {100000, 100000, 3}>()
+        r = ReduceProd<keepdims = 0>(a)
+        s = Shape(x)
+        e = Expand(r, s)
+        c = Cast<to = 6>(s)
+        y = Add(e, c)
+    }
+"""
+
+
+def test_an_integer_reduction_beyond_its_type_is_kept_as_onnxruntime_computes_it():
+    x = np.zeros(3, np.float32)
+    before = model(WRAPPING_PRODUCT)
+    expected = session(before).run(None, {"x": x})[0]
+    after = onnx_symdims.optimize(model(WRAPPING_PRODUCT))
+    assert "ReduceProd" in ops(after)
     np.testing.assert_array_equal(session(after).run(None, {"x": x})[0], expected)
