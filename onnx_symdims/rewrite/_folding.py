@@ -288,6 +288,29 @@ _DOUBLE_REDUCTIONS = {
 }
 
 
+def _int_einsum_is_exact(node: ir.Node) -> bool:
+    """Whether an integer ``Einsum`` of constants gives numpy's result in onnxruntime.
+
+    onnxruntime sums a contracted or dropped index with its reductions, in ``double``
+    (``Einsum("i->")`` of int64 ``[2**53 + 1, 2]`` is ``2**53 + 2`` there; of int32
+    ``[2**30, 2**30, 3]`` it saturates where numpy wraps). Every partial result is at
+    most the product over the inputs of each one's sum of magnitudes: exact when that
+    is within :func:`_exact_limit`.
+    """
+    limit = _exact_limit(_dtype(node.inputs[0])) if node.inputs else None
+    if limit is None:
+        return True
+    bound = 1
+    for value in node.inputs:
+        tensor = value.const_value if value is not None else None
+        if tensor is None:
+            return True  # nothing the folder evaluates
+        bound *= sum(abs(int(v)) for v in tensor.numpy().reshape(-1).tolist())
+        if bound > limit:
+            return False
+    return True
+
+
 def _int_reduction_is_exact(node: ir.Node) -> bool:
     """Whether an integer reduction of a constant gives numpy's result in onnxruntime.
 
@@ -336,6 +359,7 @@ def should_fold(node: ir.Node) -> bool | None:
         (node.op_type == "Slice" and _slice_departs(node))
         or (node.op_type == "Pow" and not _int_pow_is_exact(node))
         or not _int_reduction_is_exact(node)
+        or (node.op_type == "Einsum" and not _int_einsum_is_exact(node))
     ):
         return False
     if not _involves_floats(node):

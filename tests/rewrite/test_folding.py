@@ -158,6 +158,21 @@ H = np.array([0.7153, 0.6025], np.float16)
         (_node("ReduceProd", np.array([0, 7, 3], np.int32)), None, "small"),
         (_node("ReduceMax", np.array([2**62, 1], np.int64)), None, "no arithmetic"),
         (
+            _node("Einsum", np.array([2**53 + 1, 2], np.int64), equation="i->"),
+            False,
+            "onnxruntime sums the dropped index in double",
+        ),
+        (
+            _node("Einsum", np.array([2**30, 2**30, 3], np.int32), equation="i->"),
+            False,
+            "beyond int32: saturates there, wraps in numpy",
+        ),
+        (
+            _node("Einsum", I64, I64, equation="i,i->"),
+            None,
+            "small: exact",
+        ),
+        (
             _node("Pow", np.array([-1, 0, 1], np.int64), np.int64(10**9)),
             None,
             "0, 1 and -1 to any power",
