@@ -40,6 +40,7 @@ from onnx_symdims.rewrite._facts import (
     ShapeFacts,
     analyze,
     clear_computed_shapes,
+    constant_tensor,
     ints_attribute,
     overridable_defaults_hidden,
 )
@@ -737,8 +738,37 @@ def _sound_clip_fusions() -> dict[str, object]:
     return variants
 
 
+@functools.cache
+def _sound_conv_integer_pad():
+    """The ``ConvInteger(Pad(x))`` -> ``ConvInteger(x, pads)`` rule of onnxscript, where alike.
+
+    ``Pad`` writes zeros, which ``ConvInteger`` then shifts by ``-x_zero_point``; its own
+    padding is the zero point itself (it contributes nothing): with ``x_zero_point = 5``
+    the fused node computed other sums on the border (found by hand). The variant asks
+    for no ``x_zero_point`` or a constant one of zeros. ``None`` (the rule is left out)
+    for an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common._fuse_pad_into_conv import FuseConvIntegerPad
+    except ImportError:
+        return None
+
+    class SoundFuseConvIntegerPad(FuseConvIntegerPad):
+        def check(self, context, x, pad, conv, **rest):
+            inputs = conv.producer().inputs
+            point = inputs[2] if len(inputs) > 2 else None
+            tensor = constant_tensor(point) if point is not None else None
+            if point is not None and (tensor is None or tensor.numpy().any()):
+                return MatchResult().fail("ConvInteger pads with its x_zero_point, Pad with 0")
+            return super().check(context, x, pad, conv, **rest)
+
+    return SoundFuseConvIntegerPad.rule()
+
+
 #: onnxscript rules replaced by a variant whose check adds what soundness needs.
 _SOUND_VARIANTS = {
+    "FuseConvIntegerPad": _sound_conv_integer_pad,
     "CastCast": _sound_cast_cast,
     "ScatterAllStatic": _sound_scatter_all_static,
     "FuseMaxMinToClip": lambda: _sound_clip_fusions().get("FuseMaxMinToClip"),

@@ -372,3 +372,25 @@ def test_cast_of_constant_of_shape_folds_only_to_what_cast_computes(
             assert (
                 a.tobytes() == e.tobytes() if a.dtype != object else a.tolist() == e.tolist()
             )
+
+
+CONV_INTEGER_PAD = """g (uint8[1, 1, N, 3] x) => (int32[1, 1, ?, ?] y) {
+    p = Constant<value = int64[8] {0, 0, 1, 1, 0, 0, 1, 1}>()
+    a = Pad(x, p)
+    w = Constant<value = uint8[1, 1, 2, 2] {1, 2, 3, 4}>()
+    zp = Constant<value = uint8 {ZP}>()
+    y = ConvInteger(a, w, zp)
+}"""
+
+
+@pytest.mark.parametrize("zero_point", [5, 0])
+def test_a_pad_joins_conv_integer_only_without_a_zero_point(zero_point):
+    """``ConvInteger`` pads with its ``x_zero_point``; ``Pad`` wrote zeros, shifted by it."""
+    m = model(CONV_INTEGER_PAD.replace("ZP", str(zero_point)))
+    before = proto(m)
+    after = _optimized(m)
+    fused = "Pad" not in [n.op_type for n in after.graph.node]
+    assert fused == (zero_point == 0)
+    for n in (1, 3):
+        x = (np.arange(n * 3, dtype=np.uint8).reshape(1, 1, n, 3) * 3) % 11
+        _assert_same(before, after, {"x": x})
