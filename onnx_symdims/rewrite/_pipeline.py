@@ -41,6 +41,7 @@ from onnx_symdims.rewrite._facts import (
     analyze,
     clear_computed_shapes,
     constant_tensor,
+    int_attribute,
     ints_attribute,
     overridable_defaults_hidden,
 )
@@ -564,6 +565,8 @@ def _guarded_folder() -> type:
             )
             if needed is not None and self.default_opset < needed:
                 return None  # its evaluator writes ops in a newer opset's form
+            if not _evaluator_is_sound(node):
+                return None
             try:
                 return super().process_node(node, *args, **kwargs)
             except Exception as error:  # any evaluator bug: leave the node
@@ -577,6 +580,34 @@ def _guarded_folder() -> type:
                 return None
 
     return GuardedFoldConstantsPass
+
+
+def _evaluator_is_sound(node: ir.Node) -> bool:
+    """False for a node onnxscript's folder would rewrite by an unsound partial evaluator.
+
+    Its ``Abs`` evaluator replaces ``Abs(v)`` of any value computed from a shape by ``v``
+    (``Abs(dim - 5)`` became ``dim - 5``): only a constant ``Abs`` is left to it (folded
+    as a constant). Its ``SplitToSequence`` evaluator squeezes the chunks with
+    ``keepdims=0`` also when a ``split`` list is given, which makes the spec and
+    onnxruntime ignore ``keepdims``, and splits an empty axis into a ``Split`` of no
+    outputs (an invalid model): left to it only with ``keepdims=1`` or a scalar
+    ``split``, and an axis that is not empty (found by hand).
+    """
+    if node.domain not in ("", "ai.onnx"):
+        return True
+    if node.op_type == "Abs":
+        return bool(node.inputs) and constant_tensor(node.inputs[0]) is not None
+    if node.op_type == "SplitToSequence" and len(node.inputs) > 1:
+        split, data = node.inputs[1], node.inputs[0]
+        if split is None or data is None or data.shape is None:
+            return False
+        axis = int_attribute(node, "axis", 0)
+        rank = len(data.shape)
+        if not -rank <= axis < rank or data.shape[axis] == 0:
+            return False
+        scalar = split.shape is not None and len(split.shape) == 0
+        return int_attribute(node, "keepdims", 1) == 1 or scalar
+    return True
 
 
 #: Bound on the folder / onnxruntime alternations of one :func:`fold_constants` call

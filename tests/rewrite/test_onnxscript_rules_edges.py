@@ -394,3 +394,57 @@ def test_a_pad_joins_conv_integer_only_without_a_zero_point(zero_point):
     for n in (1, 3):
         x = (np.arange(n * 3, dtype=np.uint8).reshape(1, 1, n, 3) * 3) % 11
         _assert_same(before, after, {"x": x})
+
+
+#: (name, graph, sizes): nodes onnxscript's folder rewrote by its own partial evaluators.
+FOLDER_EVALUATORS = [
+    (
+        # its Abs evaluator takes any value computed from a shape for non-negative:
+        # Abs(dim - 5) became dim - 5
+        "abs_of_a_dim_minus_five",
+        """g (float[N, 2] x) => (int64[1] y) {
+            s = Shape<end = 1>(x)
+            c = Constant<value = int64[1] {-5}>()
+            d = Add(s, c)
+            y = Abs(d)
+        }""",
+        [0, 1, 7],
+    ),
+    (
+        # its SplitToSequence evaluator squeezed with keepdims=0 though a split list is
+        # given (keepdims is then ignored: onnxruntime keeps [N, 1])
+        "split_to_sequence_keepdims_with_split",
+        """g (float[N, 4] x) => (float[N, ?] y) {
+            sp = Constant<value = int64[4] {1, 1, 1, 1}>()
+            s = SplitToSequence<axis = 1, keepdims = 0>(x, sp)
+            p = Constant<value = int64 {1}>()
+            y = SequenceAt(s, p)
+        }""",
+        [0, 1, 3],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "graph", "sizes"), FOLDER_EVALUATORS, ids=[c[0] for c in FOLDER_EVALUATORS]
+)
+def test_folder_evaluators_keep_outputs(name, graph, sizes):
+    m = model(graph)
+    before = proto(m)
+    after = _optimized(m)
+    for n in sizes:
+        width = 4 if "4]" in graph else 2
+        _assert_same(before, after, {"x": np.ones((n, width), np.float32)})
+
+
+def test_an_empty_split_to_sequence_leaves_a_valid_model():
+    """The evaluator made a ``Split`` of no outputs and a ``Concat`` of no inputs."""
+    m = model(
+        """g (float[N, 0] x) => (float[N, ?] y) {
+            sp = Constant<value = int64 {2}>()
+            s = SplitToSequence<axis = 1>(x, sp)
+            y = ConcatFromSequence<axis = 1>(s)
+        }"""
+    )
+    after = _optimized(m)
+    onnx.checker.check_model(after)
