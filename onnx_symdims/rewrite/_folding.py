@@ -45,7 +45,12 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["inexact_on_floats", "kept_float_weight_nodes", "should_fold"]
+__all__ = [
+    "inexact_on_floats",
+    "kept_float_weight_nodes",
+    "should_fold",
+    "should_fold_exactly",
+]
 
 import math
 
@@ -345,10 +350,12 @@ def inexact_on_floats(node: ir.Node) -> bool:
     return node.op_type not in _EXACT_ON_FLOATS or _rounds_to_half(node)
 
 
-def should_fold(node: ir.Node) -> bool | None:
-    """``False`` for a node numpy would evaluate otherwise than onnxruntime; else ``None``.
+def should_fold_exactly(node: ir.Node) -> bool | None:
+    """``False`` for a node numpy would evaluate otherwise than onnxruntime, floats aside.
 
-    ``None`` leaves the decision to onnxscript's folder (its size limits and op rules).
+    What :func:`should_fold` checks but the rounding of floats: with ``exact_floats=False``
+    and no onnxruntime to fold them, float nodes may round otherwise, but integers, the
+    order of ``Unique`` and the elements of a ``Slice`` stay exact.
     """
     if node.domain not in ("", "ai.onnx"):
         return None
@@ -361,6 +368,18 @@ def should_fold(node: ir.Node) -> bool | None:
         or not _int_reduction_is_exact(node)
         or (node.op_type == "Einsum" and not _int_einsum_is_exact(node))
     ):
+        return False
+    return None
+
+
+def should_fold(node: ir.Node) -> bool | None:
+    """``False`` for a node numpy would evaluate otherwise than onnxruntime; else ``None``.
+
+    ``None`` leaves the decision to onnxscript's folder (its size limits and op rules).
+    """
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    if should_fold_exactly(node) is False:
         return False
     if not _involves_floats(node):
         return None

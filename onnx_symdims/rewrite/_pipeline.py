@@ -49,7 +49,11 @@ from onnx_symdims.rewrite._fixed_dims import fix_dims, fixed_sizes
 from onnx_symdims.rewrite._flat_gather import GatherOfFlatIndexGridPass
 from onnx_symdims.rewrite._fold_range import fold_float_ranges
 from onnx_symdims.rewrite._fold_split import fold_constant_splits
-from onnx_symdims.rewrite._folding import kept_float_weight_nodes, should_fold
+from onnx_symdims.rewrite._folding import (
+    kept_float_weight_nodes,
+    should_fold,
+    should_fold_exactly,
+)
 from onnx_symdims.rewrite._gather import GatherNDOfIndexGridPass
 from onnx_symdims.rewrite._graph_parameters import (
     inline_graph_parameter_functions,
@@ -510,7 +514,10 @@ def fold_constants(
         return guarded(problems, **options)
 
     in_onnxruntime = not exact_floats and onnxruntime_available()
-    policy = {} if not exact_floats and not in_onnxruntime else {"should_fold": should_fold}
+    # without onnxruntime to fold floats, numpy folds them (rounding otherwise), but
+    # integers stay exact in every mode
+    exactly = not exact_floats and not in_onnxruntime
+    policy = {"should_fold": should_fold_exactly if exactly else should_fold}
     folder(**policy)(model)
     if in_onnxruntime:
         for _ in range(_MAX_FOLD_ALTERNATIONS):

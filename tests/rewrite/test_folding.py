@@ -387,3 +387,16 @@ def test_an_integer_reduction_beyond_its_type_is_kept_as_onnxruntime_computes_it
     after = onnx_symdims.optimize(model(WRAPPING_PRODUCT))
     assert "ReduceProd" in ops(after)
     np.testing.assert_array_equal(session(after).run(None, {"x": x})[0], expected)
+
+
+def test_inexact_floats_without_onnxruntime_still_keep_integers_exact(monkeypatch):
+    """Floats may round otherwise when numpy folds them; integers never do."""
+    from onnx_symdims.rewrite import _pipeline
+
+    monkeypatch.setattr(_pipeline, "onnxruntime_available", lambda: False)
+    x = np.zeros(3, np.float32)
+    before = model(WRAPPING_PRODUCT)
+    expected = session(before).run(None, {"x": x})[0]
+    after = onnx_symdims.optimize(model(WRAPPING_PRODUCT), exact_floats=False)
+    assert "ReduceProd" in ops(after)
+    np.testing.assert_array_equal(session(after).run(None, {"x": x})[0], expected)
