@@ -618,6 +618,14 @@ def _mod_impl(a: Dim, b: Dim) -> Dim:
             return numerator % b
         if numerator.unknown_reason is not None:
             return numerator
+        if numerator.const != k or any(
+            not 0 <= c < b or rest.get(m) != c for m, c in numerator.terms
+        ):
+            # _finish absorbed an exact quotient into its coefficient and left others
+            # than the reduced ones: (-((a-b)/:3)) % 2**32 reduces the coefficient to
+            # 2**32-1, which absorbs to 1431655765*a - 1431655765*b. Reducing again gives
+            # the form its printed text parses to (each absorption removes a quotient).
+            return mod(numerator, b)
         lo, hi = _range(numerator)
         if lo is not None and hi is not None and lo // b == hi // b:
             # The reduced numerator may be bounded where a was not: -x%3 % 2.

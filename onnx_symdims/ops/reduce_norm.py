@@ -101,7 +101,28 @@ def _reduce_elements(
         return None  # max/min of nothing is a dtype-dependent sentinel
     array = object_array(elements, shape).transpose([*kept, *axes])
     rows = array.reshape(math.prod([shape[k] for k in kept]), group)
+    if op in ("ReduceSum", "ReduceProd") and not all(
+        _exact_in_double(op, row) for row in rows
+    ):
+        return None
     return [combine(list(row)) for row in rows]
+
+
+#: Integers up to this magnitude are exact in a double (onnxruntime's integer reductions).
+_DOUBLE_EXACT = 1 << 53
+
+
+def _exact_in_double(op: str, row: Sequence[Dim]) -> bool:
+    """Whether onnxruntime's integer ``op`` over ``row`` is exact: it reduces in ``double``.
+
+    Measured: ``ReduceSum`` of int64 ``[2**53 + 1, 0]`` is ``2**53``, ``ReduceProd`` of
+    ``[2**53 + 1, 1]`` too. Exact when every partial result of the int elements is at
+    most ``2**53`` in magnitude (symbolic elements are sizes, far below).
+    """
+    magnitudes = [abs(d) for d in row if isinstance(d, int)]
+    if op == "ReduceSum":
+        return sum(magnitudes) <= _DOUBLE_EXACT
+    return math.prod(max(m, 1) for m in magnitudes) <= _DOUBLE_EXACT
 
 
 def _reduce_with_axes(

@@ -481,3 +481,20 @@ def test_reduce_partly_known_axes_keepdims():
     inferred = check_against_ort(text, XYZ, _axes([0]))
     shape = inferred.shape("y")
     assert shape[1] == 1 and shape[0] != "N" and shape[2] != "H"
+
+
+@pytest.mark.parametrize(
+    ("op", "elements", "expected"),
+    [
+        # onnxruntime reduces int64 in double: [2**53 + 1, 0] sums to 2**53 there, while
+        # the spec's exact sum is 2**53 + 1. Where the two differ no value is published.
+        ("ReduceSum", "9007199254740993, 0", None),
+        ("ReduceProd", "9007199254740993, 1", None),
+        ("ReduceSum", "4503599627370496, 4503599627370496", [2**53]),  # exact in double
+        ("ReduceProd", "94906265, 94906265", [94906265**2]),  # just below 2**53
+    ],
+)
+def test_reduce_value_only_where_double_is_exact(op, elements, expected):
+    body = f"c = Constant<value=int64[2] {{{elements}}}>()\ny = {op}<keepdims=0>(c)"
+    inferred = check_against_ort(model_text(18, "float[N] x", body, "int64 y"), [{"N": 1}])
+    assert inferred.elements("y") == expected
