@@ -412,8 +412,10 @@ def _set_reshaped(
         ctx.set_output(0, None if length is None else [None] * length, dtype)
     else:
         # The same Reshape recurs in every layer: its dims are computed once per facts.
-        key = ("Reshape", data, tuple(target), allowzero)
-        dims = facts.dims_under_facts(key, lambda: reshape_dims(ctx, data, target, allowzero))
+        if target.__class__ is not tuple:
+            target = tuple(target)  # (value_of gives a tuple: the usual target as it is)
+        key = ("Reshape", data, target, allowzero)
+        dims = facts.shape_under_facts(key, reshape_dims, ctx, data, target, allowzero)
         ctx.set_output(0, dims, dtype)
     ctx.set_output_value(0, facts.value_of(data_value))
 

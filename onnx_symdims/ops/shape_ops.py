@@ -176,8 +176,9 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
                 ):
                     return
                 elements = [unknown_element() for _ in range(shape[0])]
-            pieces.extend(elements)
-        if not is_fully_unknown(pieces):
+            pieces += elements
+        # An int first element (the usual shape vector) is known: no call to find one.
+        if (pieces and pieces[0].__class__ is int) or not is_fully_unknown(pieces):
             ctx.set_output_value(0, pieces)
         return
     out: list[Dim | None] = []
@@ -211,8 +212,19 @@ def _concatenated_dim(known: Sequence[Sequence[Dim]], inputs: int, axis: int) ->
         return None
     total = known[0][axis]
     for shape in known[1:]:
-        total = expr.add(total, shape[axis])
+        d = shape[axis]
+        if total.__class__ is int and d.__class__ is int:
+            # expr.add of two ints (the lengths of shape vectors), without its call:
+            # their sum unless it leaves int64 (then what expr.add says of it).
+            r = total + d
+            total = r if _INT64_MIN <= r <= _INT64_MAX else expr.add(total, d)
+        else:
+            total = expr.add(total, d)
     return total
+
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
 
 
 @register("", "Gather")

@@ -697,6 +697,29 @@ class ShapesContext:
             _memo_under_facts(scope, full_key, tuple(dims))
         return dims
 
+    def shape_under_facts(
+        self, key: tuple, compute: Callable[..., Sequence[Dim | None]], *args: object
+    ) -> tuple[Dim | None, ...]:
+        """:meth:`dims_under_facts` of ``compute(*args)``, as a tuple.
+
+        The same entries, kept the same way (a tuple either way): the caller builds no
+        closure, and a hit returns the kept tuple itself rather than a list copy of it
+        (:meth:`NodeContext.set_output` would make it a tuple again). A Reshape in every
+        layer asks it.
+        """
+        scope = self.scope
+        version = scope.version
+        full_key = ("dims_under_facts", key, self.conditional_depth > 0)
+        found = scope._scoped_memo.get(full_key)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        dims = tuple(compute(*args))
+        if scope.version == version and not any(
+            isinstance(d, expr.DimExpr) and d.is_unknown for d in dims
+        ):
+            _memo_under_facts(scope, full_key, dims)
+        return dims
+
     # ------------------------------------------------------------------------------------
     # Side tables
     # ------------------------------------------------------------------------------------
