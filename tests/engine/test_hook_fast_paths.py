@@ -1,0 +1,183 @@
+"""The short paths of the common hooks give what their general paths give.
+
+Binary ops and ``MatMul`` unpack their two inputs, ``Concat`` sums int lengths itself,
+``Reshape`` keeps its dims with :meth:`ShapesContext.shape_under_facts`, ``Transpose``
+picks dims with a getter kept per ``perm``: each is checked here against the answer
+(or the failure) of the path it shortcuts.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from onnx_symdims import expr
+from onnx_symdims.shapes import ShapesContext
+from tests.engine._engine_testing import dims, errors, infer
+
+
+def test_binary_op_with_a_missing_or_an_extra_input():
+    m, result = infer(
+        """
+        g (float[N, 4] x) => (y) {
+            y = Add(x)
+        }
+        """
+    )
+    assert errors(result) == ["required input 1 is missing"]
+    m, result = infer(
+        """
+        g (float[N, 4] x, float[4] b, float[4] c) => (y) {
+            y = Add(x, b, c)
+        }
+        """
+    )
+    assert dims(m, "y") == ["N", 4]  # the extra input is not read, as before
+
+
+def test_matmul_with_a_missing_input_fails_the_node():
+    _, result = infer(
+        """
+        g (float[N, 4] x) => (y) {
+            y = MatMul(x)
+        }
+        """
+    )
+    assert errors(result) == ["required input 1 is missing"]
+
+
+def test_concat_of_shape_vectors_sums_their_lengths_and_keeps_the_elements():
+    m, result = infer(
+        """
+        g (float[N, 4] x, float[B, T, 8] z) => (s) {
+            a = Shape(x)
+            b = Shape(z)
+            c = Constant<value = int64[1] {-1}>()
+            s = Concat<axis = 0>(a, b, c)
+        }
+        """
+    )
+    assert dims(m, "s") == [6]
+    assert not errors(result)
+
+
+def test_concatenated_int_lengths_past_int64_are_what_expr_add_says():
+    from onnx_symdims.ops.shape_ops import _concatenated_dim
+
+    big = 2**62
+    total = _concatenated_dim([(big,), (big,), (1,)], 3, 0)
+    expected = expr.add(expr.add(big, big), 1)
+    assert isinstance(total, expr.DimExpr) and total.is_unknown
+    assert isinstance(expected, expr.DimExpr) and expected.is_unknown
+    assert _concatenated_dim([(big,), (big - 1,)], 2, 0) == 2**63 - 1  # the largest int64
+    past = _concatenated_dim([(big,), (big - 1,), (1,)], 3, 0)
+    assert isinstance(past, expr.DimExpr) and past.is_unknown
+    assert _concatenated_dim([(3,), (4,)], 2, 0) == 7
+    n = expr.sym("n")
+    assert _concatenated_dim([(3,), (n,), (4,)], 3, 0) == expr.add(expr.add(3, n), 4)
+    assert _concatenated_dim([(3,)], 2, 0) is None  # an input of unknown rank
+
+
+def test_shape_under_facts_is_dims_under_facts_as_a_tuple():
+    ctx = ShapesContext()
+    n = expr.sym("N")
+    calls = []
+
+    def compute(a, b):
+        calls.append((a, b))
+        return [a, b]
+
+    first = ctx.shape_under_facts(("t",), compute, n, 4)
+    assert first == (n, 4) and isinstance(first, tuple)
+    assert ctx.shape_under_facts(("t",), compute, n, 5) is first  # kept: not recomputed
+    assert calls == [(n, 4)]
+    # The same entries as dims_under_facts (as a list there).
+    assert ctx.dims_under_facts(("t",), lambda: [0]) == [n, 4]
+    assert ctx.shape_under_facts(("l",), compute, 1, 2) == (1, 2)
+    assert ctx.dims_under_facts(("l",), lambda: [0]) == [1, 2]
+    ctx.dims_under_facts(("d",), lambda: [n, 7])
+    assert ctx.shape_under_facts(("d",), compute, 0, 0) == (n, 7)
+
+
+def test_shape_under_facts_keeps_no_unknown_and_nothing_that_added_a_fact():
+    ctx = ShapesContext()
+    n = expr.sym("N")
+    unknown = expr.unknown("test")
+    assert ctx.shape_under_facts(("u",), lambda: [unknown]) == (unknown,)
+    assert ctx.shape_under_facts(("u",), lambda: [n]) == (n,)
+
+    def noting():
+        ctx.note_ge(n, 2)
+        return [n]
+
+    assert ctx.shape_under_facts(("f",), noting) == (n,)
+    assert ctx.shape_under_facts(("f",), lambda: [4]) == (4,)
+
+
+@pytest.mark.parametrize(
+    ("perm", "expected"),
+    [
+        ("<perm = [0, 2, 1]>", ["B", 8, "T"]),
+        ("<perm = [2, 0, 1]>", [8, "B", "T"]),
+        ("", [8, "T", "B"]),  # default: reversed
+    ],
+)
+def test_transpose_permutes_dims(perm, expected):
+    body = f"""
+        g (float[B, T, 8] x) => (y) {{
+            y = Transpose{perm}(x)
+        }}
+    """
+    for _ in range(2):  # the second run finds the perm's getter kept
+        m, result = infer(body)
+        assert dims(m, "y") == expected
+        assert not errors(result)
+
+
+def test_transpose_of_a_vector_and_bad_perms():
+    m, _ = infer(
+        """
+        g (float[N] x) => (y) {
+            y = Transpose<perm = [0]>(x)
+        }
+        """
+    )
+    assert dims(m, "y") == ["N"]
+    for _ in range(2):  # a bad perm is never kept: it fails every time
+        _, result = infer(
+            """
+            g (float[B, T, 8] x) => (y) {
+                y = Transpose<perm = [0, 0, 1]>(x)
+            }
+            """
+        )
+        assert errors(result) == ["perm [0, 0, 1] is not a permutation"]
+    _, result = infer(
+        """
+        g (float[B, T] x) => (y) {
+            y = Transpose<perm = [1, 0, 2]>(x)
+        }
+        """
+    )
+    assert errors(result) == ["perm [1, 0, 2] has length 3 but the input has rank 2"]
+
+
+def test_transpose_permutes_a_known_table():
+    m, result = infer(
+        """
+        g (float[N, 4] x) => (y) {
+            s = Shape(x)
+            c = Concat<axis = 0>(s, s)
+            t = Reshape(c, r)
+            u = Transpose<perm = [1, 0]>(t)
+            f = Reshape(u, m1)
+            y = Expand(x, f)
+        }
+        """.replace(
+            "{",
+            "<int64[2] r = {2, 2}, int64[1] m1 = {-1}> {",
+            1,
+        )
+    )
+    assert not errors(result)
+    # [[N, 4], [N, 4]] transposed is [[N, N], [4, 4]]: the elements follow the dims.
+    assert dims(m, "y") == ["N", "N", 4, 4]
