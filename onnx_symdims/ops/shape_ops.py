@@ -153,17 +153,22 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
         return
     first = known[0]
     rank = len(first)
-    for s in known:
-        if len(s) != rank:
-            ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
-    if rank == 0:
-        ctx.fail("cannot concatenate scalars")
-    if not -rank <= axis < rank:
-        ctx.normalize_axis(axis, rank)  # fails the node
-    axis = axis + rank if axis < 0 else axis  # normalize_axis, inline
     if rank == 1:
-        # A vector (shape computations): only the concatenated axis, then the elements.
-        ctx.set_output(0, (_concatenated_dim(known, len(shapes), 0),), dtype)
+        # Vectors (shape computations): the ranks checked and the lengths summed in one
+        # pass (the sum _concatenated_dim gives), then the elements.
+        total = first[0]
+        for s in known[1:]:  # (by position: two inputs may share one shape tuple)
+            if len(s) != 1:
+                ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
+            d = s[0]
+            if total.__class__ is int and d.__class__ is int:
+                r = total + d  # expr.add of two ints, without its call
+                total = r if _INT64_MIN <= r <= _INT64_MAX else expr.add(total, d)
+            else:
+                total = expr.add(total, d)
+        if not -1 <= axis < 1:
+            ctx.normalize_axis(axis, 1)  # fails the node
+        ctx.set_output(0, (total if len(known) == len(shapes) else None,), dtype)
         pieces: list[Dim] = []
         value_of = facts.value_of
         for value, shape in zip(present, shapes):
@@ -181,6 +186,14 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
         if (pieces and pieces[0].__class__ is int) or not is_fully_unknown(pieces):
             ctx.set_output_value(0, pieces)
         return
+    for s in known:
+        if len(s) != rank:
+            ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
+    if rank == 0:
+        ctx.fail("cannot concatenate scalars")
+    if not -rank <= axis < rank:
+        ctx.normalize_axis(axis, rank)  # fails the node
+    axis = axis + rank if axis < 0 else axis  # normalize_axis, inline
     out: list[Dim | None] = []
     for k in range(rank):
         if k == axis:

@@ -383,15 +383,25 @@ class NodeContext:
 
     def attr_int(self, name: str, default: int | None = None) -> int | None:
         """Integer attribute ``name`` or ``default``."""
-        attr = self._attr(name, _INT)
-        return default if attr is None else attr._value
+        # _attr's lookup and its checks' usual outcome inline (a plain INT attribute):
+        # every Concat, Gather, Softmax... reads one. Anything else goes through _attr.
+        attr = self.node._attributes.data.get(name)
+        if attr is None:
+            return default
+        if attr._ref_attr_name is None and attr._type is _INT:
+            return attr._value  # type: ignore[no-any-return]
+        return self._attr(name, _INT)._value  # type: ignore[union-attr]
 
     def attr_ints(
         self, name: str, default: Sequence[int] | None = None
     ) -> Sequence[int] | None:
         """Integer list attribute ``name`` or ``default``."""
-        attr = self._attr(name, _INTS)
-        return default if attr is None else tuple(attr._value)
+        attr = self.node._attributes.data.get(name)  # as in attr_int
+        if attr is None:
+            return default
+        if attr._ref_attr_name is None and attr._type is _INTS:
+            return tuple(attr._value)
+        return tuple(self._attr(name, _INTS)._value)  # type: ignore[union-attr]
 
     def attr_float(self, name: str, default: float | None = None) -> float | None:
         """Float attribute ``name`` or ``default``."""

@@ -181,3 +181,40 @@ def test_transpose_permutes_a_known_table():
     assert not errors(result)
     # [[N, 4], [N, 4]] transposed is [[N, N], [4, 4]]: the elements follow the dims.
     assert dims(m, "y") == ["N", "N", 4, 4]
+
+
+def test_concat_of_one_vector_twice_counts_it_twice():
+    m, result = infer(
+        """
+        g (float[N, 4] x, float[M, 4] z) => (s, t) {
+            a = Shape(x)
+            b = Shape(z)
+            s = Concat<axis = 0>(a, a, b)
+            t = Concat<axis = -1>(a, b)
+        }
+        """
+    )
+    assert dims(m, "s") == [6]
+    assert dims(m, "t") == [4]
+    assert not errors(result)
+
+
+def test_concat_of_vectors_with_a_bad_rank_or_axis_fails():
+    _, result = infer(
+        """
+        g (float[N, 4] x, float[M, 4] z) => (s) {
+            a = Shape(x)
+            s = Concat<axis = 0>(a, z)
+        }
+        """
+    )
+    assert errors(result) == ["inputs have different ranks [1, 2]"]
+    _, result = infer(
+        """
+        g (float[N, 4] x) => (s) {
+            a = Shape(x)
+            s = Concat<axis = 1>(a, a)
+        }
+        """
+    )
+    assert errors(result) == ["axis 1 is out of range for rank 1"]
