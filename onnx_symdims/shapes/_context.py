@@ -845,6 +845,14 @@ class ShapesContext:
         dtype = self._declared_dtypes.get(value, MISSING)  # type: ignore[arg-type]
         if dtype is not MISSING:  # graph inputs and initializers: read before
             return dtype  # type: ignore[return-value]
+        if value.__class__ is ir.Value:
+            # The first read of a value (the usual miss): both tables were just asked
+            # for it, so what follows for a name reduces to reading the IR.
+            dtype = value.dtype
+            if dtype is None and value.const_value is not None:
+                dtype = value.const_value.dtype
+            self._declared_dtypes[value] = dtype
+            return dtype
         resolved = self._resolve(value)
         if resolved is None:
             return None

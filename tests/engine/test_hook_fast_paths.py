@@ -8,10 +8,11 @@ picks dims with a getter kept per ``perm``: each is checked here against the ans
 
 from __future__ import annotations
 
+import onnx_ir as ir
 import pytest
 
 from onnx_symdims import expr
-from onnx_symdims.shapes import ShapesContext
+from onnx_symdims.shapes import NodeContext, ShapesContext
 from tests.engine._engine_testing import dims, errors, infer
 
 
@@ -218,3 +219,67 @@ def test_concat_of_vectors_with_a_bad_rank_or_axis_fails():
         """
     )
     assert errors(result) == ["axis 1 is out of range for rank 1"]
+
+
+def _node_view(outputs: int = 1) -> tuple[NodeContext, ir.Node]:
+    x = ir.Value(name="x")
+    node = ir.Node("", "Identity", [x], num_outputs=outputs)
+    view = NodeContext(ShapesContext())
+    view.reset(node, 21)
+    return view, node
+
+
+def test_set_output_past_the_outputs_is_ignored_and_a_checked_tuple_is_stored():
+    view, node = _node_view()
+    n = expr.sym("N")
+    view.set_output(1, (n, 4), ir.DataType.FLOAT)  # no such output: nothing stored
+    view.set_output_value(1, (n,))
+    assert view.ctx.known_values() == []
+    shape = (n, 4)
+    for _ in range(2):  # the second one is found checked
+        view.set_output(0, shape, ir.DataType.FLOAT)
+        assert view.ctx.peek_shape(node.outputs[0]) is shape
+        assert view.ctx.peek_dtype(node.outputs[0]) is ir.DataType.FLOAT
+    view.set_output(0, (n, 4))  # no dtype: the one known stays
+    assert view.ctx.peek_dtype(node.outputs[0]) is ir.DataType.FLOAT
+    view.set_output(0, [n, None])  # an unknown dim becomes a fresh symbol
+    (first, fresh) = view.ctx.peek_shape(node.outputs[0])
+    assert first is n and view.ctx.is_generated(fresh.name)
+    with pytest.raises(Exception, match="negative dim -2"):
+        view.set_output(0, (n, -2))
+
+
+def test_set_output_value_reuses_checked_int64_elements_only_for_int64():
+    view, node = _node_view()
+    out = node.outputs[0]
+    n = expr.sym("N")
+    elements = (n, 4)
+    view.set_output(0, (2,), ir.DataType.INT64)
+    for _ in range(2):
+        view.set_output_value(0, elements)
+        assert view.ctx.value_of(out) is elements
+    # int8 elements are checked against their range whatever int64 saw: N is unknown.
+    view.set_output(0, (2,), ir.DataType.INT8)
+    view.set_output_value(0, elements)
+    stored = view.ctx.value_of(out)
+    assert stored[1] == 4 and stored[0].is_unknown
+    view.set_output_value(0, None)
+    assert view.ctx.value_of(out) is None
+
+
+def test_dtype_of_reads_a_values_declared_type_or_its_constant_once():
+    ctx = ShapesContext()
+    typed = ir.Value(name="t", type=ir.TensorType(ir.DataType.FLOAT16))
+    constant = ir.Value(name="c", const_value=ir.tensor([1, 2], dtype=ir.DataType.INT32))
+    bare = ir.Value(name="b")
+    assert ctx.dtype_of(typed) is ir.DataType.FLOAT16
+    assert ctx.dtype_of(constant) is ir.DataType.INT32
+    assert ctx.dtype_of(bare) is None
+    typed.type = ir.TensorType(ir.DataType.DOUBLE)
+    assert ctx.dtype_of(typed) is ir.DataType.FLOAT16  # read once, kept
+    ctx.forget(typed)
+    assert ctx.dtype_of(typed) is ir.DataType.DOUBLE
+    ctx.set_dtype(bare, ir.DataType.INT64)
+    assert ctx.dtype_of(bare) is ir.DataType.INT64  # the inferred one wins
+    assert ctx.dtype_of("b") is ir.DataType.INT64  # by name, from the tables
+    assert ctx.dtype_of("nowhere") is None
