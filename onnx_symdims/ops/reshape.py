@@ -424,11 +424,16 @@ def _set_reshaped(
 def infer_reshape(ctx: NodeContext, node: ir.Node) -> None:
     """Target shape from input 1 (``allowzero`` since opset 14)."""
     inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
-    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+    try:
+        data_value, target_value = inputs  # two inputs (every valid node): no len()
+    except ValueError:
+        ctx.require_input(0)
+        ctx.require_input(1)  # fails the node with fewer inputs
+        data_value = inputs[0]
+        target_value = inputs[1]
+    if data_value is None or target_value is None:
         ctx.require_input(0)
         ctx.require_input(1)  # one of them fails the node
-    data_value = inputs[0]
-    target_value = inputs[1]
     # has_attr first (inline: the dict in onnx-ir's slot): allowzero is rare, and when
     # present (dynamo writes allowzero=0) the attribute read checks it.
     allowzero = (

@@ -244,11 +244,16 @@ _INT64_MAX = 2**63 - 1
 def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
     """``data.shape[:axis] + indices.shape + data.shape[axis+1:]``; values via ``take``."""
     inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
-    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+    try:
+        data_value, indices_value = inputs  # two inputs (every valid node): no len()
+    except ValueError:
+        ctx.require_input(0)
+        ctx.require_input(1)  # fails the node with fewer inputs
+        data_value = inputs[0]
+        indices_value = inputs[1]
+    if data_value is None or indices_value is None:
         ctx.require_input(0)
         ctx.require_input(1)  # one of them fails the node
-    data_value = inputs[0]
-    indices_value = inputs[1]
     facts = ctx.ctx
     data = facts.shape_of(data_value)
     indices = facts.shape_of(indices_value)

@@ -283,3 +283,24 @@ def test_dtype_of_reads_a_values_declared_type_or_its_constant_once():
     assert ctx.dtype_of(bare) is ir.DataType.INT64  # the inferred one wins
     assert ctx.dtype_of("b") is ir.DataType.INT64  # by name, from the tables
     assert ctx.dtype_of("nowhere") is None
+
+
+@pytest.mark.parametrize(("op", "rank"), [("Gather", 2), ("Reshape", 2)])
+def test_two_input_ops_with_a_missing_or_an_extra_input(op, rank):
+    _, result = infer(
+        f"""
+        g (float[N, 4] x) => (y) {{
+            y = {op}(x)
+        }}
+        """
+    )
+    assert errors(result) == ["required input 1 is missing"]
+    m, result = infer(
+        f"""
+        g (float[N, 4] x, int64[2] i) => (y) {{
+            y = {op}(x, i, i)
+        }}
+        """
+    )
+    assert not errors(result)  # the extra input is not read, as before
+    assert len(dims(m, "y")) == rank
