@@ -260,11 +260,16 @@ def infer_binary(ctx: NodeContext, node: ir.Node) -> None:
     # The slots behind node.inputs and node.op_type (see passes/_inference.py): every
     # elementwise node reads them, and a property read is a Python call.
     inputs = node._inputs
-    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+    try:
+        a, b = inputs  # two inputs (every valid node): one unpacking, no len() call
+    except ValueError:
+        ctx.require_input(0)
+        ctx.require_input(1)  # fails the node with fewer inputs
+        a = inputs[0]
+        b = inputs[1]
+    if a is None or b is None:
         ctx.require_input(0)
         ctx.require_input(1)  # one of them fails the node
-    a = inputs[0]
-    b = inputs[1]
     facts = ctx.ctx
     a_shape = facts.shape_of(a)
     b_shape = facts.shape_of(b)

@@ -76,13 +76,19 @@ def matmul_shape(ctx: NodeContext, a: Shape | None, b: Shape | None) -> Shape | 
 def infer_matmul(ctx: NodeContext, node: ir.Node) -> None:
     """``numpy.matmul`` of inputs 0 and 1; element type of input 0."""
     inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
-    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+    try:
+        a, b = inputs  # two inputs (every valid node): one unpacking, no len() call
+    except ValueError:
+        ctx.require_input(0)
+        ctx.require_input(1)  # fails the node with fewer inputs
+        a = inputs[0]
+        b = inputs[1]
+    if a is None or b is None:
         ctx.require_input(0)
         ctx.require_input(1)  # one of them fails the node
-    a = inputs[0]
     facts = ctx.ctx
     a_shape = facts.shape_of(a)
-    b_shape = facts.shape_of(inputs[1])
+    b_shape = facts.shape_of(b)
     if (
         a_shape is not None
         and b_shape is not None

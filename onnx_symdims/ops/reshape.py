@@ -412,8 +412,10 @@ def _set_reshaped(
         ctx.set_output(0, None if length is None else [None] * length, dtype)
     else:
         # The same Reshape recurs in every layer: its dims are computed once per facts.
-        key = ("Reshape", data, tuple(target), allowzero)
-        dims = facts.dims_under_facts(key, lambda: reshape_dims(ctx, data, target, allowzero))
+        if target.__class__ is not tuple:
+            target = tuple(target)  # (value_of gives a tuple: the usual target as it is)
+        key = ("Reshape", data, target, allowzero)
+        dims = facts.shape_under_facts(key, reshape_dims, ctx, data, target, allowzero)
         ctx.set_output(0, dims, dtype)
     ctx.set_output_value(0, facts.value_of(data_value))
 
@@ -422,11 +424,16 @@ def _set_reshaped(
 def infer_reshape(ctx: NodeContext, node: ir.Node) -> None:
     """Target shape from input 1 (``allowzero`` since opset 14)."""
     inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
-    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+    try:
+        data_value, target_value = inputs  # two inputs (every valid node): no len()
+    except ValueError:
+        ctx.require_input(0)
+        ctx.require_input(1)  # fails the node with fewer inputs
+        data_value = inputs[0]
+        target_value = inputs[1]
+    if data_value is None or target_value is None:
         ctx.require_input(0)
         ctx.require_input(1)  # one of them fails the node
-    data_value = inputs[0]
-    target_value = inputs[1]
     # has_attr first (inline: the dict in onnx-ir's slot): allowzero is rare, and when
     # present (dynamo writes allowzero=0) the attribute read checks it.
     allowzero = (

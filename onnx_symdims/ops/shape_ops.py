@@ -153,17 +153,22 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
         return
     first = known[0]
     rank = len(first)
-    for s in known:
-        if len(s) != rank:
-            ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
-    if rank == 0:
-        ctx.fail("cannot concatenate scalars")
-    if not -rank <= axis < rank:
-        ctx.normalize_axis(axis, rank)  # fails the node
-    axis = axis + rank if axis < 0 else axis  # normalize_axis, inline
     if rank == 1:
-        # A vector (shape computations): only the concatenated axis, then the elements.
-        ctx.set_output(0, (_concatenated_dim(known, len(shapes), 0),), dtype)
+        # Vectors (shape computations): the ranks checked and the lengths summed in one
+        # pass (the sum _concatenated_dim gives), then the elements.
+        total = first[0]
+        for s in known[1:]:  # (by position: two inputs may share one shape tuple)
+            if len(s) != 1:
+                ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
+            d = s[0]
+            if total.__class__ is int and d.__class__ is int:
+                r = total + d  # expr.add of two ints, without its call
+                total = r if _INT64_MIN <= r <= _INT64_MAX else expr.add(total, d)
+            else:
+                total = expr.add(total, d)
+        if not -1 <= axis < 1:
+            ctx.normalize_axis(axis, 1)  # fails the node
+        ctx.set_output(0, (total if len(known) == len(shapes) else None,), dtype)
         pieces: list[Dim] = []
         value_of = facts.value_of
         for value, shape in zip(present, shapes):
@@ -176,10 +181,19 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
                 ):
                     return
                 elements = [unknown_element() for _ in range(shape[0])]
-            pieces.extend(elements)
-        if not is_fully_unknown(pieces):
+            pieces += elements
+        # An int first element (the usual shape vector) is known: no call to find one.
+        if (pieces and pieces[0].__class__ is int) or not is_fully_unknown(pieces):
             ctx.set_output_value(0, pieces)
         return
+    for s in known:
+        if len(s) != rank:
+            ctx.fail(f"inputs have different ranks {[len(s) for s in known]}")
+    if rank == 0:
+        ctx.fail("cannot concatenate scalars")
+    if not -rank <= axis < rank:
+        ctx.normalize_axis(axis, rank)  # fails the node
+    axis = axis + rank if axis < 0 else axis  # normalize_axis, inline
     out: list[Dim | None] = []
     for k in range(rank):
         if k == axis:
@@ -211,19 +225,35 @@ def _concatenated_dim(known: Sequence[Sequence[Dim]], inputs: int, axis: int) ->
         return None
     total = known[0][axis]
     for shape in known[1:]:
-        total = expr.add(total, shape[axis])
+        d = shape[axis]
+        if total.__class__ is int and d.__class__ is int:
+            # expr.add of two ints (the lengths of shape vectors), without its call:
+            # their sum unless it leaves int64 (then what expr.add says of it).
+            r = total + d
+            total = r if _INT64_MIN <= r <= _INT64_MAX else expr.add(total, d)
+        else:
+            total = expr.add(total, d)
     return total
+
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
 
 
 @register("", "Gather")
 def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
     """``data.shape[:axis] + indices.shape + data.shape[axis+1:]``; values via ``take``."""
     inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
-    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+    try:
+        data_value, indices_value = inputs  # two inputs (every valid node): no len()
+    except ValueError:
+        ctx.require_input(0)
+        ctx.require_input(1)  # fails the node with fewer inputs
+        data_value = inputs[0]
+        indices_value = inputs[1]
+    if data_value is None or indices_value is None:
         ctx.require_input(0)
         ctx.require_input(1)  # one of them fails the node
-    data_value = inputs[0]
-    indices_value = inputs[1]
     facts = ctx.ctx
     data = facts.shape_of(data_value)
     indices = facts.shape_of(indices_value)

@@ -28,7 +28,8 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from onnx_symdims import expr
@@ -660,9 +661,11 @@ def infer_flatten(ctx: NodeContext, node: ir.Node) -> None:
     ctx.set_output(0, [product(shape[:axis]), product(shape[axis:])], dtype)
 
 
-#: The ``perm`` tuples found to be permutations: a model repeats a few (one per layer's
-#: head split and merge), and a set lookup is cheaper than sorting and comparing.
-_PERMUTATIONS: set[tuple[int, ...]] = set()
+#: The ``perm`` tuples (of two axes or more) found to be permutations -> the function
+#: picking a shape's dims in that order: a model repeats a few (one per layer's head
+#: split and merge), and a lookup is cheaper than sorting and comparing, the getter than
+#: a comprehension.
+_PERMUTATIONS: dict[tuple[int, ...], Callable[[Sequence[Dim]], tuple[Dim, ...]]] = {}
 _MAX_PERMUTATIONS = 1_000
 
 
@@ -675,21 +678,29 @@ def infer_transpose(ctx: NodeContext, node: ir.Node) -> None:
     shape = None if data_value is None else facts.shape_of(data_value)
     dtype = None if data_value is None else facts.dtype_of(data_value)
     perm = ctx.attr_ints("perm")
-    if perm is not None and perm not in _PERMUTATIONS:
-        if sorted(perm) != list(range(len(perm))):
-            ctx.fail(f"perm {list(perm)} is not a permutation")
-        if len(_PERMUTATIONS) < _MAX_PERMUTATIONS:
-            _PERMUTATIONS.add(perm)  # type: ignore[arg-type]
+    take = None
+    if perm is not None:
+        take = _PERMUTATIONS.get(perm)  # type: ignore[call-overload]
+        if take is None:
+            if sorted(perm) != list(range(len(perm))):
+                ctx.fail(f"perm {list(perm)} is not a permutation")
+            if len(perm) > 1:  # (itemgetter of one index gives the dim, not a tuple)
+                take = operator.itemgetter(*perm)
+                if len(_PERMUTATIONS) < _MAX_PERMUTATIONS:
+                    _PERMUTATIONS[perm] = take  # type: ignore[index]
     if shape is None:
         ctx.set_output(0, None if perm is None else [None] * len(perm), dtype)
         return
     if perm is None:
         perm = range(len(shape) - 1, -1, -1)
+        out = shape[::-1]
     elif len(perm) != len(shape):
         ctx.fail(
             f"perm {list(perm)} has length {len(perm)} but the input has rank {len(shape)}"
         )
-    ctx.set_output(0, [shape[p] for p in perm], dtype)
+    else:
+        out = [shape[p] for p in perm] if take is None else take(shape)
+    ctx.set_output(0, out, dtype)
     elements = ctx.input_value(0)
     if elements is None:
         return

@@ -697,6 +697,29 @@ class ShapesContext:
             _memo_under_facts(scope, full_key, tuple(dims))
         return dims
 
+    def shape_under_facts(
+        self, key: tuple, compute: Callable[..., Sequence[Dim | None]], *args: object
+    ) -> tuple[Dim | None, ...]:
+        """:meth:`dims_under_facts` of ``compute(*args)``, as a tuple.
+
+        The same entries, kept the same way (a tuple either way): the caller builds no
+        closure, and a hit returns the kept tuple itself rather than a list copy of it
+        (:meth:`NodeContext.set_output` would make it a tuple again). A Reshape in every
+        layer asks it.
+        """
+        scope = self.scope
+        version = scope.version
+        full_key = ("dims_under_facts", key, self.conditional_depth > 0)
+        found = scope._scoped_memo.get(full_key)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        dims = tuple(compute(*args))
+        if scope.version == version and not any(
+            isinstance(d, expr.DimExpr) and d.is_unknown for d in dims
+        ):
+            _memo_under_facts(scope, full_key, dims)
+        return dims
+
     # ------------------------------------------------------------------------------------
     # Side tables
     # ------------------------------------------------------------------------------------
@@ -822,6 +845,14 @@ class ShapesContext:
         dtype = self._declared_dtypes.get(value, MISSING)  # type: ignore[arg-type]
         if dtype is not MISSING:  # graph inputs and initializers: read before
             return dtype  # type: ignore[return-value]
+        if value.__class__ is ir.Value:
+            # The first read of a value (the usual miss): both tables were just asked
+            # for it, so what follows for a name reduces to reading the IR.
+            dtype = value.dtype
+            if dtype is None and value.const_value is not None:
+                dtype = value.const_value.dtype
+            self._declared_dtypes[value] = dtype
+            return dtype
         resolved = self._resolve(value)
         if resolved is None:
             return None

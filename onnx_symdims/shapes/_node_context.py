@@ -383,15 +383,25 @@ class NodeContext:
 
     def attr_int(self, name: str, default: int | None = None) -> int | None:
         """Integer attribute ``name`` or ``default``."""
-        attr = self._attr(name, _INT)
-        return default if attr is None else attr._value
+        # _attr's lookup and its checks' usual outcome inline (a plain INT attribute):
+        # every Concat, Gather, Softmax... reads one. Anything else goes through _attr.
+        attr = self.node._attributes.data.get(name)
+        if attr is None:
+            return default
+        if attr._ref_attr_name is None and attr._type is _INT:
+            return attr._value  # type: ignore[no-any-return]
+        return self._attr(name, _INT)._value  # type: ignore[union-attr]
 
     def attr_ints(
         self, name: str, default: Sequence[int] | None = None
     ) -> Sequence[int] | None:
         """Integer list attribute ``name`` or ``default``."""
-        attr = self._attr(name, _INTS)
-        return default if attr is None else tuple(attr._value)
+        attr = self.node._attributes.data.get(name)  # as in attr_int
+        if attr is None:
+            return default
+        if attr._ref_attr_name is None and attr._type is _INTS:
+            return tuple(attr._value)
+        return tuple(self._attr(name, _INTS)._value)  # type: ignore[union-attr]
 
     def attr_float(self, name: str, default: float | None = None) -> float | None:
         """Float attribute ``name`` or ``default``."""
@@ -430,10 +440,17 @@ class NodeContext:
                 ``DimExpr`` becomes a fresh symbol; a negative int fails the node.
             dtype: The element type; ``None`` keeps whatever is known already.
         """
-        outputs = self._outputs
-        if i >= len(outputs):
+        try:
+            value = self._outputs[i]
+        except IndexError:  # (rare: a hook setting an absent optional output)
             return
-        value = outputs[i]
+        if dims.__class__ is tuple and dims in _VALID_SHAPES:
+            # A tuple checked before (the usual shape): stored as it is.
+            ctx = self.ctx
+            ctx._shapes[value] = dims  # type: ignore[assignment]  # set_shape
+            if dtype is not None:
+                ctx._dtypes[value] = dtype  # set_dtype
+            return
         if dims is None:
             self.ctx._shapes[value] = None  # set_shape, inline (every hook calls this)
             if dtype is not None:
@@ -486,11 +503,19 @@ class NodeContext:
         Only for small integer tensors: more than ``MAX_VALUE_ELEMENTS`` elements are
         dropped. Elements may be unknown ``DimExpr`` for partially known values.
         """
-        outputs = self._outputs
-        if i >= len(outputs):
+        try:
+            value = self._outputs[i]
+        except IndexError:  # (rare: a hook setting an absent optional output)
             return
-        value = outputs[i]
         ctx = self.ctx
+        if (
+            elements.__class__ is tuple
+            and ctx._dtypes.get(value) is _INT64
+            and elements in _EXACT_INT64_ELEMENTS
+        ):
+            # int64 elements checked before (a Shape's dims, a constant): as they are.
+            ctx._values[value] = elements  # type: ignore[assignment]
+            return
         if elements is None or len(elements) > MAX_VALUE_ELEMENTS:
             ctx._values[value] = None  # set_value, inline (most hooks call this)
             return
