@@ -16,7 +16,7 @@ from onnx_symdims.passes import (
     SymbolicShapeInferencePass,
     _anchors,
 )
-from onnx_symdims.shapes import IRDimWriter
+from onnx_symdims.shapes import IRDimWriter, _convert
 
 # The Loop's scan output count, probed with a minted empty-trip symbol (Loop_empty_d1),
 # is equated to the declared N: the rename's key holds Loop_empty_d1, which the widened
@@ -55,6 +55,18 @@ g (float[N] x) => (int64[1, K] y) {
     y = Identity (z)
 }
 """
+
+
+@pytest.fixture(autouse=True)
+def nothing_written_yet(monkeypatch):
+    """A process in which no writer printed a dim yet: the record is process-wide, and a
+    test run before these (another Loop model on the same worker) may have written
+    ``Loop_empty_d1``. The writers' shared caches go too: a cached dim is not noted again.
+    """
+    monkeypatch.setattr(_convert, "_WRITTEN_SYMBOLS", set())
+    monkeypatch.setattr(_convert, "_ALL_WRITTEN", False)
+    monkeypatch.setattr(_convert, "_IR_DIMS", {})
+    monkeypatch.setattr(_convert, "_IR_SHAPES", {})
 
 
 @pytest.fixture
