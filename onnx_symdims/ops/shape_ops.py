@@ -854,7 +854,12 @@ def infer_range(ctx: NodeContext, node: ir.Node) -> None:
         and isinstance(limit, (int, float))
         and isinstance(delta, (int, float))
     ):
-        length = max(math.ceil((limit - start) / delta), 0)  # type: ignore[operator]
+        if isinstance(start, int) and isinstance(limit, int) and isinstance(delta, int):
+            # exact, as onnxruntime counts: (limit - start) / delta as a float rounds
+            # beyond 2**53 (Range(10, -2**63 + 1, -2**62) has 3 elements, not 2)
+            length = max(-((start - limit) // delta), 0)
+        else:
+            length = max(math.ceil((limit - start) / delta), 0)  # type: ignore[operator]
     elif isinstance(delta, int) and _is_dim(start) and _is_dim(limit):
         span = expr.sub(limit, start) if delta > 0 else expr.sub(start, limit)  # type: ignore[arg-type]
         length = expr.dmax(expr.ceildiv(span, abs(delta)), 0, scope=ctx.ctx.scope)

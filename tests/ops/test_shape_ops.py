@@ -137,3 +137,24 @@ def test_a_symbolic_unsigned_element_proven_nonnegative_is_kept():
     )
     inferred = check_against_ort(text, [{"N": 2}, {"N": 0}])
     assert inferred.shape("y") == ["N+5"]
+
+
+# (start, limit, delta, expected length): counted exactly, not through a double quotient.
+HUGE_INT_RANGE_CASES = [
+    (10, -(2**63) + 1, -(2**62), 3),  # (limit - start) / delta rounds to 2.0: 3 elements
+    (0, 2**62, 2**61 - 1, 3),
+    (5, 5, 7, 0),
+    (0, 10, 3, 4),
+]
+
+
+@pytest.mark.parametrize(("start", "limit", "delta", "expected"), HUGE_INT_RANGE_CASES)
+def test_int_range_length_of_huge_constants(start, limit, delta, expected):
+    body = (
+        f"s = Constant<value = int64 {{{start}}}>()\n"
+        f"l = Constant<value = int64 {{{limit}}}>()\n"
+        f"d = Constant<value = int64 {{{delta}}}>()\n"
+        "y = Range(s, l, d)"
+    )
+    inferred = check_against_ort(model_text(18, "float[N] q", body, "int64 y"), [{"N": 1}])
+    assert inferred.shape("y") == [expected]
