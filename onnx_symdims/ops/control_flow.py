@@ -69,6 +69,8 @@ MAX_PROBE_ROUNDS = 4
 #: How far back a chain of ``Identity`` nodes is followed from a body's output.
 MAX_IDENTITY_CHAIN = 64
 
+_DIM_EXPR = expr.DimExpr
+
 
 # ----------------------------------------------------------------------------------------
 # Shared helpers
@@ -356,12 +358,13 @@ def _affine_final(
     return expr.add(start, expr.mul(count, delta))
 
 
-def _symbols(dims: Sequence[Dim] | None) -> set[str]:
-    names: set[str] = set()
-    for d in dims or ():
-        if isinstance(d, expr.DimExpr) and not d.is_unknown:
-            names |= d.symbols()
-    return names
+def _add_symbols(names: set[str], dims: Sequence[Dim] | None) -> None:
+    """Adds the symbols of ``dims`` to ``names`` (ints and unknown dims have none)."""
+    if dims:
+        for d in dims:
+            # The int test first: values are mostly ints, and it is the cheaper one.
+            if d.__class__ is not int and isinstance(d, _DIM_EXPR) and not d.is_unknown:
+                names |= d.symbols()
 
 
 def _outer_symbols(ctx: NodeContext, body: _Body) -> frozenset[str]:
@@ -369,12 +372,18 @@ def _outer_symbols(ctx: NodeContext, body: _Body) -> frozenset[str]:
     shapes = ctx.ctx
     names: set[str] = set()
     for i in range(ctx.num_inputs):
-        names |= _symbols(ctx.input_shape(i)) | _symbols(ctx.input_value(i))
+        _add_symbols(names, ctx.input_shape(i))
+        _add_symbols(names, ctx.input_value(i))
     inner = set(body.values)
-    for node in body.nodes:
-        for value in node._inputs:  # the slot: every node of the body
-            if value is not None and value not in inner:
-                names |= _symbols(shapes.shape_of(value)) | _symbols(shapes.value_of(value))
+    # Each outer value once, in the order first read (a body often reads one value in
+    # several nodes); the slot: every input of every node of the body.
+    outer = {
+        value: None for node in body.nodes for value in node._inputs if value not in inner
+    }
+    outer.pop(None, None)  # omitted optional inputs
+    for value in outer:
+        _add_symbols(names, shapes.shape_of(value))
+        _add_symbols(names, shapes.value_of(value))
     return frozenset(names)
 
 
