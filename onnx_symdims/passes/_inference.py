@@ -92,9 +92,11 @@ def _require_ir_slots() -> None:
             "_producer",
             "_is_graph_output",
             "_name",
+            "_graph",
         ),
         ir.Attr: ("_type", "_value", "_ref_attr_name"),
         ir.Shape: ("_dims", "_frozen"),
+        ir.TensorType: ("_dtype",),
         ir.SymbolicDim: ("_value",),
     }
     for cls, names in needed.items():
@@ -519,6 +521,7 @@ def _all_plain(dims: Sequence[Dim]) -> bool:
 _TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
 _TENSOR_TYPE = ir.TensorType
 _INT64 = ir.DataType.INT64
+_UNDEFINED = ir.DataType.UNDEFINED
 
 
 def _stamp(ctx: ShapesContext) -> int:
@@ -845,17 +848,11 @@ class InferenceEngine:
                 self._fallback_after_bug(node_ctx)
         if key is not None and stamp == _stamp(ctx):
             self._memo[key] = [tuple(ctx.facts_of(value) for value in outputs), False]
-        self._finish(node, outputs)
-
-    def _finish(self, node: ir.Node, outputs: Sequence[ir.Value]) -> None:
-        """:meth:`_settle` the outputs, then :meth:`_commit` each; the usual node inline.
-
-        Usual: at depth 0 under a :class:`FactScope`. Before any fact is recorded
-        (nothing to refine), :meth:`_settle` reduces to noting compound dims, done here
-        without a call per output; after, :meth:`_settle_refining` reuses what it
-        settled before.
-        """
-        ctx = self.ctx
+        # Settle the outputs, then commit each (what _settle and _commit do), inline:
+        # every node. Usual: at depth 0 under a FactScope. Before any fact is recorded
+        # (nothing to refine), settling reduces to noting compound dims, done here
+        # without a call per output; after, _settle_refining reuses what it settled
+        # before.
         scope = ctx.scope
         if ctx.conditional_depth or scope.__class__ is not FactScope:
             self._settle(node, outputs)
@@ -1278,9 +1275,15 @@ class InferenceEngine:
             self._commit_type(node, value, had_shape=False)
             return
         anchor = value._is_graph_output  # the slots: every declared output
-        if (anchor or self.value_info_anchors) and value.graph is self.model.graph:
-            self._commit_anchor(node, value, inferred)
-            return
+        if anchor or self.value_info_anchors:
+            # value.graph: the slot, set for a graph's own input, output or initializer,
+            # else the producer's graph (read through the property).
+            owner = value._graph
+            if owner is None:
+                owner = value.graph
+            if owner is self.model.graph:
+                self._commit_anchor(node, value, inferred)
+                return
         written = (
             _declared_written(value._shape, inferred, anchor, ctx, self._writer)
             if self.policy == "refine"
@@ -1442,8 +1445,13 @@ class InferenceEngine:
         if dtype is None:
             return
         type_ = value._type
-        declared = None if type_ is None else type_.dtype
-        if declared is None or declared == ir.DataType.UNDEFINED:
+        if type_ is None:
+            declared = None
+        elif type_.__class__ is _TENSOR_TYPE:
+            declared = type_._dtype  # the slot: every declared output
+        else:
+            declared = type_.dtype
+        if declared is None or declared is _UNDEFINED:
             if self.policy == "skip" and had_shape:
                 return  # the value already had a shape: skip leaves it as it is
             # A new TensorType per value: ``Value.dtype = ...`` mutates the type in place.

@@ -114,3 +114,35 @@ def test_a_shallow_model_runs_in_the_calling_thread(monkeypatch):
     )(model)
     assert seen and all(seen)
     assert _shapes(model)["c"] == [ir.SymbolicDim("N"), 3]
+
+
+def test_value_info_anchors_still_reach_node_outputs_of_the_main_graph():
+    # A node output's _graph slot is empty: its owner is its producer's graph.
+    text = """
+    <ir_version: 10, opset_import: ["" : 21]>
+    g (float[N, 4] x) => (y) <float[M, 4] t> {
+        t = Relu(x)
+        y = Neg(t)
+    }
+    """
+    model = ir.from_onnx_text(text)
+    t = next(iter(model.graph)).outputs[0]
+    assert t._graph is None and t.graph is model.graph
+    result = passes.SymbolicShapeInferencePass(value_info_anchors=True)(model)
+    # An anchor keeps its declared text, and the merge records N == M.
+    assert [str(d) for d in t.shape.dims] == ["M", "4"]
+    assert result.context.constraints_size()
+
+
+def test_a_declared_output_type_is_read_as_the_property_reads_it():
+    text = """
+    <ir_version: 10, opset_import: ["" : 21]>
+    g (float[N] x) => (int64[N] y, float[N] z) { y = Relu(x)  z = Neg(x) }
+    """
+    model = ir.from_onnx_text(text)
+    result = passes.SymbolicShapeInferencePass()(model)
+    y, z = model.graph.outputs
+    assert y.type._dtype is y.type.dtype is ir.DataType.INT64
+    messages = [d.message for d in result.diagnostics]
+    assert any("declared type INT64 but inferred FLOAT" in m for m in messages)
+    assert z.dtype is ir.DataType.FLOAT
