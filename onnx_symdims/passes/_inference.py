@@ -45,7 +45,7 @@ from typing import Literal
 import onnx_ir as ir
 
 from onnx_symdims import expr, ops
-from onnx_symdims.passes._deep import nesting_bound, run_deep
+from onnx_symdims.passes._deep import SHALLOW, nesting_bound, run_deep
 from onnx_symdims.passes._exporter_names import clear_exporter_output_names
 from onnx_symdims.passes._gc import without_gc
 from onnx_symdims.passes._model_dims import ModelSnapshot, topological_order
@@ -85,9 +85,18 @@ def _require_ir_slots() -> None:
     """
     needed = {
         ir.Node: ("_inputs", "_outputs", "_attributes", "_op_type", "_domain"),
-        ir.Value: ("_shape", "_type", "_const_value", "_producer", "_is_graph_output"),
+        ir.Value: (
+            "_shape",
+            "_type",
+            "_const_value",
+            "_producer",
+            "_is_graph_output",
+            "_name",
+            "_graph",
+        ),
         ir.Attr: ("_type", "_value", "_ref_attr_name"),
         ir.Shape: ("_dims", "_frozen"),
+        ir.TensorType: ("_dtype",),
         ir.SymbolicDim: ("_value",),
     }
     for cls, names in needed.items():
@@ -245,8 +254,12 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         if bound is None:
             bound = nesting_bound(model)
         # Deeply nested valid models (hundreds of nested Ifs or function calls) get the
-        # stack they need; others run here as they are.
-        result = run_deep(lambda: self._call(model, snapshot), bound)
+        # stack they need; others run here as they are (run_deep's shallow case, without
+        # its call and the closure: every small model's call pays for those).
+        if bound <= SHALLOW:
+            result = self._call(model, snapshot)
+        else:
+            result = run_deep(lambda: self._call(model, snapshot), bound)
         if cleared:
             result.modified = True
         return result
@@ -258,7 +271,14 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         first_diagnostic = len(ctx.diagnostics)
         previous_strict = ctx.strict
         ctx.strict = self.strict
-        marked = _mark_constant_inputs(model, ctx, self.constant_initializers)
+        # _mark_constant_inputs' test, inline: models of IR version >= 4 mark nothing
+        # unless asked (every model's call, and a call of its own costs ~1k instructions).
+        ir_version = model.ir_version
+        marked = (
+            _mark_constant_inputs(model, ctx, self.constant_initializers)
+            if self.constant_initializers or (ir_version is not None and ir_version < 4)
+            else ()
+        )
         try:
             engine = InferenceEngine(
                 model, ctx, self.policy, self.progress, self.value_info_anchors
@@ -501,6 +521,7 @@ def _all_plain(dims: Sequence[Dim]) -> bool:
 _TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
 _TENSOR_TYPE = ir.TensorType
 _INT64 = ir.DataType.INT64
+_UNDEFINED = ir.DataType.UNDEFINED
 
 
 def _stamp(ctx: ShapesContext) -> int:
@@ -630,12 +651,17 @@ class InferenceEngine:
         (see ``known_nodes`` of :class:`SymbolicShapeInferencePass`); the graph inputs
         are then not read again.
         """
-        self.prepare()
-        graph = self.model.graph
         snapshot = self.snapshot
+        if snapshot is None:
+            self.prepare()
+            snapshot = self.snapshot
+        graph = self.model.graph
         if known is None:
             self._seed_inputs(graph, None, None)
-            self._walk(graph, self.progress, snapshot.main_nodes, snapshot.main_sorted)
+            if snapshot.main_sorted:  # what _walk does then: no sort, no problem to say
+                self._walk_nodes(snapshot.main_nodes, self.progress)
+            else:
+                self._walk(graph, self.progress, snapshot.main_nodes)
             return
         order = topological_order(graph, snapshot.main_nodes, snapshot.main_sorted)
         new = [
@@ -666,8 +692,12 @@ class InferenceEngine:
     ) -> None:
         ctx = self.ctx
         facts = graph is self.model.graph and not ctx.conditional_depth
+        constants = ctx.constant_inputs
+        # ctx.set_shape, set_value and _note_dims, inline: every input of every graph
+        # walked (loop bodies once per probing round).
+        table = ctx._shapes
         for i, value in enumerate(graph_values(graph.inputs)):
-            if value in ctx.constant_inputs and shapes is None:
+            if constants and shapes is None and value in constants:
                 # A weight listed as an input (old IR): its tensor is the fact.
                 tensor = value.const_value
                 ctx.set_shape(value, tensor_dims(tensor))
@@ -675,17 +705,20 @@ class InferenceEngine:
                 ctx.value_of(value)  # small integer contents, read once
                 continue
             if shapes is not None and i < len(shapes):
-                ctx.set_shape(value, shapes[i])
-            elif value._shape is not None:  # the slot: every graph input
-                ctx.set_shape(value, ctx.dims_from_ir(value._shape, value.name or f"in{i}"))
+                given = shapes[i]
+                shape = table[value] = None if given is None else tuple(given)
+            elif value._shape is not None:  # the slots: every graph input
+                # dims_from_ir returns a tuple (or None), as set_shape stores it.
+                shape = table[value] = ctx.dims_from_ir(value._shape, value._name or f"in{i}")
             else:
                 ctx.set_shape(value, ctx.read_declared_shape(value))
+                shape = table[value]
             if dtypes is not None and i < len(dtypes) and dtypes[i] is not None:
                 ctx.set_dtype(value, dtypes[i])
             # A graph input may be fed at runtime even if an initializer backs it.
-            ctx.set_value(value, None)
-            if facts:
-                self._note_dims(value)
+            ctx._values[value] = None
+            if facts and shape is not None and not (_PLAIN.get(shape) or _all_plain(shape)):
+                self._note_compound_dims(shape)
 
     def _walk(
         self,
@@ -815,17 +848,11 @@ class InferenceEngine:
                 self._fallback_after_bug(node_ctx)
         if key is not None and stamp == _stamp(ctx):
             self._memo[key] = [tuple(ctx.facts_of(value) for value in outputs), False]
-        self._finish(node, outputs)
-
-    def _finish(self, node: ir.Node, outputs: Sequence[ir.Value]) -> None:
-        """:meth:`_settle` the outputs, then :meth:`_commit` each; the usual node inline.
-
-        Usual: at depth 0 under a :class:`FactScope`. Before any fact is recorded
-        (nothing to refine), :meth:`_settle` reduces to noting compound dims, done here
-        without a call per output; after, :meth:`_settle_refining` reuses what it
-        settled before.
-        """
-        ctx = self.ctx
+        # Settle the outputs, then commit each (what _settle and _commit do), inline:
+        # every node. Usual: at depth 0 under a FactScope. Before any fact is recorded
+        # (nothing to refine), settling reduces to noting compound dims, done here
+        # without a call per output; after, _settle_refining reuses what it settled
+        # before.
         scope = ctx.scope
         if ctx.conditional_depth or scope.__class__ is not FactScope:
             self._settle(node, outputs)
@@ -1248,9 +1275,15 @@ class InferenceEngine:
             self._commit_type(node, value, had_shape=False)
             return
         anchor = value._is_graph_output  # the slots: every declared output
-        if (anchor or self.value_info_anchors) and value.graph is self.model.graph:
-            self._commit_anchor(node, value, inferred)
-            return
+        if anchor or self.value_info_anchors:
+            # value.graph: the slot, set for a graph's own input, output or initializer,
+            # else the producer's graph (read through the property).
+            owner = value._graph
+            if owner is None:
+                owner = value.graph
+            if owner is self.model.graph:
+                self._commit_anchor(node, value, inferred)
+                return
         written = (
             _declared_written(value._shape, inferred, anchor, ctx, self._writer)
             if self.policy == "refine"
@@ -1412,8 +1445,13 @@ class InferenceEngine:
         if dtype is None:
             return
         type_ = value._type
-        declared = None if type_ is None else type_.dtype
-        if declared is None or declared == ir.DataType.UNDEFINED:
+        if type_ is None:
+            declared = None
+        elif type_.__class__ is _TENSOR_TYPE:
+            declared = type_._dtype  # the slot: every declared output
+        else:
+            declared = type_.dtype
+        if declared is None or declared is _UNDEFINED:
             if self.policy == "skip" and had_shape:
                 return  # the value already had a shape: skip leaves it as it is
             # A new TensorType per value: ``Value.dtype = ...`` mutates the type in place.
