@@ -16,7 +16,7 @@ See :class:`onnx_symdims.shapes.NodeContext` for what a hook can read and write,
 :class:`OnnxFallback` for what happens to ops without a hook.
 
 This is the ops layer's one seam: the passes take :func:`lookup`, :data:`Hook`,
-:func:`normalize_domain`, :func:`infer_function_call` and :class:`OnnxFallback` from here, never from ``_registry`` or
+:func:`normalize_domain`, :func:`registry_version`, :func:`infer_function_call` and :class:`OnnxFallback` from here, never from ``_registry`` or
 ``_fallback``.
 """
 
@@ -30,12 +30,20 @@ __all__ = [
     "normalize_domain",
     "register",
     "registered_ops",
+    "registry_version",
 ]
 
 from typing import TYPE_CHECKING
 
 from onnx_symdims.ops._fallback import OnnxFallback
-from onnx_symdims.ops._registry import Hook, lookup, normalize_domain, register, registered_ops
+from onnx_symdims.ops._registry import (
+    Hook,
+    lookup,
+    normalize_domain,
+    register,
+    registered_ops,
+    registry_version,
+)
 
 if TYPE_CHECKING:
     import onnx_ir as ir

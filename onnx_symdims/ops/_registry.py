@@ -109,6 +109,8 @@ class Registry:
         self._hooks: dict[tuple[str, str], list[Hook]] = {}
         self._cache: dict[tuple[str, str, int | None], Hook | None] = {}
         self._imported: set[str] = set()  # families imported one by one (by the index)
+        #: Incremented by every registration: what a lookup answered before may change.
+        self.version = 0
 
     def register(
         self, domain: str, op_type: str | Iterable[str], *, since: int = 1
@@ -139,10 +141,19 @@ class Registry:
                 index = bisect.bisect(versions, since)
                 versions.insert(index, since)
                 hooks.insert(index, hook)
-            self._cache.clear()
+            self.invalidate()
             return hook
 
         return decorator
+
+    def invalidate(self) -> None:
+        """Forgets every lookup answered so far, here and in the callers that cache them.
+
+        :meth:`register` calls it; so must code that edits the tables directly (tests
+        that take a hook out for a while).
+        """
+        self._cache.clear()
+        self.version += 1
 
     def _ensure_loaded(self) -> None:
         if self._loaded:
@@ -222,3 +233,8 @@ registry = Registry("onnx_symdims.ops")
 register = registry.register
 lookup = registry.lookup
 registered_ops = registry.registered_ops
+
+
+def registry_version() -> int:
+    """A number that changes whenever a hook is registered (callers caching lookups)."""
+    return registry.version

@@ -524,6 +524,31 @@ _INT64 = ir.DataType.INT64
 _UNDEFINED = ir.DataType.UNDEFINED
 
 
+#: The model's imports (sorted items) -> its dispatch table, for the registry version in
+#: _DISPATCH_VERSION: a lookup depends on the registry and the opset alone, and most
+#: processes infer models of one or a few imports, so each run would otherwise look up
+#: every op type again.
+_DISPATCH_TABLES: dict[
+    tuple, dict[str | tuple[str, str], tuple[ops.Hook | None, int | None]]
+] = {}
+_DISPATCH_VERSION = [-1]
+
+
+def _shared_dispatch(
+    opsets: dict[str, int],
+) -> dict[str | tuple[str, str], tuple[ops.Hook | None, int | None]]:
+    """The dispatch table shared by every run over models importing ``opsets``."""
+    version = ops.registry_version()
+    if version != _DISPATCH_VERSION[0] or len(_DISPATCH_TABLES) >= 64:
+        _DISPATCH_TABLES.clear()  # a hook was registered since: answers may change
+        _DISPATCH_VERSION[0] = version
+    key = tuple(sorted(opsets.items())) if len(opsets) > 1 else tuple(opsets.items())
+    table = _DISPATCH_TABLES.get(key)
+    if table is None:
+        table = _DISPATCH_TABLES[key] = {}
+    return table
+
+
 def _stamp(ctx: ShapesContext) -> int:
     """Moves whenever a hook does more than set its outputs from its inputs' facts.
 
@@ -602,10 +627,9 @@ class InferenceEngine:
         self._memo_on = False  # memoize, and the model is large enough (see prepare)
         # (inferred, declared texts, what, depth) -> merged anchor dims (_commit_anchor)
         self._anchor_memo: dict[tuple, tuple[Dim, ...]] | None = None
-        # op_type (default domain) or (domain, op_type) -> (hook, opset)
-        self._dispatch_cache: dict[
-            str | tuple[str, str], tuple[ops.Hook | None, int | None]
-        ] = {}
+        # op_type (default domain) or (domain, op_type) -> (hook, opset): shared by the
+        # runs over models with the same imports (see _shared_dispatch)
+        self._dispatch_cache = _shared_dispatch(self._opsets)
         # compound dim -> the scope version after it was last noted >= 0 (see
         # _note_compound_dims), valid for _noted_scope (made with it)
         self._noted: dict[expr.DimExpr, int]

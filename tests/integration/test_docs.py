@@ -115,7 +115,7 @@ def _restorable_registry():
         registry._since.update(since)
         registry._hooks.clear()
         registry._hooks.update(hooks)
-        registry._cache.clear()
+        registry.invalidate()
 
     return restore
 

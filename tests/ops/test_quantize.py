@@ -119,12 +119,12 @@ def _with_fallback(model: ir.Model) -> dict[str, tuple]:
     saved = (list(registry._since[key]), list(registry._hooks[key]))
     registry._since[key].clear()
     registry._hooks[key].clear()
-    registry._cache.clear()
+    registry.invalidate()
     try:
         SymbolicShapeInferencePass()(model)
     finally:
         registry._since[key][:], registry._hooks[key][:] = saved
-        registry._cache.clear()
+        registry.invalidate()
     return _written(model)
 
 
