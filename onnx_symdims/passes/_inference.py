@@ -524,24 +524,25 @@ _INT64 = ir.DataType.INT64
 _UNDEFINED = ir.DataType.UNDEFINED
 
 
-#: The model's imports (sorted items) -> its dispatch table, for the registry version in
-#: _DISPATCH_VERSION: a lookup depends on the registry and the opset alone, and most
-#: processes infer models of one or a few imports, so each run would otherwise look up
-#: every op type again.
+#: The model's imports (sorted items) -> its dispatch table, valid for the registry version
+#: and lookup function in _DISPATCH_STATE: a lookup depends on the registry and the opset
+#: alone, and most processes infer models of one or a few imports, so each run would
+#: otherwise look up every op type again. (A replaced ``ops.lookup``, as tests patch it,
+#: drops the tables like a registration.)
 _DISPATCH_TABLES: dict[
     tuple, dict[str | tuple[str, str], tuple[ops.Hook | None, int | None]]
 ] = {}
-_DISPATCH_VERSION = [-1]
+_DISPATCH_STATE: list[object] = [None]
 
 
 def _shared_dispatch(
     opsets: dict[str, int],
 ) -> dict[str | tuple[str, str], tuple[ops.Hook | None, int | None]]:
     """The dispatch table shared by every run over models importing ``opsets``."""
-    version = ops.registry_version()
-    if version != _DISPATCH_VERSION[0] or len(_DISPATCH_TABLES) >= 64:
+    state = (ops.registry_version(), ops.lookup)
+    if state != _DISPATCH_STATE[0] or len(_DISPATCH_TABLES) >= 64:
         _DISPATCH_TABLES.clear()  # a hook was registered since: answers may change
-        _DISPATCH_VERSION[0] = version
+        _DISPATCH_STATE[0] = state
     key = tuple(sorted(opsets.items())) if len(opsets) > 1 else tuple(opsets.items())
     table = _DISPATCH_TABLES.get(key)
     if table is None:
