@@ -79,13 +79,9 @@ def infer_matmul(ctx: NodeContext, node: ir.Node) -> None:
     try:
         a, b = inputs  # two inputs (every valid node): one unpacking, no len() call
     except ValueError:
-        ctx.require_input(0)
-        ctx.require_input(1)  # fails the node with fewer inputs
-        a = inputs[0]
-        b = inputs[1]
+        a, b = ctx.require_two_inputs()
     if a is None or b is None:
-        ctx.require_input(0)
-        ctx.require_input(1)  # one of them fails the node
+        ctx.require_two_inputs()  # fails the node
     facts = ctx.ctx
     a_shape = facts.shape_of(a)
     b_shape = facts.shape_of(b)

@@ -427,13 +427,9 @@ def infer_reshape(ctx: NodeContext, node: ir.Node) -> None:
     try:
         data_value, target_value = inputs  # two inputs (every valid node): no len()
     except ValueError:
-        ctx.require_input(0)
-        ctx.require_input(1)  # fails the node with fewer inputs
-        data_value = inputs[0]
-        target_value = inputs[1]
+        data_value, target_value = ctx.require_two_inputs()
     if data_value is None or target_value is None:
-        ctx.require_input(0)
-        ctx.require_input(1)  # one of them fails the node
+        ctx.require_two_inputs()  # fails the node
     # has_attr first (inline: the dict in onnx-ir's slot): allowzero is rare, and when
     # present (dynamo writes allowzero=0) the attribute read checks it.
     allowzero = (

@@ -247,13 +247,9 @@ def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
     try:
         data_value, indices_value = inputs  # two inputs (every valid node): no len()
     except ValueError:
-        ctx.require_input(0)
-        ctx.require_input(1)  # fails the node with fewer inputs
-        data_value = inputs[0]
-        indices_value = inputs[1]
+        data_value, indices_value = ctx.require_two_inputs()
     if data_value is None or indices_value is None:
-        ctx.require_input(0)
-        ctx.require_input(1)  # one of them fails the node
+        ctx.require_two_inputs()  # fails the node
     facts = ctx.ctx
     data = facts.shape_of(data_value)
     indices = facts.shape_of(indices_value)

@@ -312,6 +312,14 @@ class NodeContext:
             self.fail(f"required input {i} is missing")
         return value
 
+    def require_two_inputs(self) -> tuple[ir.Value, ir.Value]:
+        """Inputs 0 and 1; fails the node when either is absent.
+
+        The two-input hooks' slow path: they unpack ``node._inputs`` themselves (one
+        unpacking, no call) and come here when it has another length or holds a None.
+        """
+        return self.require_input(0), self.require_input(1)
+
     def input_shape(self, i: int) -> Shape | None:
         """The dims of input ``i``; ``None`` when its rank is unknown or it is absent."""
         inputs = self._inputs
