@@ -598,10 +598,18 @@ def _evaluator_is_sound(node: ir.Node) -> bool:
     ``keepdims=0`` also when a ``split`` list is given, which makes the spec and
     onnxruntime ignore ``keepdims``, and splits an empty axis into a ``Split`` of no
     outputs (an invalid model): left to it only with ``keepdims=1`` or a scalar
-    ``split``, and an axis that is not empty (found by hand).
+    ``split``, and an axis that is not empty (found by hand). Its ``CastLike`` evaluator
+    writes a ``Cast`` without the node's ``saturate``: ``CastLike<saturate=0>`` to
+    ``float8e4m3fn`` gives NaN for ``1e6``, the ``Cast`` it wrote 448 (found by hand):
+    left to it only without attributes other than ``saturate=1``.
     """
     if node.domain not in ("", "ai.onnx"):
         return True
+    if node.op_type == "CastLike":
+        return all(
+            name == "saturate" and attr.type == ir.AttributeType.INT and attr.value == 1
+            for name, attr in node.attributes.items()
+        )
     if node.op_type == "Abs":
         return bool(node.inputs) and constant_tensor(node.inputs[0]) is not None
     if node.op_type == "SplitToSequence" and len(node.inputs) > 1:
@@ -804,8 +812,104 @@ def _sound_conv_integer_pad():
     return SoundFuseConvIntegerPad.rule()
 
 
+@functools.cache
+def _sound_clip_relu():
+    """The ``Clip(Relu(x), lo, hi)`` -> ``Clip(x, max(lo, 0), hi)`` rule of onnxscript, where alike.
+
+    It reads the bounds from ``Clip``'s inputs only: before opset 11 they are attributes,
+    and the fused ``Clip(x, 0)`` dropped ``max=6`` (an invalid model at those opsets, whose
+    ``Clip`` takes one input); and it computes ``max(lo, 0)`` through a ``float``, which
+    rounds an int64 bound past ``2**53`` (``Clip(Relu(x), 2**53 + 1)`` became ``Clip(x,
+    2**53)``; found by hand). The variant asks for no attribute on the ``Clip`` and a
+    lower bound that the conversion keeps. ``None`` (the rule is left out) for an
+    onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common._fuse_relus_clips import FuseSuccessiveClipRelu
+    except ImportError:
+        return None
+
+    def bound_kept(clip: ir.Node) -> bool:
+        if len(clip.inputs) < 2 or clip.inputs[1] is None:
+            return True
+        dtype = clip.inputs[0].dtype
+        if dtype is None:
+            return False
+        low = np.asarray(clip.inputs[1].const_value.numpy())
+        with np.errstate(all="ignore"):
+            written = np.array(np.maximum(0.0, low), dtype=dtype.numpy())
+        wanted = np.maximum(low, np.zeros((), low.dtype))
+        if wanted.dtype.kind in "fc":
+            return bool(np.all((wanted == written) | (np.isnan(wanted) & np.isnan(written))))
+        return bool(np.all(wanted == written))
+
+    class SoundFuseSuccessiveClipRelu(FuseSuccessiveClipRelu):
+        def check(self, context, **kwargs):
+            clip = kwargs["out_first_clip"].producer()
+            if clip.attributes:
+                return MatchResult().fail("the Clip has attributes the fused node drops")
+            result = super().check(context, **kwargs)
+            if result and not bound_kept(clip):
+                return MatchResult().fail("max(lo, 0) through a float rounds lo")
+            return result
+
+    return SoundFuseSuccessiveClipRelu().rule()
+
+
+@functools.cache
+def _sound_scatter_all_dynamic():
+    """The ``ScatterAllDynamic`` rule of onnxscript where the range spans what it checks.
+
+    It replaces ``ScatterND(t, Unsqueeze(Range(0, Gather(Shape(data), axis), 1), -1), u)``
+    by ``u`` when ``data.shape[axis]`` is ``t.shape[0]``, but its pattern matches a
+    ``Shape`` with an ``end`` too: with ``Shape<end=1>`` and ``axis = -1`` the range
+    spans ``data.shape[0]``, fewer rows than ``t``, and the ``[5, 3]`` result became the
+    ``[2, 3]`` updates (found by hand). The variant reads the dim the ``Gather`` picks
+    from the ``Shape``'s slice (ONNX clamps ``start`` and ``end`` as Python slices do).
+    ``None`` (the rule is left out) for an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common._redundant_scatter_nd import ScatterAllDynamic
+    except ImportError:
+        return None
+
+    def picked_dim(root: ir.Node):
+        unsqueeze = root.inputs[1].producer() if len(root.inputs) > 1 else None
+        ranged = unsqueeze.inputs[0].producer() if unsqueeze is not None else None
+        gather = ranged.inputs[1].producer() if ranged is not None else None
+        shape = gather.inputs[0].producer() if gather is not None else None
+        if shape is None or shape.op_type != "Shape" or shape.inputs[0].shape is None:
+            return None
+        index = constant_tensor(gather.inputs[1])
+        if index is None or index.numpy().size != 1:
+            return None
+        end = shape.attributes.get("end")
+        dims = list(shape.inputs[0].shape)[
+            int_attribute(shape, "start", 0) : None if end is None else end.as_int()
+        ]
+        position = int(index.numpy().reshape(()))
+        return dims[position] if -len(dims) <= position < len(dims) else None
+
+    class SoundScatterAllDynamic(ScatterAllDynamic):
+        def check(self, context, data, axis, transposed_data, **rest):
+            result = super().check(context, data, axis, transposed_data, **rest)
+            if not result:
+                return result
+            dim = picked_dim(context.root)
+            rows = transposed_data.shape[0]
+            if dim is None or dim != rows:
+                return MatchResult().fail("the range does not span the rows of the data")
+            return result
+
+    return SoundScatterAllDynamic.rule()
+
+
 #: onnxscript rules replaced by a variant whose check adds what soundness needs.
 _SOUND_VARIANTS = {
+    "FuseSuccessiveClipRelu": _sound_clip_relu,
+    "ScatterAllDynamic": _sound_scatter_all_dynamic,
     "FuseConvIntegerPad": _sound_conv_integer_pad,
     "CastCast": _sound_cast_cast,
     "ScatterAllStatic": _sound_scatter_all_static,

@@ -448,3 +448,117 @@ def test_an_empty_split_to_sequence_leaves_a_valid_model():
     )
     after = _optimized(m)
     onnx.checker.check_model(after)
+
+
+#: (name, opset, graph, feeds, fused ops or None): onnxscript rules whose check read less
+#: than the rewrite needs (found by hand, helper-64).
+FUSED_EDGES = [
+    (
+        # before opset 11 Clip's bounds are attributes: Clip(Relu(x)) became Clip(x, 0),
+        # dropping max=6 (and a Clip of two inputs is invalid there)
+        "clip_of_relu_with_attribute_bounds",
+        10,
+        """g (float[N] x) => (float[N] y) {
+            a = Relu(x)
+            y = Clip<min = -1.0, max = 6.0>(a)
+        }""",
+        {"x": np.array([-3, -1, 0, 0.5, 2, 5, 7, 10], np.float32)},
+        None,
+    ),
+    (
+        # max(lo, 0) went through a float: 2**53 + 1 became 2**53
+        "clip_of_relu_with_an_int64_bound_past_2_53",
+        18,
+        f"""g (int64[N] x) => (int64[N] y) {{
+            lo = Constant<value = int64 {{{2**53 + 1}}}>()
+            hi = Constant<value = int64 {{{2**60}}}>()
+            a = Relu(x)
+            y = Clip(a, lo, hi)
+        }}""",
+        {"x": np.array([2**53, 2**53 + 1, 2**53 + 2, 0, -5], np.int64)},
+        None,
+    ),
+    (
+        "clip_of_relu_with_a_small_int_bound",
+        18,
+        """g (int32[N] x) => (int32[N] y) {
+            lo = Constant<value = int32 {3}>()
+            a = Relu(x)
+            y = Clip(a, lo)
+        }""",
+        {"x": np.array([2, 5, -5], np.int32)},
+        ["Clip"],
+    ),
+    (
+        # the range spans data.shape[0] (Shape<end=1>, Gather(-1)), 2 of t's 5 rows:
+        # ScatterAllDynamic checked data.shape[-1] and replaced the [5, 3] result by u
+        "scatter_of_a_range_over_a_sliced_shape",
+        18,
+        """g (float[A, B] data, float[B, C] t, float[A, C] u) => (float[B, C] y) {
+            s = Shape<start = 0, end = 1>(data)
+            ax = Constant<value = int64 {-1}>()
+            dim = Gather<axis = 0>(s, ax)
+            zero = Constant<value = int64 {0}>()
+            one = Constant<value = int64 {1}>()
+            rg = Range(zero, dim, one)
+            m1 = Constant<value = int64[1] {-1}>()
+            idx = Unsqueeze(rg, m1)
+            y = ScatterND<reduction = "none">(t, idx, u)
+        }""",
+        {
+            "data": np.ones((2, 5), np.float32),
+            "t": np.arange(15, dtype=np.float32).reshape(5, 3),
+            "u": -np.ones((2, 3), np.float32),
+        },
+        None,
+    ),
+    (
+        "scatter_of_a_range_over_the_whole_shape",
+        18,
+        """g (float[B, A] data, float[B, C] t, float[B, C] u) => (float[B, C] y) {
+            s = Shape<start = 0>(data)
+            ax = Constant<value = int64 {0}>()
+            dim = Gather<axis = 0>(s, ax)
+            zero = Constant<value = int64 {0}>()
+            one = Constant<value = int64 {1}>()
+            rg = Range(zero, dim, one)
+            m1 = Constant<value = int64[1] {-1}>()
+            idx = Unsqueeze(rg, m1)
+            y = ScatterND<reduction = "none">(t, idx, u)
+        }""",
+        {
+            "data": np.ones((5, 2), np.float32),
+            "t": np.arange(15, dtype=np.float32).reshape(5, 3),
+            "u": -np.ones((5, 3), np.float32),
+        },
+        [],
+    ),
+    (
+        # the folder's CastLike evaluator wrote a Cast without saturate=0: 1e6 became
+        # 448 where CastLike gives NaN
+        "cast_like_without_saturation",
+        19,
+        """g (float[N] x) => (float[N] y) {
+            z = Constant<value = float[1] {0.0}>()
+            t = Cast<to = 17>(z)
+            c = CastLike<saturate = 0>(x, t)
+            y = Cast<to = 1>(c)
+        }""",
+        {"x": np.array([1e6, -1e6, 1.0, 500.0], np.float32)},
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "opset", "graph", "feeds", "fused"), FUSED_EDGES, ids=[e[0] for e in FUSED_EDGES]
+)
+def test_onnxscript_rules_keep_outputs_where_their_checks_read_too_little(
+    name, opset, graph, feeds, fused
+):
+    m = model(graph, opset)
+    before = proto(m)
+    after = _optimized(m)
+    _assert_same(before, after, feeds)
+    if fused is not None:
+        assert [n.op_type for n in after.graph.node if n.op_type != "Identity"] == fused
