@@ -802,6 +802,8 @@ def _sound_conv_integer_pad():
 
     class SoundFuseConvIntegerPad(FuseConvIntegerPad):
         def check(self, context, x, pad, conv, **rest):
+            if len(pad.producer().inputs) < 2:  # a Pad of opset 2: its check raised
+                return MatchResult().fail("the Pad takes its pads as an attribute")
             inputs = conv.producer().inputs
             point = inputs[2] if len(inputs) > 2 else None
             tensor = constant_tensor(point) if point is not None else None
@@ -906,8 +908,59 @@ def _sound_scatter_all_dynamic():
     return SoundScatterAllDynamic.rule()
 
 
+@functools.cache
+def _sound_gemm_bias():
+    """The ``RemoveOptionalBiasFromGemm`` rule of onnxscript, for a finite ``beta``.
+
+    ``Gemm(a, b, zeros, beta=inf)`` adds ``inf * 0``, NaN everywhere; the rule dropped the
+    bias and the NaN with it (found by hand). ``None`` (the rule is left out) for an
+    onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common._remove_optional_bias import (
+            RemoveOptionalBiasFromGemm,
+        )
+    except ImportError:
+        return None
+
+    class SoundRemoveOptionalBiasFromGemm(RemoveOptionalBiasFromGemm):
+        def check(self, context, b, **rest):
+            beta = context.root.attributes.get("beta")
+            if beta is not None and not np.isfinite(beta.value):
+                return MatchResult().fail("beta * 0 is NaN for an infinite or NaN beta")
+            return super().check(context, b, **rest)
+
+    return SoundRemoveOptionalBiasFromGemm().rule()
+
+
+@functools.cache
+def _sound_conv_pad():
+    """The ``Conv(Pad(x))`` -> ``Conv(x, pads)`` rule of onnxscript, for a ``Pad`` of opset 11+.
+
+    Its check reads the pads from ``Pad``'s second input: a ``Pad`` of opset 2 (pads as
+    an attribute) raised ``IndexError``, which stopped every rule of the round (found by
+    hand). ``None`` (the rule is left out) for an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common._fuse_pad_into_conv import FuseConvPad
+    except ImportError:
+        return None
+
+    class SoundFuseConvPad(FuseConvPad):
+        def check(self, context, x, pad, conv, **rest):
+            if len(pad.producer().inputs) < 2:
+                return MatchResult().fail("the Pad takes its pads as an attribute")
+            return super().check(context, x, pad, conv, **rest)
+
+    return SoundFuseConvPad.rule()
+
+
 #: onnxscript rules replaced by a variant whose check adds what soundness needs.
 _SOUND_VARIANTS = {
+    "RemoveOptionalBiasFromGemm": _sound_gemm_bias,
+    "FuseConvPad": _sound_conv_pad,
     "FuseSuccessiveClipRelu": _sound_clip_relu,
     "ScatterAllDynamic": _sound_scatter_all_dynamic,
     "FuseConvIntegerPad": _sound_conv_integer_pad,

@@ -547,6 +547,18 @@ FUSED_EDGES = [
         {"x": np.array([1e6, -1e6, 1.0, 500.0], np.float32)},
         None,
     ),
+    (
+        # beta * 0 is NaN for beta = inf: RemoveOptionalBiasFromGemm dropped the NaN
+        "gemm_of_a_zero_bias_with_an_infinite_beta",
+        18,
+        """g (float[2, 2] x) => (float[2, 2] y) {
+            w = Constant<value = float[2, 2] {1, 2, 3, 4}>()
+            b = Constant<value = float[2] {0.0, 0.0}>()
+            y = Gemm<beta = inf>(x, w, b)
+        }""",
+        {"x": np.ones((2, 2), np.float32)},
+        None,
+    ),
 ]
 
 
@@ -562,3 +574,21 @@ def test_onnxscript_rules_keep_outputs_where_their_checks_read_too_little(
     _assert_same(before, after, feeds)
     if fused is not None:
         assert [n.op_type for n in after.graph.node if n.op_type != "Identity"] == fused
+
+
+def test_a_pad_of_opset_2_before_a_conv_leaves_the_other_rules_running(caplog):
+    """FuseConvPad read the pads from Pad's second input: IndexError stopped the round."""
+    m = model(
+        """g (float[1, 1, 5, 5] x) => (float[1, 1, A, B] y) {
+            w = Constant<value = float[1, 1, 3, 3] {1, 2, 3, 4, 5, 6, 7, 8, 9}>()
+            p = Pad<pads = [0, 0, 1, 1, 0, 0, 1, 1]>(x)
+            y = Conv(p, w)
+        }""",
+        10,
+    )
+    before = proto(m)
+    with caplog.at_level("WARNING"):
+        after = _optimized(m)
+    assert "rules stopped" not in caplog.text
+    x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    _assert_same(before, after, {"x": x})
