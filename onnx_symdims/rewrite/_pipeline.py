@@ -601,9 +601,19 @@ def _evaluator_is_sound(node: ir.Node) -> bool:
     ``split``, and an axis that is not empty (found by hand). Its ``CastLike`` evaluator
     writes a ``Cast`` without the node's ``saturate``: ``CastLike<saturate=0>`` to
     ``float8e4m3fn`` gives NaN for ``1e6``, the ``Cast`` it wrote 448 (found by hand):
-    left to it only without attributes other than ``saturate=1``.
+    left to it only without attributes other than ``saturate=1``. Its ``If`` evaluator
+    inlines a branch by renaming each branch output to the ``If`` output's name: a branch
+    that lists one value twice (``(t, t)`` for ``y, z``) got one name for both, and the
+    graph output ``y`` was renamed ``z`` (found by hand): such an ``If`` is left.
     """
     if node.domain not in ("", "ai.onnx"):
+        return True
+    if node.op_type == "If":
+        for attr in node.attributes.values():
+            if attr.type == ir.AttributeType.GRAPH:
+                outputs = list(attr.value.outputs)
+                if len({id(v) for v in outputs}) != len(outputs):
+                    return False
         return True
     if node.op_type == "CastLike":
         return all(

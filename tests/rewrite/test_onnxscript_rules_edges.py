@@ -592,3 +592,25 @@ def test_a_pad_of_opset_2_before_a_conv_leaves_the_other_rules_running(caplog):
     assert "rules stopped" not in caplog.text
     x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
     _assert_same(before, after, {"x": x})
+
+
+def test_an_if_whose_branch_lists_a_value_twice_keeps_its_output_names():
+    """The folder's If evaluator renamed t to z for both outputs: graph output y became z."""
+    m = model(
+        """g (float[N] x) => (float[N] y, float[N] z) {
+            c = Constant<value = bool {1}>()
+            y, z = If(c) <
+                then_branch = th () => (float[N] t, float[N] t) { t = Abs(x) },
+                else_branch = el () => (float[N] o2, float[N] o3) {
+                    o2 = Neg(x)
+                    o3 = Neg(x)
+                }
+            >
+        }"""
+    )
+    after = _optimized(m)
+    assert [o.name for o in after.graph.output] == ["y", "z"]
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    y, z = run(after, {"x": x})
+    np.testing.assert_array_equal(y, np.abs(x))
+    np.testing.assert_array_equal(z, np.abs(x))
