@@ -197,6 +197,24 @@ def _cast_is_defined(node: ir.Node) -> bool:
     )
 
 
+def _casts_strings(node: ir.Node) -> bool:
+    """A cast from or to ``string``: numpy spells values otherwise than onnxruntime.
+
+    ``Cast(bool -> string)`` is ``["1", "0"]`` in onnxruntime, ``["True", "False"]`` by
+    numpy's ``astype(str)``, and the folded numpy string tensor could not even be
+    serialized (``optimize`` raised ``SerdeError``; found by hand).
+    """
+    source = node.inputs[0] if node.inputs else None
+    target = (
+        _cast_target(node)
+        if node.op_type == "Cast"
+        else _dtype(node.inputs[1])
+        if len(node.inputs) > 1
+        else None
+    )
+    return ir.DataType.STRING in (target, _dtype(source) if source is not None else None)
+
+
 def _slice_departs(node: ir.Node) -> bool:
     """A Slice with a negative step and an ``end`` outside ``[-dim, dim)`` (or unknown)."""
     inputs = list(node.inputs) + [None] * (5 - len(node.inputs))
@@ -363,7 +381,8 @@ def should_fold_exactly(node: ir.Node) -> bool | None:
         if int_attribute(node, "sorted", 1) != 1:
             return False
     elif (
-        (node.op_type == "Slice" and _slice_departs(node))
+        (node.op_type in ("Cast", "CastLike") and _casts_strings(node))
+        or (node.op_type == "Slice" and _slice_departs(node))
         or (node.op_type == "Pow" and not _int_pow_is_exact(node))
         or not _int_reduction_is_exact(node)
         or (node.op_type == "Einsum" and not _int_einsum_is_exact(node))

@@ -614,3 +614,22 @@ def test_an_if_whose_branch_lists_a_value_twice_keeps_its_output_names():
     y, z = run(after, {"x": x})
     np.testing.assert_array_equal(y, np.abs(x))
     np.testing.assert_array_equal(z, np.abs(x))
+
+
+@pytest.mark.parametrize("exact_floats", [True, False])
+def test_a_cast_of_constants_to_or_from_strings_is_left(exact_floats):
+    """numpy spells bool True as "True" (onnxruntime "1"); the folded tensor did not serialize."""
+    m = model(
+        """g (float[N] x) => (string[2] y, float[2] z) {
+            a = Constant<value = bool[2] {1, 0}>()
+            y = Cast<to = 8>(a)
+            z = Cast<to = 1>(y)
+        }"""
+    )
+    before = proto(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        after = proto(optimize(m, exact_floats=exact_floats))
+    feeds = {"x": np.ones(2, np.float32)}
+    for a, e in zip(run(after, feeds), run(before, feeds), strict=True):
+        assert a.dtype == e.dtype and a.tolist() == e.tolist()
