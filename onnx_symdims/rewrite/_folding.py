@@ -215,6 +215,22 @@ def _casts_strings(node: ir.Node) -> bool:
     return ir.DataType.STRING in (target, _dtype(source) if source is not None else None)
 
 
+def _reads_or_writes_strings(node: ir.Node) -> bool:
+    """A node with a ``string`` input or output.
+
+    The folder's reference evaluator computes them as numpy byte strings, which it then
+    cannot store: ``Concat``, ``Reshape``, ``Gather``, ``Transpose``, ``Unique`` of string
+    constants made ``optimize`` raise ``SerdeError`` on a model onnxruntime runs (found
+    by hand). ``Shape`` and ``Size`` of a string tensor fold (their result is int64).
+    """
+    if node.op_type in ("Cast", "CastLike") and _casts_strings(node):
+        return True
+    read = () if node.op_type in ("Shape", "Size") else node.inputs  # a shape is no string
+    return any(
+        v is not None and _dtype(v) == ir.DataType.STRING for v in (*read, *node.outputs)
+    )
+
+
 def _slice_departs(node: ir.Node) -> bool:
     """A Slice with a negative step and an ``end`` outside ``[-dim, dim)`` (or unknown)."""
     inputs = list(node.inputs) + [None] * (5 - len(node.inputs))
@@ -377,12 +393,13 @@ def should_fold_exactly(node: ir.Node) -> bool | None:
     """
     if node.domain not in ("", "ai.onnx"):
         return None
+    if _reads_or_writes_strings(node):
+        return False
     if node.op_type == "Unique":
         if int_attribute(node, "sorted", 1) != 1:
             return False
     elif (
-        (node.op_type in ("Cast", "CastLike") and _casts_strings(node))
-        or (node.op_type == "Slice" and _slice_departs(node))
+        (node.op_type == "Slice" and _slice_departs(node))
         or (node.op_type == "Pow" and not _int_pow_is_exact(node))
         or not _int_reduction_is_exact(node)
         or (node.op_type == "Einsum" and not _int_einsum_is_exact(node))

@@ -633,3 +633,35 @@ def test_a_cast_of_constants_to_or_from_strings_is_left(exact_floats):
     feeds = {"x": np.ones(2, np.float32)}
     for a, e in zip(run(after, feeds), run(before, feeds), strict=True):
         assert a.dtype == e.dtype and a.tolist() == e.tolist()
+
+
+STRING_NODES = [
+    ("concat", "y = Concat<axis = 0>(a, a)", "string[6]"),
+    ("reshape", "s = Constant<value = int64[2] {3, 1}>()\n y = Reshape(a, s)", "string[3, 1]"),
+    ("gather", "i = Constant<value = int64[1] {1}>()\n y = Gather(a, i)", "string[1]"),
+    ("unique", "y = Unique(a)", "string[2]"),
+    ("size", "y = Size(a)", "int64"),
+]
+
+
+@pytest.mark.parametrize("exact_floats", [True, False])
+@pytest.mark.parametrize(
+    ("name", "body", "out"), STRING_NODES, ids=[c[0] for c in STRING_NODES]
+)
+def test_string_constants_leave_a_model_that_serializes(name, body, out, exact_floats):
+    """The folder stored numpy byte strings it could not serialize (optimize raised)."""
+    m = model(
+        f"""g (float[N] x) => ({out} y) {{
+            a = Constant<value = string[3] {{"b", "a", "b"}}>()
+            {body}
+        }}"""
+    )
+    before = proto(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        after = proto(optimize(m, exact_floats=exact_floats))
+    feeds = {"x": np.ones(2, np.float32)}
+    for a, e in zip(run(after, feeds), run(before, feeds), strict=True):
+        assert np.asarray(a).tolist() == np.asarray(e).tolist()
+    if name == "size":
+        assert "Size" not in [n.op_type for n in after.graph.node]
