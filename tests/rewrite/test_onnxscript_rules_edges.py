@@ -665,3 +665,33 @@ def test_string_constants_leave_a_model_that_serializes(name, body, out, exact_f
         assert np.asarray(a).tolist() == np.asarray(e).tolist()
     if name == "size":
         assert "Size" not in [n.op_type for n in after.graph.node]
+
+
+@pytest.mark.parametrize("trans", ["transB = 1", ""])
+def test_gemm_becomes_matmul_add_only_without_transposes(trans):
+    """The ort fusions' Gemm -> MatMul + Add ignored transB: with a square b every shape
+    held and only the output check in onnxruntime undid it (not run here)."""
+    attributes = ", ".join(a for a in ("alpha = 1.0", "beta = 1.0", trans) if a)
+    m = model(
+        f"""g (float[2, 3, 4] a, float[4, 4] b) => (float[2, 3, 4] y) {{
+            s1 = Constant<value = int64[2] {{-1, 4}}>()
+            ra = Reshape(a, s1)
+            c = Constant<value = float[4] {{0.5, 1, 2, 3}}>()
+            g = Gemm<{attributes}>(ra, b, c)
+            s3 = Constant<value = int64[3] {{2, 3, 4}}>()
+            y = Reshape(g, s3)
+        }}"""
+    )
+    before = proto(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        after = proto(optimize(m, fusions="ort", verify_fusions=False))
+    ops = [n.op_type for n in after.graph.node]
+    assert ("Gemm" in ops) == bool(trans)
+    rng = np.random.default_rng(0)
+    feeds = {
+        "a": rng.standard_normal((2, 3, 4)).astype(np.float32),
+        "b": rng.standard_normal((4, 4)).astype(np.float32),
+    }
+    for a, e in zip(run(after, feeds), run(before, feeds), strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
