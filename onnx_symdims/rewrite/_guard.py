@@ -210,7 +210,8 @@ def _attention_no_bias_rules():
 def _plain_gemm_only(rule):
     """The Gemm -> MatMul + Add rule of onnxscript's ort fusions, for a plain ``Gemm``.
 
-    ``Reshape(Gemm(Reshape(a), b, c))`` -> ``MatMul(a, b) + c``: its pattern asks ``alpha = beta = 1`` but reads neither ``transA`` nor ``transB``: a
+    ``Reshape(Gemm(Reshape(a), b, c))`` -> ``MatMul(a, b) + c``: its pattern asks
+    ``alpha = beta = 1`` but reads neither ``transA`` nor ``transB``: a
     ``Gemm<transB=1>`` of a square ``b`` became ``MatMul(a, b)``, the product with ``b``
     itself, with every proven shape kept (only the output check in onnxruntime undid it;
     without onnxruntime or with ``verify_fusions=False`` the fused model computed other
