@@ -575,7 +575,10 @@ def _guarded_folder() -> type:
             if not _evaluator_is_sound(node):
                 return None
             try:
-                return super().process_node(node, *args, **kwargs)
+                replacement = super().process_node(node, *args, **kwargs)
+                if node.op_type in _SHAPE_VALUE_PASSERS and node.domain in ("", "ai.onnx"):
+                    _forget_reshaped_shape_values(self._state, node)
+                return replacement
             except Exception as error:  # any evaluator bug: leave the node
                 cause = error.__cause__ or error
                 message = (
@@ -587,6 +590,35 @@ def _guarded_folder() -> type:
                 return None
 
     return GuardedFoldConstantsPass
+
+
+#: Ops whose onnxscript evaluator hands its input's shape value to its output as it is.
+_SHAPE_VALUE_PASSERS = frozenset({"Reshape", "Squeeze"})
+
+
+def _forget_reshaped_shape_values(state: Any, node: ir.Node) -> None:
+    """Drops the shape value the folder gave an output that is not the same vector.
+
+    onnxscript's ``Reshape`` (and ``Squeeze``) evaluator gives its output the shape value
+    of its input whatever the new shape: ``Reshape(Shape(x), [2, 1])`` of ``x[N, 3]`` got
+    the value ``[N, 3]``, and its ``Gather`` evaluator then folded ``Gather(r, [1])`` to
+    the vector ``[3]`` where the model computes ``[[3]]`` (found by hand). The value is
+    kept only on an output proven a vector of as many elements (or a scalar of one).
+    """
+    values = getattr(state, "_sym_value_map", None)
+    if not isinstance(values, dict):
+        return
+    for output in node.outputs:
+        value = values.get(output)
+        if not isinstance(value, ir.Shape):
+            continue
+        shape = output.shape
+        fits = shape is not None and (
+            (len(shape) == 1 and shape[0] == len(value))
+            or (len(shape) == 0 and len(value) == 1)
+        )
+        if not fits:
+            del values[output]
 
 
 def _evaluator_is_sound(node: ir.Node) -> bool:

@@ -695,3 +695,21 @@ def test_gemm_becomes_matmul_add_only_without_transposes(trans):
     }
     for a, e in zip(run(after, feeds), run(before, feeds), strict=True):
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+
+
+def test_a_reshaped_shape_keeps_its_rank_through_the_folders_gather():
+    """The folder gave Reshape(Shape(x), [2, 1]) the value [N, 3] and folded Gather(r, [1])
+    to the vector [3]; the model computes [[3]]."""
+    m = model(
+        """g (float[N, 3] x) => (int64[1, 1] y) {
+            s = Shape(x)
+            t = Constant<value = int64[2] {2, 1}>()
+            r = Reshape(s, t)
+            i = Constant<value = int64[1] {1}>()
+            y = Gather<axis = 0>(r, i)
+        }"""
+    )
+    before = proto(m)
+    after = _optimized(m)
+    for n in (0, 1, 4):
+        _assert_same(before, after, {"x": np.ones((n, 3), np.float32)})
