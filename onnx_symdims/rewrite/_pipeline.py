@@ -1179,6 +1179,42 @@ def _can_match(rule, present: set[tuple[str, str]]) -> bool:
     return needed <= present
 
 
+def _no_clobbering(rule):
+    """``rule`` declining a rewrite whose new initializer replaces one still read.
+
+    onnxscript's rewriter stores a rule's new initializers by name over the graph's own:
+    ``Min(Min(x, 5), 1)`` wrote its bound as ``x_min``, and an initializer ``x_min`` the
+    model had already was dropped from the graph while a node still read it (onnxruntime
+    refused the model; found by hand). An initializer that only the replaced nodes read
+    (a weight that ``FuseBatchNormIntoConv`` rewrites under its own name) may go. ``rule``
+    itself when it cannot be wrapped.
+    """
+    try_rewrite = getattr(rule, "try_rewrite", None)
+    if try_rewrite is None:
+        return rule
+
+    def guarded(model, graph_or_function, *args, **kwargs):
+        delta = try_rewrite(model, graph_or_function, *args, **kwargs)
+        names = getattr(graph_or_function, "initializers", None)
+        new = getattr(delta, "new_initializers", None) or ()
+        if names is None or not new:
+            return delta
+        replaced = set(getattr(getattr(delta, "match", None), "nodes", ()))
+        for value in new:
+            old = names.get(value.name)
+            if old is None or old is value:
+                continue
+            if old.is_graph_input() or old.is_graph_output():
+                return None
+            if any(use.node not in replaced for use in old.uses()):
+                return None  # read elsewhere: it must stay
+        return delta
+
+    variant = copy.copy(rule)
+    variant.try_rewrite = guarded
+    return variant
+
+
 def _onnxscript_round(
     model: ir.Model, exact_floats: bool = True, problems: list[str] | None = None
 ) -> bool:
@@ -1189,6 +1225,8 @@ def _onnxscript_round(
     rules = _onnxscript_rules(model, exact_floats)
     if rules == []:
         return False
+    if rules is not None:
+        rules = [_no_clobbering(rule) for rule in rules]
     try:
         with overridable_defaults_hidden(model):
             rewriter.rewrite(model, pattern_rewrite_rules=rules)

@@ -713,3 +713,20 @@ def test_a_reshaped_shape_keeps_its_rank_through_the_folders_gather():
     after = _optimized(m)
     for n in (0, 1, 4):
         _assert_same(before, after, {"x": np.ones((n, 3), np.float32)})
+
+
+def test_a_rule_does_not_overwrite_an_initializer_of_the_name_it_picks():
+    """FuseSuccessiveMin wrote its bound as x_min over the model's own x_min initializer,
+    which the Add still read: onnxruntime refused the model."""
+    m = model(
+        """g (float[8] x) => (float[8] y, float[8] z) <float[8] x_min = {1, 2, 3, 4, 5, 6, 7, 8}> {
+            c1 = Constant<value = float {5.0}>()
+            c2 = Constant<value = float {1.0}>()
+            a = Min(x, c1)
+            y = Min(a, c2)
+            z = Add(x_min, x)
+        }"""
+    )
+    before = proto(m)
+    after = _optimized(m)
+    _assert_same(before, after, {"x": SPECIAL[:8].copy()})
