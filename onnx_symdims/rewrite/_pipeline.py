@@ -768,6 +768,10 @@ def _sound_scatter_all_static():
                 return MatchResult().fail(
                     "a ScatterND with a reduction combines data and updates"
                 )
+            if data.shape is None or not data.shape or not isinstance(data.shape[0], int):
+                # its check ranges over data.shape[0]: a symbolic dim raised TypeError,
+                # which stopped every rule of the round
+                return MatchResult().fail("the first dim of data is not known")
             return super().check(context, data, indices, updates, **rest)
 
     return SoundScatterAllStatic.rule()

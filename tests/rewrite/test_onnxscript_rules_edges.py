@@ -730,3 +730,24 @@ def test_a_rule_does_not_overwrite_an_initializer_of_the_name_it_picks():
     before = proto(m)
     after = _optimized(m)
     _assert_same(before, after, {"x": SPECIAL[:8].copy()})
+
+
+def test_a_scatter_over_a_symbolic_first_dim_leaves_the_other_rules_running(caplog):
+    """ScatterAllStatic ranged over data.shape[0]: a symbolic N raised TypeError and
+    stopped every rule of the round (the Min(Min) fusion beside it too)."""
+    m = model(
+        """g (float[N, 3] x, float[N, 3] u) => (float[N, 3] y, float[N, 3] z) {
+            i = Constant<value = int64[2, 1] {0, 1}>()
+            y = ScatterND(x, i, u)
+            c1 = Constant<value = float {5.0}>()
+            c2 = Constant<value = float {1.0}>()
+            a = Min(x, c1)
+            z = Min(a, c2)
+        }"""
+    )
+    before = proto(m)
+    with caplog.at_level("WARNING"):
+        after = _optimized(m)
+    assert "rules stopped" not in caplog.text
+    feeds = {"x": SPECIAL[:6].reshape(2, 3).copy(), "u": np.zeros((2, 3), np.float32)}
+    _assert_same(before, after, feeds)
