@@ -1003,8 +1003,49 @@ def _sound_conv_pad():
     return SoundFuseConvPad.rule()
 
 
+@functools.cache
+def _sound_normalize_pad_format() -> dict[str, object]:
+    """The ``auto_pad`` -> explicit ``pads`` rules of onnxscript, for an int kernel size.
+
+    Without a ``kernel_shape`` attribute they read the kernel size from the weight's
+    shape: a symbolic one raised ``TypeError`` in their arithmetic, which stopped every
+    rule of the round (found by hand). Empty when onnxscript is laid out otherwise (the
+    rules are then left out).
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common import _fuse_pad_into_conv as module
+    except ImportError:
+        return {}
+
+    variants = {}
+    for name in ("NormalizePadFormatConv", "NormalizePadFormatConvInteger"):
+        base = getattr(module, name, None)
+        if base is None:
+            continue
+
+        class Sound(base):
+            def check(self, context, conv, **rest):
+                node = conv.producer()
+                if "kernel_shape" not in node.attributes:
+                    weight = node.inputs[1].shape if len(node.inputs) > 1 else None
+                    if weight is None or not all(isinstance(d, int) for d in weight[2:]):
+                        return MatchResult().fail("the kernel size is not known")
+                return super().check(context, conv, **rest)
+
+        Sound.__name__ = f"Sound{name}"
+        variants[name] = Sound.rule()
+    return variants
+
+
 #: onnxscript rules replaced by a variant whose check adds what soundness needs.
 _SOUND_VARIANTS = {
+    "NormalizePadFormatConv": lambda: _sound_normalize_pad_format().get(
+        "NormalizePadFormatConv"
+    ),
+    "NormalizePadFormatConvInteger": lambda: _sound_normalize_pad_format().get(
+        "NormalizePadFormatConvInteger"
+    ),
     "RemoveOptionalBiasFromGemm": _sound_gemm_bias,
     "FuseConvPad": _sound_conv_pad,
     "FuseSuccessiveClipRelu": _sound_clip_relu,

@@ -751,3 +751,26 @@ def test_a_scatter_over_a_symbolic_first_dim_leaves_the_other_rules_running(capl
     assert "rules stopped" not in caplog.text
     feeds = {"x": SPECIAL[:6].reshape(2, 3).copy(), "u": np.zeros((2, 3), np.float32)}
     _assert_same(before, after, feeds)
+
+
+@pytest.mark.parametrize("kernel", ["K", "3"])
+def test_auto_pad_with_a_symbolic_kernel_leaves_the_other_rules_running(kernel, caplog):
+    """NormalizePadFormatConv computed pads from the weight's symbolic dims: TypeError
+    stopped every rule of the round."""
+    m = model(
+        f"""g (float[1, 1, 5, 5] x, float[1, 1, {kernel}, {kernel}] w) => (float[1, 1, 5, 5] y) {{
+            y = Conv<auto_pad = "SAME_UPPER">(x, w)
+        }}"""
+    )
+    before = proto(m)
+    with caplog.at_level("WARNING"):
+        after = _optimized(m)
+    assert "rules stopped" not in caplog.text
+    [conv] = after.graph.node
+    auto_pad = [a.s for a in conv.attribute if a.name == "auto_pad"]
+    assert auto_pad == ([b"SAME_UPPER"] if kernel == "K" else [b"NOTSET"])
+    feeds = {
+        "x": np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5),
+        "w": np.ones((1, 1, 3, 3), np.float32),
+    }
+    _assert_same(before, after, feeds)
