@@ -197,6 +197,40 @@ def _cast_is_defined(node: ir.Node) -> bool:
     )
 
 
+def _casts_strings(node: ir.Node) -> bool:
+    """A cast from or to ``string``: numpy spells values otherwise than onnxruntime.
+
+    ``Cast(bool -> string)`` is ``["1", "0"]`` in onnxruntime, ``["True", "False"]`` by
+    numpy's ``astype(str)``, and the folded numpy string tensor could not even be
+    serialized (``optimize`` raised ``SerdeError``; found by hand).
+    """
+    source = node.inputs[0] if node.inputs else None
+    target = (
+        _cast_target(node)
+        if node.op_type == "Cast"
+        else _dtype(node.inputs[1])
+        if len(node.inputs) > 1
+        else None
+    )
+    return ir.DataType.STRING in (target, _dtype(source) if source is not None else None)
+
+
+def _reads_or_writes_strings(node: ir.Node) -> bool:
+    """A node with a ``string`` input or output.
+
+    The folder's reference evaluator computes them as numpy byte strings, which it then
+    cannot store: ``Concat``, ``Reshape``, ``Gather``, ``Transpose``, ``Unique`` of string
+    constants made ``optimize`` raise ``SerdeError`` on a model onnxruntime runs (found
+    by hand). ``Shape`` and ``Size`` of a string tensor fold (their result is int64).
+    """
+    if node.op_type in ("Cast", "CastLike") and _casts_strings(node):
+        return True
+    read = () if node.op_type in ("Shape", "Size") else node.inputs  # a shape is no string
+    return any(
+        v is not None and _dtype(v) == ir.DataType.STRING for v in (*read, *node.outputs)
+    )
+
+
 def _slice_departs(node: ir.Node) -> bool:
     """A Slice with a negative step and an ``end`` outside ``[-dim, dim)`` (or unknown)."""
     inputs = list(node.inputs) + [None] * (5 - len(node.inputs))
@@ -359,6 +393,8 @@ def should_fold_exactly(node: ir.Node) -> bool | None:
     """
     if node.domain not in ("", "ai.onnx"):
         return None
+    if _reads_or_writes_strings(node):
+        return False
     if node.op_type == "Unique":
         if int_attribute(node, "sorted", 1) != 1:
             return False

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 __all__ = ["guarded_fusions"]
 
+import copy
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -104,7 +105,7 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
     if shape_rules is None or gemm is None or patterns is None:
         return None
     steps: list[Step] = [
-        ("gemm_to_matmul_add", _rule_set([gemm])),
+        ("gemm_to_matmul_add", _rule_set([_plain_gemm_only(gemm)])),
         ("shape_optimization", shape_rules.apply_to_model),
     ]
     for name, function_name, kwargs in _ORT_FUSE_STEPS:
@@ -204,6 +205,36 @@ def _attention_no_bias_rules():
         logger.debug("onnxscript's AttentionFusion differs (%s): no attention_no_bias step", e)
         return None
     return pattern.RewriteRuleSet(rules)
+
+
+def _plain_gemm_only(rule):
+    """The Gemm -> MatMul + Add rule of onnxscript's ort fusions, for a plain ``Gemm``.
+
+    ``Reshape(Gemm(Reshape(a), b, c))`` -> ``MatMul(a, b) + c``: its pattern asks
+    ``alpha = beta = 1`` but reads neither ``transA`` nor ``transB``: a
+    ``Gemm<transB=1>`` of a square ``b`` became ``MatMul(a, b)``, the product with ``b``
+    itself, with every proven shape kept (only the output check in onnxruntime undid it;
+    without onnxruntime or with ``verify_fusions=False`` the fused model computed other
+    outputs; found by hand). The copy's condition also asks that the ``Gemm`` transposes
+    neither operand and scales by 1.
+    """
+    condition = getattr(rule, "_condition_function", None)
+    if condition is None:
+        return rule
+
+    def plain(context, **bindings):
+        gemm = context.root.inputs[0].producer() if context.root.inputs else None
+        if gemm is None or gemm.op_type != "Gemm":
+            return False
+        for name, neutral in (("transA", 0), ("transB", 0), ("alpha", 1.0), ("beta", 1.0)):
+            attr = gemm.attributes.get(name)
+            if attr is not None and attr.value != neutral:
+                return False
+        return condition(context, **bindings)
+
+    variant = copy.copy(rule)
+    variant._condition_function = plain
+    return variant
 
 
 def _rule_set(rules) -> Callable[[ir.Model], int]:

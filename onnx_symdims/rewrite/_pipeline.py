@@ -575,7 +575,10 @@ def _guarded_folder() -> type:
             if not _evaluator_is_sound(node):
                 return None
             try:
-                return super().process_node(node, *args, **kwargs)
+                replacement = super().process_node(node, *args, **kwargs)
+                if node.op_type in _SHAPE_VALUE_PASSERS and node.domain in ("", "ai.onnx"):
+                    _forget_reshaped_shape_values(self._state, node)
+                return replacement
             except Exception as error:  # any evaluator bug: leave the node
                 cause = error.__cause__ or error
                 message = (
@@ -589,6 +592,35 @@ def _guarded_folder() -> type:
     return GuardedFoldConstantsPass
 
 
+#: Ops whose onnxscript evaluator hands its input's shape value to its output as it is.
+_SHAPE_VALUE_PASSERS = frozenset({"Reshape", "Squeeze"})
+
+
+def _forget_reshaped_shape_values(state: Any, node: ir.Node) -> None:
+    """Drops the shape value the folder gave an output that is not the same vector.
+
+    onnxscript's ``Reshape`` (and ``Squeeze``) evaluator gives its output the shape value
+    of its input whatever the new shape: ``Reshape(Shape(x), [2, 1])`` of ``x[N, 3]`` got
+    the value ``[N, 3]``, and its ``Gather`` evaluator then folded ``Gather(r, [1])`` to
+    the vector ``[3]`` where the model computes ``[[3]]`` (found by hand). The value is
+    kept only on an output proven a vector of as many elements (or a scalar of one).
+    """
+    values = getattr(state, "_sym_value_map", None)
+    if not isinstance(values, dict):
+        return
+    for output in node.outputs:
+        value = values.get(output)
+        if not isinstance(value, ir.Shape):
+            continue
+        shape = output.shape
+        fits = shape is not None and (
+            (len(shape) == 1 and shape[0] == len(value))
+            or (len(shape) == 0 and len(value) == 1)
+        )
+        if not fits:
+            del values[output]
+
+
 def _evaluator_is_sound(node: ir.Node) -> bool:
     """False for a node onnxscript's folder would rewrite by an unsound partial evaluator.
 
@@ -598,10 +630,28 @@ def _evaluator_is_sound(node: ir.Node) -> bool:
     ``keepdims=0`` also when a ``split`` list is given, which makes the spec and
     onnxruntime ignore ``keepdims``, and splits an empty axis into a ``Split`` of no
     outputs (an invalid model): left to it only with ``keepdims=1`` or a scalar
-    ``split``, and an axis that is not empty (found by hand).
+    ``split``, and an axis that is not empty (found by hand). Its ``CastLike`` evaluator
+    writes a ``Cast`` without the node's ``saturate``: ``CastLike<saturate=0>`` to
+    ``float8e4m3fn`` gives NaN for ``1e6``, the ``Cast`` it wrote 448 (found by hand):
+    left to it only without attributes other than ``saturate=1``. Its ``If`` evaluator
+    inlines a branch by renaming each branch output to the ``If`` output's name: a branch
+    that lists one value twice (``(t, t)`` for ``y, z``) got one name for both, and the
+    graph output ``y`` was renamed ``z`` (found by hand): such an ``If`` is left.
     """
     if node.domain not in ("", "ai.onnx"):
         return True
+    if node.op_type == "If":
+        for attr in node.attributes.values():
+            if attr.type == ir.AttributeType.GRAPH:
+                outputs = list(attr.value.outputs)
+                if len({id(v) for v in outputs}) != len(outputs):
+                    return False
+        return True
+    if node.op_type == "CastLike":
+        return all(
+            name == "saturate" and attr.type == ir.AttributeType.INT and attr.value == 1
+            for name, attr in node.attributes.items()
+        )
     if node.op_type == "Abs":
         return bool(node.inputs) and constant_tensor(node.inputs[0]) is not None
     if node.op_type == "SplitToSequence" and len(node.inputs) > 1:
@@ -718,6 +768,10 @@ def _sound_scatter_all_static():
                 return MatchResult().fail(
                     "a ScatterND with a reduction combines data and updates"
                 )
+            if data.shape is None or not data.shape or not isinstance(data.shape[0], int):
+                # its check ranges over data.shape[0]: a symbolic dim raised TypeError,
+                # which stopped every rule of the round
+                return MatchResult().fail("the first dim of data is not known")
             return super().check(context, data, indices, updates, **rest)
 
     return SoundScatterAllStatic.rule()
@@ -794,6 +848,8 @@ def _sound_conv_integer_pad():
 
     class SoundFuseConvIntegerPad(FuseConvIntegerPad):
         def check(self, context, x, pad, conv, **rest):
+            if len(pad.producer().inputs) < 2:  # a Pad of opset 2: its check raised
+                return MatchResult().fail("the Pad takes its pads as an attribute")
             inputs = conv.producer().inputs
             point = inputs[2] if len(inputs) > 2 else None
             tensor = constant_tensor(point) if point is not None else None
@@ -804,8 +860,196 @@ def _sound_conv_integer_pad():
     return SoundFuseConvIntegerPad.rule()
 
 
+@functools.cache
+def _sound_clip_relu():
+    """The ``Clip(Relu(x), lo, hi)`` -> ``Clip(x, max(lo, 0), hi)`` rule of onnxscript, where alike.
+
+    It reads the bounds from ``Clip``'s inputs only: before opset 11 they are attributes,
+    and the fused ``Clip(x, 0)`` dropped ``max=6`` (an invalid model at those opsets, whose
+    ``Clip`` takes one input); and it computes ``max(lo, 0)`` through a ``float``, which
+    rounds an int64 bound past ``2**53`` (``Clip(Relu(x), 2**53 + 1)`` became ``Clip(x,
+    2**53)``; found by hand). The variant asks for no attribute on the ``Clip`` and a
+    lower bound that the conversion keeps. ``None`` (the rule is left out) for an
+    onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common._fuse_relus_clips import FuseSuccessiveClipRelu
+    except ImportError:
+        return None
+
+    def bound_kept(clip: ir.Node) -> bool:
+        if len(clip.inputs) < 2 or clip.inputs[1] is None:
+            return True
+        dtype = clip.inputs[0].dtype
+        if dtype is None:
+            return False
+        low = np.asarray(clip.inputs[1].const_value.numpy())
+        with np.errstate(all="ignore"):
+            written = np.array(np.maximum(0.0, low), dtype=dtype.numpy())
+        wanted = np.maximum(low, np.zeros((), low.dtype))
+        if wanted.dtype.kind in "fc":
+            return bool(np.all((wanted == written) | (np.isnan(wanted) & np.isnan(written))))
+        return bool(np.all(wanted == written))
+
+    class SoundFuseSuccessiveClipRelu(FuseSuccessiveClipRelu):
+        def check(self, context, **kwargs):
+            clip = kwargs["out_first_clip"].producer()
+            if clip.attributes:
+                return MatchResult().fail("the Clip has attributes the fused node drops")
+            result = super().check(context, **kwargs)
+            if result and not bound_kept(clip):
+                return MatchResult().fail("max(lo, 0) through a float rounds lo")
+            return result
+
+    return SoundFuseSuccessiveClipRelu().rule()
+
+
+@functools.cache
+def _sound_scatter_all_dynamic():
+    """The ``ScatterAllDynamic`` rule of onnxscript where the range spans what it checks.
+
+    It replaces ``ScatterND(t, Unsqueeze(Range(0, Gather(Shape(data), axis), 1), -1), u)``
+    by ``u`` when ``data.shape[axis]`` is ``t.shape[0]``, but its pattern matches a
+    ``Shape`` with an ``end`` too: with ``Shape<end=1>`` and ``axis = -1`` the range
+    spans ``data.shape[0]``, fewer rows than ``t``, and the ``[5, 3]`` result became the
+    ``[2, 3]`` updates (found by hand). The variant reads the dim the ``Gather`` picks
+    from the ``Shape``'s slice (ONNX clamps ``start`` and ``end`` as Python slices do).
+    ``None`` (the rule is left out) for an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common._redundant_scatter_nd import ScatterAllDynamic
+    except ImportError:
+        return None
+
+    def picked_dim(root: ir.Node):
+        unsqueeze = root.inputs[1].producer() if len(root.inputs) > 1 else None
+        ranged = unsqueeze.inputs[0].producer() if unsqueeze is not None else None
+        gather = ranged.inputs[1].producer() if ranged is not None else None
+        shape = gather.inputs[0].producer() if gather is not None else None
+        if shape is None or shape.op_type != "Shape" or shape.inputs[0].shape is None:
+            return None
+        index = constant_tensor(gather.inputs[1])
+        if index is None or index.numpy().size != 1:
+            return None
+        end = shape.attributes.get("end")
+        dims = list(shape.inputs[0].shape)[
+            int_attribute(shape, "start", 0) : None if end is None else end.as_int()
+        ]
+        position = int(index.numpy().reshape(()))
+        return dims[position] if -len(dims) <= position < len(dims) else None
+
+    class SoundScatterAllDynamic(ScatterAllDynamic):
+        def check(self, context, data, axis, transposed_data, **rest):
+            result = super().check(context, data, axis, transposed_data, **rest)
+            if not result:
+                return result
+            dim = picked_dim(context.root)
+            rows = transposed_data.shape[0]
+            if dim is None or dim != rows:
+                return MatchResult().fail("the range does not span the rows of the data")
+            return result
+
+    return SoundScatterAllDynamic.rule()
+
+
+@functools.cache
+def _sound_gemm_bias():
+    """The ``RemoveOptionalBiasFromGemm`` rule of onnxscript, for a finite ``beta``.
+
+    ``Gemm(a, b, zeros, beta=inf)`` adds ``inf * 0``, NaN everywhere; the rule dropped the
+    bias and the NaN with it (found by hand). ``None`` (the rule is left out) for an
+    onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common._remove_optional_bias import (
+            RemoveOptionalBiasFromGemm,
+        )
+    except ImportError:
+        return None
+
+    class SoundRemoveOptionalBiasFromGemm(RemoveOptionalBiasFromGemm):
+        def check(self, context, b, **rest):
+            beta = context.root.attributes.get("beta")
+            if beta is not None and not np.isfinite(beta.value):
+                return MatchResult().fail("beta * 0 is NaN for an infinite or NaN beta")
+            return super().check(context, b, **rest)
+
+    return SoundRemoveOptionalBiasFromGemm().rule()
+
+
+@functools.cache
+def _sound_conv_pad():
+    """The ``Conv(Pad(x))`` -> ``Conv(x, pads)`` rule of onnxscript, for a ``Pad`` of opset 11+.
+
+    Its check reads the pads from ``Pad``'s second input: a ``Pad`` of opset 2 (pads as
+    an attribute) raised ``IndexError``, which stopped every rule of the round (found by
+    hand). ``None`` (the rule is left out) for an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common._fuse_pad_into_conv import FuseConvPad
+    except ImportError:
+        return None
+
+    class SoundFuseConvPad(FuseConvPad):
+        def check(self, context, x, pad, conv, **rest):
+            if len(pad.producer().inputs) < 2:
+                return MatchResult().fail("the Pad takes its pads as an attribute")
+            return super().check(context, x, pad, conv, **rest)
+
+    return SoundFuseConvPad.rule()
+
+
+@functools.cache
+def _sound_normalize_pad_format() -> dict[str, object]:
+    """The ``auto_pad`` -> explicit ``pads`` rules of onnxscript, for an int kernel size.
+
+    Without a ``kernel_shape`` attribute they read the kernel size from the weight's
+    shape: a symbolic one raised ``TypeError`` in their arithmetic, which stopped every
+    rule of the round (found by hand). Empty when onnxscript is laid out otherwise (the
+    rules are then left out).
+    """
+    try:
+        from onnxscript.rewriter import MatchResult
+        from onnxscript.rewriter.rules.common import _fuse_pad_into_conv as module
+    except ImportError:
+        return {}
+
+    variants = {}
+    for name in ("NormalizePadFormatConv", "NormalizePadFormatConvInteger"):
+        base = getattr(module, name, None)
+        if base is None:
+            continue
+
+        class Sound(base):
+            def check(self, context, conv, **rest):
+                node = conv.producer()
+                if "kernel_shape" not in node.attributes:
+                    weight = node.inputs[1].shape if len(node.inputs) > 1 else None
+                    if weight is None or not all(isinstance(d, int) for d in weight[2:]):
+                        return MatchResult().fail("the kernel size is not known")
+                return super().check(context, conv, **rest)
+
+        Sound.__name__ = f"Sound{name}"
+        variants[name] = Sound.rule()
+    return variants
+
+
 #: onnxscript rules replaced by a variant whose check adds what soundness needs.
 _SOUND_VARIANTS = {
+    "NormalizePadFormatConv": lambda: _sound_normalize_pad_format().get(
+        "NormalizePadFormatConv"
+    ),
+    "NormalizePadFormatConvInteger": lambda: _sound_normalize_pad_format().get(
+        "NormalizePadFormatConvInteger"
+    ),
+    "RemoveOptionalBiasFromGemm": _sound_gemm_bias,
+    "FuseConvPad": _sound_conv_pad,
+    "FuseSuccessiveClipRelu": _sound_clip_relu,
+    "ScatterAllDynamic": _sound_scatter_all_dynamic,
     "FuseConvIntegerPad": _sound_conv_integer_pad,
     "CastCast": _sound_cast_cast,
     "ScatterAllStatic": _sound_scatter_all_static,
@@ -980,6 +1224,42 @@ def _can_match(rule, present: set[tuple[str, str]]) -> bool:
     return needed <= present
 
 
+def _no_clobbering(rule):
+    """``rule`` declining a rewrite whose new initializer replaces one still read.
+
+    onnxscript's rewriter stores a rule's new initializers by name over the graph's own:
+    ``Min(Min(x, 5), 1)`` wrote its bound as ``x_min``, and an initializer ``x_min`` the
+    model had already was dropped from the graph while a node still read it (onnxruntime
+    refused the model; found by hand). An initializer that only the replaced nodes read
+    (a weight that ``FuseBatchNormIntoConv`` rewrites under its own name) may go. ``rule``
+    itself when it cannot be wrapped.
+    """
+    try_rewrite = getattr(rule, "try_rewrite", None)
+    if try_rewrite is None:
+        return rule
+
+    def guarded(model, graph_or_function, *args, **kwargs):
+        delta = try_rewrite(model, graph_or_function, *args, **kwargs)
+        names = getattr(graph_or_function, "initializers", None)
+        new = getattr(delta, "new_initializers", None) or ()
+        if names is None or not new:
+            return delta
+        replaced = set(getattr(getattr(delta, "match", None), "nodes", ()))
+        for value in new:
+            old = names.get(value.name)
+            if old is None or old is value:
+                continue
+            if old.is_graph_input() or old.is_graph_output():
+                return None
+            if any(use.node not in replaced for use in old.uses()):
+                return None  # read elsewhere: it must stay
+        return delta
+
+    variant = copy.copy(rule)
+    variant.try_rewrite = guarded
+    return variant
+
+
 def _onnxscript_round(
     model: ir.Model, exact_floats: bool = True, problems: list[str] | None = None
 ) -> bool:
@@ -990,6 +1270,8 @@ def _onnxscript_round(
     rules = _onnxscript_rules(model, exact_floats)
     if rules == []:
         return False
+    if rules is not None:
+        rules = [_no_clobbering(rule) for rule in rules]
     try:
         with overridable_defaults_hidden(model):
             rewriter.rewrite(model, pattern_rewrite_rules=rules)
