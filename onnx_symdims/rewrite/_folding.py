@@ -176,13 +176,7 @@ def _cast_is_defined(node: ir.Node) -> bool:
     source = node.inputs[0] if node.inputs else None
     if source is None or source.const_value is None or _dtype(source) not in _FLOATS:
         return True
-    target = (
-        _cast_target(node)
-        if node.op_type == "Cast"
-        else _dtype(node.inputs[1])
-        if len(node.inputs) > 1
-        else None
-    )
+    target = _cast_or_cast_like_target(node)
     if target is None or target in _FLOATS or target == ir.DataType.BOOL:
         return target is not None
     try:
@@ -197,6 +191,13 @@ def _cast_is_defined(node: ir.Node) -> bool:
     )
 
 
+def _cast_or_cast_like_target(node: ir.Node) -> ir.DataType | None:
+    """The type a ``Cast`` (its ``to``) or ``CastLike`` (its second input's) converts to."""
+    if node.op_type == "Cast":
+        return _cast_target(node)
+    return _dtype(node.inputs[1]) if len(node.inputs) > 1 else None
+
+
 def _casts_strings(node: ir.Node) -> bool:
     """A cast from or to ``string``: numpy spells values otherwise than onnxruntime.
 
@@ -205,13 +206,7 @@ def _casts_strings(node: ir.Node) -> bool:
     serialized (``optimize`` raised ``SerdeError``; found by hand).
     """
     source = node.inputs[0] if node.inputs else None
-    target = (
-        _cast_target(node)
-        if node.op_type == "Cast"
-        else _dtype(node.inputs[1])
-        if len(node.inputs) > 1
-        else None
-    )
+    target = _cast_or_cast_like_target(node)
     return ir.DataType.STRING in (target, _dtype(source) if source is not None else None)
 
 
