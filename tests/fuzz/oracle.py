@@ -346,6 +346,17 @@ def _crash_site(error: Exception) -> tuple[str, str]:
     return module, f"{type(error).__name__}: {str(error)[:200]} (raised in {sites})"
 
 
+def check_case_quietly(case: FuzzCase) -> Outcome:
+    """:func:`check_case` with warnings and log records below CRITICAL silenced (tests)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logging.disable(logging.ERROR)
+        try:
+            return check_case(case)
+        finally:
+            logging.disable(logging.NOTSET)
+
+
 def check_case(case: FuzzCase, bindings: Sequence[int] | None = None) -> Outcome:
     """Infers the case and compares with onnxruntime on each binding (all by default)."""
     try:
