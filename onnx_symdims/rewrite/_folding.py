@@ -260,6 +260,12 @@ def _slice_departs(node: ir.Node) -> bool:
 _DOUBLE_EXACT = 1 << 53
 
 
+#: Elements of a constant the integer checks below read at most: a larger one declines
+#: (onnxscript's folder folds no larger input of these ops, its ``input_size_limit``, so
+#: nothing is lost, and no weight is turned into a Python list).
+_MAX_CHECKED_ELEMENTS = 8192
+
+
 def _exact_limit(dtype: ir.DataType | None) -> int | None:
     """The largest magnitude an integer result of ``dtype`` may have and stay exact in onnxruntime.
 
@@ -287,6 +293,8 @@ def _int_pow_is_exact(node: ir.Node) -> bool:
     base, exponent = (v.const_value if v is not None else None for v in node.inputs)
     if base is None or exponent is None:
         return True  # nothing the folder evaluates
+    if max(base.size, exponent.size) > _MAX_CHECKED_ELEMENTS:
+        return False
     try:
         bases, exponents = np.broadcast_arrays(base.numpy(), exponent.numpy())
     except ValueError:
@@ -339,6 +347,8 @@ def _int_einsum_is_exact(node: ir.Node) -> bool:
         tensor = value.const_value if value is not None else None
         if tensor is None:
             return True  # nothing the folder evaluates
+        if tensor.size > _MAX_CHECKED_ELEMENTS:
+            return False
         bound *= sum(abs(int(v)) for v in tensor.numpy().reshape(-1).tolist())
         if bound > limit:
             return False
@@ -366,6 +376,8 @@ def _int_reduction_is_exact(node: ir.Node) -> bool:
     data = node.inputs[0].const_value
     if data is None:
         return True  # nothing the folder evaluates
+    if data.size > _MAX_CHECKED_ELEMENTS:
+        return False
     magnitudes = [abs(int(v)) for v in data.numpy().reshape(-1).tolist()]
     if any(v > limit for v in magnitudes):
         return False

@@ -400,3 +400,13 @@ def test_inexact_floats_without_onnxruntime_still_keep_integers_exact(monkeypatc
     after = onnx_symdims.optimize(model(WRAPPING_PRODUCT), exact_floats=False)
     assert "ReduceProd" in ops(after)
     np.testing.assert_array_equal(session(after).run(None, {"x": x})[0], expected)
+
+
+@pytest.mark.parametrize("size", [8192, 8193])
+def test_integer_reductions_over_large_constants_are_left_unread(size):
+    # Small elements, exact in double: read and left to the folder up to its input limit;
+    # beyond, declined without turning the constant into a Python list.
+    data = ir.Value(name="c", const_value=ir.tensor(np.ones(size, np.int64), name="c"))
+    data.dtype = ir.DataType.INT64
+    node = ir.Node("", "ReduceSum", [data], num_outputs=1)
+    assert should_fold(node) is (None if size <= 8192 else False)
