@@ -364,10 +364,21 @@ def infer_dynamic_time_warping(ctx: NodeContext, node: ir.Node) -> None:
 
 @register(MS, "Tokenizer", since=1)
 def infer_tokenizer(ctx: NodeContext, node: ir.Node) -> None:
-    """``[C]`` to ``[C, D]``, ``[N, C]`` to ``[N, C, D]``, D the most tokens found (fresh)."""
+    """``[C]`` to ``[C, D]``, ``[N, C]`` to ``[N, C, D]``, D the most tokens found (fresh).
+
+    An empty X keeps its rank instead (measured with onnxruntime 1.32: ``[0]`` gives
+    ``[0]``, ``[N, 0]`` and ``[0, C]`` give ``[N, 0]``), so the rank is known only where
+    X is provably empty or provably not.
+    """
     ctx.require_input(0)
     x = require_rank(ctx, 0, (1, 2), "X")
-    out = None if x is None else (*x, ctx.new_symbol("tokens"))
+    out: tuple[MaybeDim, ...] | None = None
+    if x is not None:
+        count = product(x)
+        if count == 0:
+            out = (*x[:-1], 0)
+        elif ctx.scope.prove_gt(count, 0):
+            out = (*x, ctx.new_symbol("tokens"))
     ctx.set_output(0, out, ctx.input_dtype(0))
 
 

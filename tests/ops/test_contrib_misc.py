@@ -224,14 +224,15 @@ def test_unique_and_dtw_record_bounds():
 
 
 def test_tokenizer_fresh_token_count():
+    # [B, S] may be empty, and an empty X keeps its rank: the rank is unknown here
+    # (tests/ops/test_contrib_misc_edges.py has the provably empty and non-empty forms).
     text = _model(
         "string[B, S] x",
         'y = com.microsoft.Tokenizer<mark=0, mincharnum=1, pad_value="#", separators=[" "]>(x)',
         "string y",
     )
     inferred = infer(text)
-    y = inferred.dims("y")
-    assert y[:2] == (expr.sym("B"), expr.sym("S")) and inferred.context.is_generated(y[2].name)
+    assert inferred.dims("y") is None
     check_runs(inferred, [
         {"x": np.array([["a b", "c"], ["d e f", ""]], dtype=object)},
         {"x": np.array([["a"]], dtype=object)},
