@@ -3,7 +3,8 @@
 Shapes follow the onnxruntime schemas and kernels (checked against onnxruntime runs):
 
 * ``Attention``: input ``(B, S, H_in)`` and merged weights ``(H_in, H_q + H_k + H_v)``;
-  output ``(B, S, H_v)``, present ``(2, B, N, past + S, H_k / N)``.
+  output ``(B, S, H_v)``, present ``(2, B, N, past + S, H_v / N)`` (a past needs
+  ``H_k == H_v``).
 * ``MultiHeadAttention``: separate 3-D Q/K/V, BNSH (4-D) K/V, packed KV (5-D key) or
   packed QKV (5-D query); present caches ``(B, N, past + kv_seq, head)``.
 * ``GroupQueryAttention``: present caches hold ``max(past, total_sequence_length)``
@@ -73,6 +74,11 @@ def infer_attention(ctx: NodeContext, node: ir.Node) -> None:
     ctx.set_output(0, (batch, seq, v_hidden), dtype)
 
     head = divide(ctx, k_hidden, num_heads, "K hidden size")
+    # The CPU kernel sizes the present by V's head size (qkv_hidden_sizes [8, 8, 12] over
+    # 2 heads: 6, not K's 4); with a past it requires K and V hidden sizes to be equal.
+    v_head = (
+        head if v_hidden is k_hidden else divide(ctx, v_hidden, num_heads, "V hidden size")
+    )
     past = require_rank(ctx, 4, (5,), "past") if ctx.has_input(4) else None
     if past is not None and ctx.attr_int("past_present_share_buffer", 0):
         present: tuple[MaybeDim, ...] = past  # the buffer already has max length
@@ -86,7 +92,7 @@ def infer_attention(ctx: NodeContext, node: ir.Node) -> None:
             merge_dims(ctx, "head size", head, p_head),
         )
     else:
-        present = (2, batch, num_heads, seq, head)
+        present = (2, batch, num_heads, seq, v_head)
     ctx.set_output(1, present, dtype)
 
 
