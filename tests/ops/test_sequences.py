@@ -6,10 +6,14 @@ A sequence carried through a ``Loop`` is tested with the control-flow hooks.
 from __future__ import annotations
 
 import numpy as np
+import onnx
+import onnx.parser
+import onnx.reference
+import onnxruntime as ort
 import pytest
 
 from onnx_symdims import expr
-from tests.ops._ort_oracle import check_against_ort, check_runs, infer_graph, model_text
+from tests.ops._ort_oracle import check_against_ort, check_runs, infer, infer_graph, model_text
 
 
 def f32(*shape: int) -> np.ndarray:
@@ -186,3 +190,30 @@ def test_optional_get_element_of_a_constant_keeps_its_contents():
     result = check_against_ort(text, [{"N": 2}, {"N": 0}, {"N": 5}])
     assert result.elements("t") == [-1, 3]
     assert result.shape("y") == ["2*N", 3]
+
+
+def test_split_to_sequence_by_a_scalar_keeps_the_axis_as_the_spec_says():
+    """``keepdims`` is ignored when ``split`` is given (the ONNX spec, the reference evaluator).
+
+    onnxruntime departs: with a scalar ``split`` of 1 and ``keepdims=0`` it squeezes the
+    split axis (``[2, 3]`` gives elements ``[2]``; a split of 2 fails in its Reshape). The
+    engine follows the spec; this test also pins onnxruntime's departure.
+    """
+    text = """<ir_version: 10, opset_import: ["" : 21]>
+g (float[N, 3] x) => (first) {
+  one = Constant<value = int64 {1}>()
+  parts = SplitToSequence<axis=1, keepdims=0>(x, one)
+  zero = Constant<value = int64 {0}>()
+  first = SequenceAt(parts, zero)
+}
+"""
+    assert infer(text).shape("first") == ["N", 1]
+    proto = onnx.parser.parse_model(text)
+    feeds = {"x": f32(2, 3)}
+    (spec,) = onnx.reference.ReferenceEvaluator(proto).run(None, feeds)
+    assert spec.shape == (2, 1)
+    session = ort.InferenceSession(
+        proto.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    (departed,) = session.run(None, feeds)
+    assert departed.shape == (2,)
