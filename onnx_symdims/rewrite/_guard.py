@@ -115,7 +115,7 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
             continue
         step = _bind(function, kwargs)
         if name == "sdpa":
-            step = _keys_heads_first(step)
+            step = _keys_heads_first(_sdpa_keeping_nan_zeroing() or step)
         steps.append((name, _with_our_shapes(step) if name in _SHAPES_AFTER else step))
         if name == "attention":
             no_bias = _attention_no_bias_rules()
@@ -125,6 +125,107 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
     # the cleanup last here also sweeps the nodes they leave dead.
     steps += [("ort_patterns", _rule_set(patterns)), ("cleanup", cleanup)]
     return steps
+
+
+def _sdpa_keeping_nan_zeroing() -> Callable[[ir.Model], int] | None:
+    """The SDPA fusion of onnxscript, declining NaN zeroing behind a mask that may be ``-inf``.
+
+    Its pattern takes ``Where(IsNaN(w), 0, w)`` after the ``Softmax`` as optional (the
+    torch exporter writes it for a boolean mask) and drops it: where a mask hides every key
+    of a query with ``-inf`` (a padding row of an attention mask all 0 made
+    ``Where(m, 0, -inf)``), the original's row is 0 and onnxruntime's fused
+    ``MultiHeadAttention`` gives NaN. The output check's inputs hide no whole row, so it
+    kept the fusion (found by hand). This is the same rule declining that variant unless
+    the mask is proven finite (:func:`_proven_finite`: HF's ``Where(m, 0, finfo.min)``),
+    where with finite scores no row of weights is NaN (scores made infinite by an input
+    that is, ``inf`` in a float input, still give NaN rows in the fused model only).
+    ``None`` with an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import pattern
+        from onnxscript.rewriter.ort_fusions.sdpa import SDPA
+    except ImportError:
+        return None
+
+    class SDPAKeepingNanZeroing(SDPA):
+        def check(self, context, **bindings):
+            mask = bindings.get("mask")
+            if mask is not None and _zeroes_nan(context.root) and not _proven_finite(mask):
+                return pattern.MatchResult().fail(
+                    "the weights' NaN rows are zeroed and the mask may be -inf: the fused "
+                    "kernels leave those rows NaN"
+                )
+            return super().check(context, **bindings)
+
+    try:
+        rules = pattern.RewriteRuleSet([SDPAKeepingNanZeroing.rule()])
+    except Exception as e:  # an SDPA rule whose pattern takes other parameters
+        logger.debug("onnxscript's SDPA fusion differs (%s): its own rule runs", e)
+        return None
+    return rules.apply_to_model
+
+
+def _zeroes_nan(matmul: ir.Node) -> bool:
+    """Whether the weights ``matmul`` reads are ``Where(IsNaN(w), ..., w)``."""
+    where = matmul.inputs[0].producer() if matmul.inputs and matmul.inputs[0] else None
+    if where is None or where.op_type != "Where" or not where.inputs or not where.inputs[0]:
+        return False
+    condition = where.inputs[0].producer()
+    return condition is not None and condition.op_type == "IsNaN"
+
+
+#: Ops whose output elements are elements of their first input.
+_COPYING = frozenset(
+    {"Expand", "Reshape", "Unsqueeze", "Squeeze", "Slice", "Transpose", "Identity",
+     "Flatten", "Tile", "Gather", "GatherElements"}
+)  # fmt: skip
+_WIDER_OR_SAME = {
+    ir.DataType.FLOAT16: {ir.DataType.FLOAT16, ir.DataType.FLOAT, ir.DataType.DOUBLE},
+    ir.DataType.BFLOAT16: {ir.DataType.BFLOAT16, ir.DataType.FLOAT, ir.DataType.DOUBLE},
+    ir.DataType.FLOAT: {ir.DataType.FLOAT, ir.DataType.DOUBLE},
+    ir.DataType.DOUBLE: {ir.DataType.DOUBLE},
+}
+
+
+def _proven_finite(value: ir.Value, depth: int = 0) -> bool:
+    """Whether every element of ``value`` is finite in every run (a structural proof).
+
+    Constants with finite elements, copies of finite elements (``Where``'s branches,
+    layout ops, ``Concat``), and casts that cannot overflow (from a bool, from an integer
+    to float or double, to a float type as wide). Arithmetic can overflow: not proven.
+    """
+    if depth > 24:
+        return False
+    tensor = constant_tensor(value)
+    if tensor is not None:
+        array = tensor.numpy()
+        return array.dtype.kind in "biu" or bool(np.isfinite(array).all())
+    node = value.producer()
+    if node is None or node.domain not in ("", "ai.onnx"):
+        return False
+    op = node.op_type
+    if op == "Where":
+        operands = node.inputs[1:3]
+    elif op in _COPYING:
+        operands = node.inputs[:1]
+    elif op == "Concat":
+        operands = node.inputs
+    elif op == "Cast" and node.inputs and node.inputs[0] is not None:
+        source, target = node.inputs[0].dtype, value.dtype
+        if source is None or target is None:
+            return False
+        if source == ir.DataType.BOOL or (
+            source.is_integer() and target in (ir.DataType.FLOAT, ir.DataType.DOUBLE)
+        ):
+            return True
+        if target not in _WIDER_OR_SAME.get(source, ()):
+            return False
+        operands = node.inputs[:1]
+    else:
+        return False
+    return bool(operands) and all(
+        v is not None and _proven_finite(v, depth + 1) for v in operands
+    )
 
 
 def _attention_no_bias_rules():

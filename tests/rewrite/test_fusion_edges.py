@@ -1,0 +1,121 @@
+"""``fusions="ort"`` near misses: fusions that keep every shape and pass the output check.
+
+The output check (``rewrite/_fusion_check.py``) runs the fused model on random inputs whose
+integers are 0 or 1 with the first of each row 1: a mask that hides no whole row. Each test
+here builds an input the check never draws, on which the fusion as onnxscript ships it
+changes an output, and asserts the guard's variant declines it; onnxruntime is the oracle.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+import pytest
+
+from onnx_symdims.rewrite import OptimizePass
+from tests.rewrite._rewrite_testing import proto, session
+from tests.rewrite.test_packed_attention import _floats
+
+
+def _fusions(result) -> dict[str, int]:
+    return {k: n for k, n in result.fired.items() if k.startswith("fusion.") and n}
+
+
+def _masked_attention(fill: str, doubled: bool = False) -> ir.Model:
+    """Cross-attention (2 heads of 8) behind an HF padding mask ``Where(m, 0, fill)``,
+    with the NaN zeroing the torch exporter writes for a boolean mask. ``doubled``: the
+    mask added to itself (two masks combined)."""
+    initializers = ", ".join(
+        [
+            _floats("wq", (16, 16), 1),
+            _floats("wk", (16, 16), 2),
+            _floats("wv", (16, 16), 3),
+            "int64[4] s4 = {0, 0, 2, 8}",
+            "int64[3] s3 = {0, 0, 16}",
+            "int64[2] axes = {1, 2}",
+            "float scale = {0.35355339}",
+            "float zero = {0.0}",
+            f"float fill = {{{fill}}}",
+        ]
+    )
+    return ir.from_onnx_text(f"""<ir_version: 10, opset_import: ["" : 18]>
+    g (float[batch, seq, 16] x, float[batch, mem, 16] kv, int64[batch, mem] am)
+        => (float[batch, seq, 16] y)
+    <{initializers}>
+    {{
+        q = MatMul(x, wq)
+        k = MatMul(kv, wk)
+        v = MatMul(kv, wv)
+        q4 = Reshape(q, s4)
+        k4 = Reshape(k, s4)
+        v4 = Reshape(v, s4)
+        qt = Transpose<perm = [0, 2, 1, 3]>(q4)
+        kt = Transpose<perm = [0, 2, 3, 1]>(k4)
+        vt = Transpose<perm = [0, 2, 1, 3]>(v4)
+        s = MatMul(qt, kt)
+        sc = Mul(s, scale)
+        keep = Cast<to = 9>(am)
+        bias2 = Where(keep, zero, fill)
+        bias1 = Unsqueeze(bias2, axes)
+        bias = {"Add(bias1, bias1)" if doubled else "Identity(bias1)"}
+        sm = Add(sc, bias)
+        p = Softmax<axis = -1>(sm)
+        nan = IsNaN(p)
+        pz = Where(nan, zero, p)
+        o = MatMul(pz, vt)
+        ot = Transpose<perm = [0, 2, 1, 3]>(o)
+        y = Reshape(ot, s3)
+    }}""")
+
+
+def _padding_feeds() -> dict[str, np.ndarray]:
+    """Two sequences, the second all padding (every key of its queries hidden)."""
+    rng = np.random.default_rng(0)
+    return {
+        "x": rng.standard_normal((2, 3, 16)).astype(np.float32),
+        "kv": rng.standard_normal((2, 4, 16)).astype(np.float32),
+        "am": np.array([[1, 1, 0, 0], [0, 0, 0, 0]], np.int64),
+    }
+
+
+def test_sdpa_declines_nan_zeroing_behind_an_infinite_mask():
+    """With ``fill = -inf`` the all-padding row's weights are NaN and the original zeroes
+    them (output 0); onnxruntime's ``MultiHeadAttention`` gives NaN there. onnxscript's
+    SDPA rule drops the zeroing (the output check, hiding no whole row, kept it)."""
+    m = _masked_attention("-inf")
+    before = proto(m)
+    result = OptimizePass(fusions="ort")(m)
+    assert "fusion.sdpa" not in _fusions(result)
+    feeds = _padding_feeds()
+    [expected] = session(before).run(None, feeds)
+    [actual] = session(m).run(None, feeds)
+    assert np.isfinite(expected).all() and not expected[1].any()
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fill", ["-3.4028235e+38", "-10000.0"])
+def test_sdpa_fuses_nan_zeroing_behind_a_finite_mask(fill):
+    """HF's mask ``Where(m, 0, finfo.min)``: proven finite, no row of weights is NaN for
+    finite scores; the attention fuses and the all-padding row agrees."""
+    m = _masked_attention(fill)
+    before = proto(m)
+    result = OptimizePass(fusions="ort")(m)
+    assert _fusions(result) == {"fusion.sdpa": 1, "fusion.mha2": 1}, result.fired
+    feeds = _padding_feeds()
+    [expected] = session(before).run(None, feeds)
+    [actual] = session(m).run(None, feeds)
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_sdpa_declines_nan_zeroing_behind_a_sum_of_finite_masks():
+    """Two ``finfo.min`` masks added overflow to ``-inf``: arithmetic is not proven
+    finite, the fusion declines and the all-padding row stays 0."""
+    m = _masked_attention("-3.4028235e+38", doubled=True)
+    before = proto(m)
+    result = OptimizePass(fusions="ort")(m)
+    assert "fusion.sdpa" not in _fusions(result)
+    feeds = _padding_feeds()
+    [expected] = session(before).run(None, feeds)
+    [actual] = session(m).run(None, feeds)
+    assert np.isfinite(expected).all() and not expected[1].any()
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
