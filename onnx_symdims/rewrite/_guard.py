@@ -464,8 +464,46 @@ def _onnx_steps() -> list[Step] | None:
         function = getattr(getattr(_onnx_fusions, module_name, None), function_name, None)
         if function is None:
             return None
+        if name == "RMSNormalization":
+            function = _rms_normalization_of_one_type() or function
         steps.append((name, _only_at_opset_23(function, version)))
     return steps
+
+
+def _rms_normalization_of_one_type() -> Callable[[ir.Model], int] | None:
+    """The ``RMSNormalization`` fusion of onnxscript, for an input and scale of one type.
+
+    Its rule fuses ``Cast(x, float)`` normalized and multiplied by a float scale for a
+    float16 ``x`` too; the schema types ``Y`` as the scale, but ONNX's function body of
+    ``RMSNormalization`` (which onnxruntime 1.2x runs) multiplies the normalized ``X``
+    type by the scale, so onnx.checker and onnxruntime reject the fused model (only the
+    output check undid it; with ``verify_fusions=False`` or no onnxruntime the model
+    returned did not load; found by hand). The copy declines an input whose element type
+    is not the scale's. ``None`` with an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import _fusion_utils, pattern
+        from onnxscript.rewriter.rules.fusion._rms_normalization import RmsNormFusion
+    except ImportError:
+        return None
+
+    class RmsNormOfOneType(RmsNormFusion):
+        def check(self, op, x, scale, *args, **kwargs):
+            if x is None or scale is None or x.dtype is None or x.dtype != scale.dtype:
+                return pattern.MatchResult().fail("input and scale of other element types")
+            return super().check(op, x, scale, *args, **kwargs)
+
+    try:
+        rules = pattern.RewriteRuleSet(
+            [
+                RmsNormOfOneType.rule(f"RmsNormOfOneType{order}", mul_order=order)
+                for order in (True, False)
+            ]
+        )
+    except Exception as e:  # a RmsNormFusion taking other parameters
+        logger.debug("onnxscript's RMSNormalization fusion differs (%s): its own runs", e)
+        return None
+    return _fusion_utils.apply_fusion_rules(rules)
 
 
 def _only_at_opset_23(function, version) -> Callable[[ir.Model], int]:

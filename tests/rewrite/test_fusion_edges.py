@@ -9,6 +9,7 @@ changes an output, and asserts the guard's variant declines it; onnxruntime is t
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import onnx_ir as ir
 import pytest
 
@@ -119,3 +120,52 @@ def test_sdpa_declines_nan_zeroing_behind_a_sum_of_finite_masks():
     [actual] = session(m).run(None, feeds)
     assert np.isfinite(expected).all() and not expected[1].any()
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+def _rms_norm(input_type: str, scale_type: str, cast_back: bool) -> ir.Model:
+    """Llama's RMSNorm at opset 23: ``x`` cast to float, normalized, (cast back,) scaled."""
+    back = "n2 = Cast<to = 10>(n)" if cast_back else "n2 = Identity(n)"
+    return ir.from_onnx_text(f"""<ir_version: 10, opset_import: ["" : 23]>
+    g ({input_type}[B, S, 8] x) => ({scale_type}[B, S, 8] y)
+    <{scale_type}[8] gamma = {{1, 2, 3, 4, 5, 6, 7, 8}}, float two = {{2.0}},
+     float eps = {{1e-3}}, int64[1] axes = {{-1}}>
+    {{
+        xc = Cast<to = 1>(x)
+        sq = Pow(xc, two)
+        ms = ReduceMean<keepdims = 1, noop_with_empty_axes = 0>(sq, axes)
+        mse = Add(ms, eps)
+        r = Sqrt(mse)
+        rr = Reciprocal(r)
+        n = Mul(xc, rr)
+        {back}
+        y = Mul(n2, gamma)
+    }}""")
+
+
+@pytest.mark.parametrize(
+    ("input_type", "scale_type", "cast_back", "fused"),
+    [
+        ("float16", "float", False, False),  # the schema allows it, ONNX's body does not
+        ("float16", "float16", True, True),
+        ("float", "float", False, True),
+    ],
+)
+def test_onnx_rms_normalization_only_for_one_element_type(
+    input_type, scale_type, cast_back, fused
+):
+    """``RMSNormalization(x: float16, scale: float)``: onnx.checker and onnxruntime reject
+    it (ONNX's function body multiplies a float16 by a float). Without the output check
+    (``verify_fusions=False``) the model returned did not load; the guard's copy of the
+    rule declines an input and scale of other element types."""
+    m = _rms_norm(input_type, scale_type, cast_back)
+    before = proto(m)
+    result = OptimizePass(fusions="onnx", verify_fusions=False)(m)
+    assert ("fusion.RMSNormalization" in _fusions(result)) == fused, result.fired
+    onnx.checker.check_model(proto(m), full_check=True)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 8)).astype(
+        {"float": np.float32, "float16": np.float16}[input_type]
+    )
+    [expected] = session(before).run(None, {"x": x})
+    [actual] = session(m).run(None, {"x": x})
+    np.testing.assert_allclose(actual, expected, rtol=2e-3, atol=1e-3)
