@@ -510,6 +510,24 @@ def _only_at_opset_23(function, version) -> Callable[[ir.Model], int]:
     return lambda model: function(model) if version(model) == 23 else 0
 
 
+def _named_types(model: ir.Model, facts) -> dict[str, ir.DataType | None]:
+    types = {value.name: facts.dtype(value) for value in model.graph.outputs}
+    for node in model.graph:
+        for value in node.outputs:
+            if value.name:
+                types[value.name] = facts.dtype(value)
+    return types
+
+
+def _type_conflicts(facts) -> set:
+    """The analysis' diagnostics of an inferred element type not the declared one."""
+    return {
+        d
+        for d in facts.context.diagnostics
+        if d.severity == "error" and ": declared type " in d.message
+    }
+
+
 def _named_shapes(model: ir.Model, facts) -> dict[str, tuple]:
     shapes = {}
     for node in model.graph:
@@ -665,6 +683,8 @@ class _Guard:
         facts = self.analyze(model)
         self.before = _named_shapes(model, facts)
         self.outputs_before = [facts.shape(v) for v in model.graph.outputs]
+        self.types_before = _named_types(model, facts)
+        self.type_conflicts = _type_conflicts(facts)
         self.facts = facts  # until keep_original reads them
         # For the output check (keep_original): the unfused model and how its inputs
         # are made, and the kept transactions: their steps' counts, the model before.
@@ -716,6 +736,10 @@ class _Guard:
                 + (f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""),
             )
             return
+        retyped = self._retyped(facts)
+        if retyped:
+            self._refuse(name, f"undone: an element type changed ({retyped})")
+            return
         unsafe = _pin_new_reshape_wildcards(
             self.model, self.known, facts, self.snapshot, self.assume
         )
@@ -762,6 +786,24 @@ class _Guard:
         ):
             changed.append("<graph outputs>")
         return changed
+
+    def _retyped(self, facts) -> str | None:
+        """Which value's inferred element type is not the one it had, or ``None``.
+
+        The shapes can all hold while a fused op computes another type than the nodes it
+        replaced (ONNX's ``RMSNormalization`` of a float16 input and a float scale): a
+        model onnx.checker and onnxruntime reject, which only the output check saw.
+        """
+        for diagnostic in _type_conflicts(facts) - self.type_conflicts:
+            return diagnostic.message  # "output 'y': declared type FLOAT but inferred ..."
+        peek = facts.context.peek_dtype  # a value with no declared type: the inferred one
+        for node in self.model.graph:
+            for value in node.outputs:
+                before = self.types_before.get(value.name)
+                after = peek(value)
+                if before is not None and after is not None and after != before:
+                    return f"{value.name!r} was {before.name}, is {after.name}"
+        return None
 
     def _commit(self) -> None:
         for name, count in self.pending.items():

@@ -13,6 +13,7 @@ import onnx
 import onnx_ir as ir
 import pytest
 
+import onnx_symdims.rewrite._guard as guard
 from onnx_symdims.rewrite import OptimizePass
 from tests.rewrite._rewrite_testing import proto, session
 from tests.rewrite.test_packed_attention import _floats
@@ -169,3 +170,18 @@ def test_onnx_rms_normalization_only_for_one_element_type(
     [expected] = session(before).run(None, {"x": x})
     [actual] = session(m).run(None, {"x": x})
     np.testing.assert_allclose(actual, expected, rtol=2e-3, atol=1e-3)
+
+
+def test_a_fusion_that_changes_an_element_type_is_undone(monkeypatch):
+    """onnxscript's own ``RMSNormalization`` rule (the guard's copy switched off) on a
+    float16 input and a float scale: every shape holds, the fused node computes float16
+    where the graph output is float. Without the output check the type guard undoes it."""
+    monkeypatch.setattr(guard, "_rms_normalization_of_one_type", lambda: None)
+    m = _rms_norm("float16", "float", cast_back=False)
+    result = OptimizePass(fusions="onnx", verify_fusions=False)(m)
+    assert not _fusions(result)
+    assert (
+        "fusions 'onnx.RMSNormalization' undone: an element type changed (output 'y': "
+        "declared type FLOAT but inferred FLOAT16)" in result.diagnostics
+    )
+    onnx.checker.check_model(proto(m), full_check=True)
