@@ -116,6 +116,8 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
         step = _bind(function, kwargs)
         if name == "sdpa":
             step = _keys_heads_first(_sdpa_keeping_nan_zeroing() or step)
+        elif name == "mha_scale":
+            step = _mha_scale_without_bias() or step
         steps.append((name, _with_our_shapes(step) if name in _SHAPES_AFTER else step))
         if name == "attention":
             no_bias = _attention_no_bias_rules()
@@ -163,6 +165,45 @@ def _sdpa_keeping_nan_zeroing() -> Callable[[ir.Model], int] | None:
         logger.debug("onnxscript's SDPA fusion differs (%s): its own rule runs", e)
         return None
     return rules.apply_to_model
+
+
+def _mha_scale_without_bias() -> Callable[[ir.Model], int] | None:
+    """The ``mha_scale`` fusion of onnxscript, for a ``MultiHeadAttention`` without a bias.
+
+    ``MultiHeadAttention(Mul(q, s), ...)`` -> ``MultiHeadAttention(q, ..., scale=s*scale)``
+    holds when the kernel multiplies ``q`` by ``k`` as given; with a ``bias`` input it
+    computes ``(s*q + b_q) k`` before, ``(q + b_q) k * s`` after (a ``MultiHeadAttention``
+    already in the model: outputs off by 10 % of their scale, seen only by the output
+    check; found by hand). Without a ``scale`` attribute the rule reads the head size
+    as the query's last dim over the heads, right for a 3-D query only. The copy
+    declines a bias, and a query not proven 3-D when the scale is the default. ``None``
+    with an onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import _fusion_utils, pattern
+        from onnxscript.rewriter.ort_fusions.mha_scale import FuseMHAScale
+    except ImportError:
+        return None
+
+    class FuseMHAScaleWithoutBias(FuseMHAScale):
+        def check(self, context, **bindings):
+            mha = bindings.get("mha_output")
+            mha = mha.producer() if mha is not None else None
+            if mha is None or (len(mha.inputs) > 3 and mha.inputs[3] is not None):
+                return pattern.MatchResult().fail("MultiHeadAttention has a bias")
+            query = bindings.get("query")
+            if "scale" not in mha.attributes and (
+                query is None or query.shape is None or len(query.shape) != 3
+            ):
+                return pattern.MatchResult().fail("the default scale of a query not 3-D")
+            return super().check(context, **bindings)
+
+    try:
+        rules = pattern.RewriteRuleSet([FuseMHAScaleWithoutBias.rule()])
+    except Exception as e:  # a FuseMHAScale taking other parameters
+        logger.debug("onnxscript's mha_scale fusion differs (%s): its own runs", e)
+        return None
+    return _fusion_utils.apply_fusion_rules(rules)
 
 
 def _zeroes_nan(matmul: ir.Node) -> bool:

@@ -185,3 +185,30 @@ def test_a_fusion_that_changes_an_element_type_is_undone(monkeypatch):
         "declared type FLOAT but inferred FLOAT16)" in result.diagnostics
     )
     onnx.checker.check_model(proto(m), full_check=True)
+
+
+def test_mha_scale_declines_a_multi_head_attention_with_a_bias():
+    """``MultiHeadAttention(q * 0.5, k, v, bias)`` (one already in the model): the kernel
+    adds the query's bias after the ``Mul``, so moving the 0.5 into ``scale`` scales the
+    bias too. With ``verify_fusions=False`` onnxscript's rule gave outputs off by 10 %
+    of their scale; the guard's copy declines a bias."""
+    bias = _floats("bias", (48,), 1)
+    m = ir.from_onnx_text(f"""<ir_version: 10, opset_import: ["" : 18, "com.microsoft": 1]>
+    g (float[B, S, 16] q, float[B, T, 16] k, float[B, T, 16] v) => (float[B, S, 16] y)
+    <{bias}, float s = {{0.5}}>
+    {{
+        qs = Mul(q, s)
+        y = com.microsoft.MultiHeadAttention<num_heads = 2>(qs, k, v, bias)
+    }}""")
+    before = proto(m)
+    result = OptimizePass(fusions="ort", verify_fusions=False)(m)
+    assert "fusion.mha_scale" not in _fusions(result)
+    rng = np.random.default_rng(0)
+    feeds = {
+        "q": rng.standard_normal((2, 3, 16)).astype(np.float32),
+        "k": rng.standard_normal((2, 4, 16)).astype(np.float32),
+        "v": rng.standard_normal((2, 4, 16)).astype(np.float32),
+    }
+    [expected] = session(before).run(None, feeds)
+    [actual] = session(m).run(None, feeds)
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
