@@ -32,6 +32,7 @@ __all__ = ["guarded_fusions"]
 
 import copy
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 
@@ -125,6 +126,7 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
                 steps.append(("attention_no_bias", no_bias.apply_to_model))
     # onnxscript runs its ORT pattern rules (FusedMatMul, …) after its last optimize();
     # the cleanup last here also sweeps the nodes they leave dead.
+    patterns = [_float_fused_matmul_only(rule) for rule in patterns]
     steps += [("ort_patterns", _rule_set(patterns)), ("cleanup", cleanup)]
     return steps
 
@@ -377,6 +379,62 @@ def _plain_gemm_only(rule):
     variant = copy.copy(rule)
     variant._condition_function = plain
     return variant
+
+
+#: The element types onnxruntime's ``FusedMatMul`` kernels take.
+_FUSED_MATMUL_TYPES = frozenset(
+    {ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE}
+)
+#: onnxscript's rules that write a ``FusedMatMul`` (``fused_matmul_rule_sets``).
+_FUSED_MATMUL_RULES = ("FusedMatMul", "MatMulTranspose", "TransposeMatMul", "TransposeFused")
+
+
+def _float_fused_matmul_only(rule):
+    """A ``FusedMatMul`` rule of onnxscript, for float operands and a representable ``alpha``.
+
+    Its rules fuse ``MatMul`` of any element type, but onnxruntime's ``FusedMatMul`` takes
+    float types only: an ``int32`` ``MatMul(Transpose(x), w)`` or ``MatMul(x, w) / 2``
+    gave a model onnxruntime refuses (only the output check undid it). The ``Div`` rules
+    write ``alpha = 1 / c`` as a float32 attribute: for a ``c`` below ``2**-128`` it
+    is ``inf`` (the outputs all infinite), a subnormal ``alpha`` keeps few bits, and in
+    a double model ``x @ w * alpha`` rounds otherwise than ``x @ w / c`` unless ``c`` is a
+    power of 2. The copy declines these. Other rules are returned as they are.
+    """
+    condition = getattr(rule, "_condition_function", None)
+    if condition is None or not (getattr(rule, "name", None) or "").startswith(
+        _FUSED_MATMUL_RULES
+    ):
+        return rule
+
+    def checked(context, **bindings):
+        root = context.root
+        dtype = root.outputs[0].dtype if root.outputs else None
+        if dtype not in _FUSED_MATMUL_TYPES:
+            return False
+        if root.op_type == "Div" and not _representable_alpha(root, dtype):
+            return False
+        return condition(context, **bindings)
+
+    variant = copy.copy(rule)
+    variant._condition_function = checked
+    return variant
+
+
+def _representable_alpha(div: ir.Node, dtype: ir.DataType) -> bool:
+    """Whether ``alpha / c`` of ``Div((Fused)MatMul(...), c)`` is a normal float32."""
+    divisor = constant_tensor(div.inputs[1]) if len(div.inputs) > 1 else None
+    product = div.inputs[0].producer() if div.inputs[0] is not None else None
+    if divisor is None or divisor.size != 1 or product is None:
+        return False
+    c = float(divisor.numpy().item())
+    alpha = product.attributes.get("alpha")
+    old = float(alpha.value) if alpha is not None and product.op_type != "MatMul" else 1.0
+    if c == 0 or not np.isfinite(c):
+        return False
+    limits = np.finfo(np.float32)
+    if not float(limits.tiny) <= abs(old / c) <= float(limits.max):
+        return False
+    return dtype != ir.DataType.DOUBLE or math.frexp(c)[0] in (0.5, -0.5)
 
 
 def _rule_set(rules) -> Callable[[ir.Model], int]:

@@ -212,3 +212,50 @@ def test_mha_scale_declines_a_multi_head_attention_with_a_bias():
     [expected] = session(before).run(None, feeds)
     [actual] = session(m).run(None, feeds)
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("element_type", "divisor", "transposed", "fused"),
+    [
+        ("int32", "2", False, False),  # onnxruntime has no integer FusedMatMul
+        ("int32", "2", True, False),
+        ("float", "1e-39", False, False),  # alpha = 1e39: inf as a float32
+        ("double", "3", False, False),  # a float32 alpha = 1/3 is not a double's 1/3
+        ("double", "0.25", True, True),
+        ("float", "3", True, True),
+    ],
+)
+def test_fused_matmul_only_for_float_operands_and_a_representable_alpha(
+    element_type, divisor, transposed, fused
+):
+    """onnxscript's ``FusedMatMul`` rules (step ``ort_patterns``) fused ``MatMul`` of any
+    element type into a model onnxruntime refuses, and wrote ``alpha = 1 / c`` as a float32
+    that is ``inf`` for a tiny ``c``; with ``verify_fusions=False`` nothing undid it."""
+    product = (
+        "xt = Transpose<perm = [0, 2, 1]>(x)\n m = MatMul(xt, w)"
+        if transposed
+        else ("m = MatMul(x, w)")
+    )
+    x_shape = "[B, 4, 3]" if transposed else "[B, 3, 4]"
+    m = ir.from_onnx_text(f"""<ir_version: 10, opset_import: ["" : 18]>
+    g ({element_type}{x_shape} x, {element_type}[B, 4, 5] w) => ({element_type}[B, 3, 5] y)
+    <{element_type} c = {{{divisor}}}>
+    {{
+        {product}
+        y = Div(m, c)
+    }}""")
+    before = proto(m)
+    OptimizePass(fusions="ort", verify_fusions=False)(m)
+    assert ("FusedMatMul" in [n.op_type for n in m.graph]) == fused
+    rng = np.random.default_rng(0)
+    numpy_type = {"int32": np.int32, "float": np.float32, "double": np.float64}[element_type]
+    feeds = {
+        "x": rng.integers(-9, 9, (2, *((4, 3) if transposed else (3, 4)))).astype(numpy_type),
+        "w": rng.integers(-9, 9, (2, 4, 5)).astype(numpy_type),
+    }
+    [expected] = session(before).run(None, feeds)
+    [actual] = session(m).run(None, feeds)
+    if element_type == "float":
+        np.testing.assert_allclose(actual, expected, rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(actual, expected)
