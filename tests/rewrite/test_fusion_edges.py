@@ -259,3 +259,24 @@ def test_fused_matmul_only_for_float_operands_and_a_representable_alpha(
         np.testing.assert_allclose(actual, expected, rtol=1e-6)
     else:
         np.testing.assert_array_equal(actual, expected)
+
+
+def test_a_fused_node_of_an_element_type_its_schema_refuses_is_undone():
+    """A double ``Add`` + ``LayerNormalization``: onnxscript fuses it into a
+    ``SkipLayerNormalization``, whose onnxruntime schema takes float, float16 and
+    bfloat16 only; with ``verify_fusions=False`` the model returned did not load."""
+    m = ir.from_onnx_text("""<ir_version: 10, opset_import: ["" : 18]>
+    g (double[B, S, 8] x, double[B, S, 8] skip) => (double[B, S, 8] y, double[B, S, 8] z)
+    <double[8] gamma = {1, 2, 3, 4, 5, 6, 7, 8}, double[8] beta = {0, 1, 0, 1, 0, 1, 0, 1}>
+    {
+        z = Add(x, skip)
+        y = LayerNormalization<axis = -1, epsilon = 0.001>(z, gamma, beta)
+    }""")
+    before = proto(m)
+    result = OptimizePass(fusions="ort", verify_fusions=False)(m)
+    assert not _fusions(result)
+    assert any("(DOUBLE) takes an element type" in d for d in result.diagnostics)
+    rng = np.random.default_rng(0)
+    feeds = {name: rng.standard_normal((2, 3, 8)) for name in ("x", "skip")}
+    for a, e in zip(session(m).run(None, feeds), session(before).run(None, feeds)):
+        np.testing.assert_array_equal(a, e)
