@@ -565,6 +565,8 @@ def _onnx_steps() -> list[Step] | None:
             return None
         if name == "RMSNormalization":
             function = _rms_normalization_of_one_type() or function
+        elif name == "GQA":
+            function = _gqa_keeping_attention_semantics() or function
         steps.append((name, _only_at_opset_23(function, version)))
     return steps
 
@@ -601,6 +603,46 @@ def _rms_normalization_of_one_type() -> Callable[[ir.Model], int] | None:
         )
     except Exception as e:  # a RmsNormFusion taking other parameters
         logger.debug("onnxscript's RMSNormalization fusion differs (%s): its own runs", e)
+        return None
+    return _fusion_utils.apply_fusion_rules(rules)
+
+
+def _gqa_keeping_attention_semantics() -> Callable[[ir.Model], int] | None:
+    """The ONNX ``Attention`` GQA fusion of onnxscript, where the attention stays the same.
+
+    It moves the key and value cache concatenation into ``Attention(..., past_key,
+    past_value)`` with the node's attributes copied: an ``is_causal=1`` mask, aligned to
+    the top left over the concatenated keys before, is aligned to the bottom right with
+    a past in onnxruntime (outputs off by their own scale), and a ``kv_num_heads`` of
+    the repeated heads no longer matches the key (onnxruntime fails); only the output
+    check undid them (found by hand). The copy declines both. ``None`` with an
+    onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import _fusion_utils, pattern
+        from onnxscript.rewriter.rules.fusion._gqa import OnnxGroupQueryAttention
+    except ImportError:
+        return None
+
+    class GroupQueryAttentionKept(OnnxGroupQueryAttention):
+        def check(self, context, **bindings):
+            output = bindings.get("attention_BHSDh")
+            attention = output.producer() if output is not None else None
+            key = bindings.get("key_BHkvSD")
+            if attention is None or key is None or key.shape is None or len(key.shape) != 4:
+                return pattern.MatchResult().fail("no Attention or key of rank 4")
+            causal = attention.attributes.get("is_causal")
+            if causal is not None and causal.value != 0:
+                return pattern.MatchResult().fail("is_causal aligns otherwise with a past")
+            heads = attention.attributes.get("kv_num_heads")
+            if heads is not None and heads.value != key.shape[1]:
+                return pattern.MatchResult().fail("kv_num_heads counts the repeated heads")
+            return super().check(context, **bindings)
+
+    try:
+        rules = pattern.RewriteRuleSet([GroupQueryAttentionKept.rule()])
+    except Exception as e:  # an OnnxGroupQueryAttention taking other parameters
+        logger.debug("onnxscript's GQA fusion differs (%s): its own runs", e)
         return None
     return _fusion_utils.apply_fusion_rules(rules)
 

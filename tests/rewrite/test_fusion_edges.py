@@ -280,3 +280,56 @@ def test_a_fused_node_of_an_element_type_its_schema_refuses_is_undone():
     feeds = {name: rng.standard_normal((2, 3, 8)) for name in ("x", "skip")}
     for a, e in zip(session(m).run(None, feeds), session(before).run(None, feeds)):
         np.testing.assert_array_equal(a, e)
+
+
+def _repeated_kv_attention(attributes: str) -> ir.Model:
+    """Opset 23 ``Attention`` of 4 query heads over a key/value cache of 2 heads, each
+    repeated twice (``Unsqueeze``, ``Expand``, ``Reshape``), the cache also an output."""
+    attention = f"Attention<{attributes}>" if attributes else "Attention"
+    return ir.from_onnx_text(f"""<ir_version: 10, opset_import: ["" : 23]>
+    g (float[B, 4, S, 8] q, float[B, 2, S, 8] k, float[B, 2, S, 8] v,
+       float[B, 2, P, 8] past_k, float[B, 2, P, 8] past_v)
+        => (float[B, 4, S, 8] y, float[B, 2, T, 8] ck, float[B, 2, T, 8] cv)
+    <int64 two = {{2}}, int64[2] repeat = {{2, 2}}, int64[1] heads = {{4}}>
+    {{
+        ck = Concat<axis = -2>(past_k, k)
+        cv = Concat<axis = -2>(past_v, v)
+        uk = Unsqueeze(ck, two)
+        uv = Unsqueeze(cv, two)
+        b = Shape<start = 0, end = 1>(ck)
+        rest = Shape<start = 2>(ck)
+        expanded = Concat<axis = 0>(b, repeat, rest)
+        ek = Expand(uk, expanded)
+        ev = Expand(uv, expanded)
+        merged = Concat<axis = 0>(b, heads, rest)
+        rk = Reshape(ek, merged)
+        rv = Reshape(ev, merged)
+        y = {attention}(q, rk, rv)
+    }}""")
+
+
+@pytest.mark.parametrize(
+    ("attributes", "fused"),
+    [
+        ("is_causal = 1", False),  # top-left causal over the keys, bottom-right with a past
+        ("q_num_heads = 4, kv_num_heads = 4", False),  # 4 kv heads: the repeated ones
+        ("", True),
+    ],
+)
+def test_onnx_gqa_keeps_the_attention(attributes, fused):
+    """onnxscript's ONNX GQA fusion moves the cache into ``Attention(..., past_key,
+    past_value)`` and copies the attributes: with ``is_causal=1`` onnxruntime's outputs
+    then differ by their own scale, with ``kv_num_heads`` of the repeated heads it fails;
+    with ``verify_fusions=False`` nothing undid either."""
+    m = _repeated_kv_attention(attributes)
+    before = proto(m)
+    result = OptimizePass(fusions="onnx", verify_fusions=False)(m)
+    assert ("fusion.GQA" in _fusions(result)) == fused, result.fired
+    rng = np.random.default_rng(0)
+    sizes = {"q": (2, 4, 3, 8), "k": (2, 2, 3, 8), "v": (2, 2, 3, 8)}
+    sizes |= {"past_k": (2, 2, 4, 8), "past_v": (2, 2, 4, 8)}
+    feeds = {
+        name: rng.standard_normal(shape).astype(np.float32) for name, shape in sizes.items()
+    }
+    for a, e in zip(session(m).run(None, feeds), session(before).run(None, feeds)):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-5)
