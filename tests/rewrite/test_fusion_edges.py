@@ -333,3 +333,37 @@ def test_onnx_gqa_keeps_the_attention(attributes, fused):
     }
     for a, e in zip(session(m).run(None, feeds), session(before).run(None, feeds)):
         np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-5)
+
+
+def test_the_output_check_feeds_a_scalar_boolean_input(monkeypatch):
+    """A model with a scalar ``bool`` input (a flag choosing a branch): the check fed it
+    as ``numpy.bool``, which onnxruntime refuses, so it skipped the model ("runs at
+    none of the bindings") and kept a step that changes the outputs."""
+
+    def wrong(model: ir.Model) -> int:  # Sigmoid -> Tanh: same shapes, other values
+        for node in model.graph:
+            if node.op_type == "Sigmoid":
+                node.op_type = "Tanh"
+                return 1
+        return 0
+
+    steps = [("wrong", wrong), ("cleanup", lambda model: None)]
+    monkeypatch.setattr(guard, "_ort_steps", lambda cleanup: steps)
+    m = ir.from_onnx_text("""<ir_version: 10, opset_import: ["" : 18]>
+    g (float[n, 4] x, bool flag) => (float[n, 4] y) {
+        s = Sigmoid(x)
+        r = Neg(s)
+        y = Where(flag, s, r)
+    }""")
+    before = proto(m)
+    result = OptimizePass(fusions="ort")(m)
+    assert any(
+        d.startswith("fusions 'ort.wrong' undone: output 'y'") for d in result.diagnostics
+    )
+    feeds = {
+        "x": np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4),
+        "flag": np.array(True),
+    }
+    np.testing.assert_array_equal(
+        session(m).run(None, feeds)[0], session(before).run(None, feeds)[0]
+    )
