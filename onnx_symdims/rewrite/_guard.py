@@ -852,7 +852,9 @@ class _Guard:
     def run(self, name: str, step) -> None:
         if self.snapshot is None:
             self.snapshot = self.model.clone()
-            self.known = {id(node) for node in self.model.graph}
+            self.known = {
+                id(node) for node in ir.traversal.RecursiveGraphIterator(self.model.graph)
+            }
         signature = _signature(self.model)
         try:
             # onnxscript's fusion rules read any const_value, an input's default too
@@ -1031,8 +1033,11 @@ _FUSED_INPUT_TYPES = {
 
 
 def _untyped_fused_node(model: ir.Model, known: set[int], facts) -> str | None:
-    """A new fused node whose first input's element type its schema does not allow."""
-    for node in model.graph:
+    """A new fused node whose first input's element type its schema does not allow.
+
+    Subgraphs too: onnxscript's rewriter fuses inside an ``If`` branch.
+    """
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
         allowed = _FUSED_INPUT_TYPES.get((node.domain, node.op_type))
         if allowed is None or id(node) in known or not node.inputs:
             continue
@@ -1047,9 +1052,10 @@ def _vector_fused_matmul(model: ir.Model, known: set[int], facts) -> str | None:
 
     onnxscript fuses ``MatMul(Transpose(x), w)`` into ``FusedMatMul<transA=1>(x, w)`` also
     for a vector ``w``; onnxruntime then gives other values (``[1, K, 4]`` by ``[K]``:
-    ``[2, 8, 14, 20]`` for ``[8, 11, 14, 17]``; found by fuzzing, seed 206330).
+    ``[2, 8, 14, 20]`` for ``[8, 11, 14, 17]``; found by fuzzing, seed 206330). Subgraphs
+    too (an ``If`` branch's fusion was not checked).
     """
-    for node in model.graph:
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
         if (
             id(node) in known
             or node.domain != "com.microsoft"

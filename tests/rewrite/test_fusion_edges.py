@@ -367,3 +367,31 @@ def test_the_output_check_feeds_a_scalar_boolean_input(monkeypatch):
     np.testing.assert_array_equal(
         session(m).run(None, feeds)[0], session(before).run(None, feeds)[0]
     )
+
+
+def test_the_new_node_checks_reach_into_subgraphs():
+    """onnxscript's rewriter fuses inside an ``If`` branch; the guard's checks of new
+    nodes read the main graph only: a ``FusedMatMul`` of a transposed matrix by a vector
+    (which onnxruntime computes otherwise) stayed in the branch with
+    ``verify_fusions=False`` and changed the output."""
+    m = ir.from_onnx_text("""<ir_version: 10, opset_import: ["" : 18]>
+    g (float[1, K, 4] x, float[K] w, bool flag) => (float[1, 4] y) {
+        y = If(flag) <
+            then_branch = t () => (float[1, 4] ty) {
+                xt = Transpose<perm = [0, 2, 1]>(x)
+                ty = MatMul(xt, w)
+            },
+            else_branch = e () => (float[1, 4] ey) {
+                xe = Transpose<perm = [0, 2, 1]>(x)
+                ey = MatMul(xe, w)
+            }
+        >
+    }""")
+    before = proto(m)
+    result = OptimizePass(fusions="ort", verify_fusions=False)(m)
+    assert any("is a FusedMatMul with an operand" in d for d in result.diagnostics)
+    x = np.arange(12, dtype=np.float32).reshape(1, 3, 4)
+    feeds = {"x": x, "w": np.ones(3, np.float32), "flag": np.array(True)}
+    np.testing.assert_array_equal(
+        session(m).run(None, feeds)[0], session(before).run(None, feeds)[0]
+    )
