@@ -119,6 +119,8 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
             step = _keys_heads_first(_sdpa_keeping_nan_zeroing() or step)
         elif name == "mha_scale":
             step = _mha_scale_without_bias() or step
+        elif name == "bias_gelu":
+            step = _bias_gelu_of_the_last_axis() or step
         steps.append((name, _with_our_shapes(step) if name in _SHAPES_AFTER else step))
         if name == "attention":
             no_bias = _attention_no_bias_rules()
@@ -204,6 +206,42 @@ def _mha_scale_without_bias() -> Callable[[ir.Model], int] | None:
         rules = pattern.RewriteRuleSet([FuseMHAScaleWithoutBias.rule()])
     except Exception as e:  # a FuseMHAScale taking other parameters
         logger.debug("onnxscript's mha_scale fusion differs (%s): its own runs", e)
+        return None
+    return _fusion_utils.apply_fusion_rules(rules)
+
+
+def _bias_gelu_of_the_last_axis() -> Callable[[ir.Model], int] | None:
+    """The ``BiasGelu`` fusion of onnxscript, for a bias as long as the input's last axis.
+
+    Its rule asks a 1-D bias only; onnxruntime's ``BiasGelu`` requires the bias to have
+    the input's last dim, where ``Add`` broadcast an input whose last dim is 1 (``[B, n]``
+    plus 8 biases with ``n`` in {1, 8}: the fused model failed at ``n = 1``; only the
+    output check undid it). The copy asks the two dims proven equal. ``None`` with an
+    onnxscript laid out otherwise.
+    """
+    try:
+        from onnxscript.rewriter import _fusion_utils, pattern
+        from onnxscript.rewriter.ort_fusions.bias_gelu import BiasGeluFusion
+    except ImportError:
+        return None
+
+    class BiasGeluOfTheLastAxis(BiasGeluFusion):
+        def check(self, op, input=None, bias=None, **bindings):
+            last = input.shape[-1] if input is not None and input.shape else None
+            length = bias.shape[0] if bias is not None and bias.shape else None
+            if last is None or length is None or last != length:
+                return pattern.MatchResult().fail("bias not proven as long as the last axis")
+            return super().check(op, input=input, bias=bias, **bindings)
+
+    try:
+        rules = pattern.RewriteRuleSet(
+            [
+                *BiasGeluOfTheLastAxis.rule("gelu_onnx_op", contrib_op=False).commute(),
+                *BiasGeluOfTheLastAxis.rule("gelu_contrib_op", contrib_op=True).commute(),
+            ]
+        )
+    except Exception as e:  # a BiasGeluFusion taking other parameters
+        logger.debug("onnxscript's BiasGelu fusion differs (%s): its own runs", e)
         return None
     return _fusion_utils.apply_fusion_rules(rules)
 

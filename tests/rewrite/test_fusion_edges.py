@@ -395,3 +395,27 @@ def test_the_new_node_checks_reach_into_subgraphs():
     np.testing.assert_array_equal(
         session(m).run(None, feeds)[0], session(before).run(None, feeds)[0]
     )
+
+
+def test_bias_gelu_only_for_a_bias_as_long_as_the_last_axis():
+    """``Gelu(x + bias)`` with ``x: [B, n]`` and 8 biases: ``Add`` broadcasts ``n = 1``,
+    onnxruntime's ``BiasGelu`` requires ``n == 8`` (the fused model failed at ``n = 1``
+    with ``verify_fusions=False``). The guard's copy of the rule asks the dims proven
+    equal."""
+    text = """<ir_version: 10, opset_import: ["" : 20]>
+    g (float[B, {n}] x) => (float[B, 8] y) <float[8] bias = {{1, 2, 3, 4, 5, 6, 7, 8}}> {{
+        xb = Add(x, bias)
+        y = Gelu(xb)
+    }}"""
+    m = ir.from_onnx_text(text.format(n="n"))
+    before = proto(m)
+    result = OptimizePass(fusions="ort", verify_fusions=False)(m)
+    assert "fusion.bias_gelu" not in _fusions(result)
+    x = np.linspace(-2, 2, 2, dtype=np.float32).reshape(2, 1)
+    np.testing.assert_array_equal(
+        session(m).run(None, {"x": x})[0], session(before).run(None, {"x": x})[0]
+    )
+    fixed = ir.from_onnx_text(text.format(n="8"))
+    assert _fusions(OptimizePass(fusions="ort", verify_fusions=False)(fixed)) == {
+        "fusion.bias_gelu": 1
+    }
