@@ -13,6 +13,7 @@ import onnx
 import onnx_ir as ir
 import pytest
 
+import onnx_symdims.rewrite._fusion_variants as variants
 import onnx_symdims.rewrite._guard as guard
 from onnx_symdims.rewrite import OptimizePass
 from tests.rewrite._rewrite_testing import proto, session
@@ -176,7 +177,7 @@ def test_a_fusion_that_changes_an_element_type_is_undone(monkeypatch):
     """onnxscript's own ``RMSNormalization`` rule (the guard's copy switched off) on a
     float16 input and a float scale: every shape holds, the fused node computes float16
     where the graph output is float. Without the output check the type guard undoes it."""
-    monkeypatch.setattr(guard, "_rms_normalization_of_one_type", lambda: None)
+    monkeypatch.setattr(variants, "rms_normalization_of_one_type", lambda: None)
     m = _rms_norm("float16", "float", cast_back=False)
     result = OptimizePass(fusions="onnx", verify_fusions=False)(m)
     assert not _fusions(result)
