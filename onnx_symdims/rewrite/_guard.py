@@ -129,9 +129,26 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
                 steps.append(("attention_no_bias", no_bias.apply_to_model))
     # onnxscript runs its ORT pattern rules (FusedMatMul, …) after its last optimize();
     # the cleanup last here also sweeps the nodes they leave dead.
-    patterns = [variants.float_fused_matmul_only(rule) for rule in patterns]
+    unrunnable = {id(rule) for rule in _group_norm_rules(_core)}
+    patterns = [
+        variants.float_fused_matmul_only(rule)
+        for rule in patterns
+        if id(rule) not in unrunnable
+    ]
     steps += [("ort_patterns", _rule_set(patterns)), ("cleanup", cleanup)]
     return steps
+
+
+def _group_norm_rules(core) -> list:
+    """The ``instance_to_group_normalization`` rules of onnxscript, which the guard never runs.
+
+    They write ``com.microsoft::GroupNorm``, a GPU-only op of onnxruntime (1.32 has no
+    CPU kernel for it): with ``verify_fusions=False`` or no onnxruntime the model
+    returned did not load on CPU, and with the output check on it always undid the
+    ``ort_patterns`` step, the ``FusedMatMul`` fusions of the same step with it.
+    """
+    module = getattr(core, "instance_to_group_normalization", None)
+    return list(getattr(getattr(module, "rules", None), "rules", ()))
 
 
 def _rule_set(rules) -> Callable[[ir.Model], int]:
