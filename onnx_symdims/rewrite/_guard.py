@@ -83,8 +83,11 @@ _ORT_FUSE_STEPS = (
     ("sdpa_via_mha", "replace_sdpa_by_mha", {}),
 )
 _NEEDS_MHA = frozenset({"mha_bias", "attention", "attention_no_bias"})
-#: The steps after every fusion: none of them consumes a private fusion node.
-_CONSUME_NO_PRIVATE_NODES = frozenset({"ort_patterns", "cleanup"})
+#: The steps before which the open transaction closes. From ``sdpa`` on the steps consume
+#: only the private nodes made from there on (``SDPA``): a private ``RotaryEmbedding``
+#: still there (``cos_sin_cache`` did not match its cos and sin) is undone on its own,
+#: not with the attention fusions after it. The last two consume no private node.
+_CLOSE_BEFORE = frozenset({"sdpa", "ort_patterns", "cleanup"})
 #: Steps after which onnxscript runs ONNX shape inference (the shapes of the nodes its
 #: rule adds are read by later steps).
 _SHAPES_AFTER = frozenset({"sdpa"})
@@ -384,9 +387,9 @@ def _run_steps(guard: _Guard, steps: list[Step], start: int, refused) -> None:
     for name, step in steps[start:]:
         if name in refused or (name in _NEEDS_MHA and not guard.mha_fired):
             continue
-        if name in _CONSUME_NO_PRIVATE_NODES:
-            # No step from here on makes runnable ops of onnxscript's private ones: undo
-            # what is still waiting for one, so these steps are kept on their own.
+        if name in _CLOSE_BEFORE:
+            # No step from here on makes runnable ops of the private ones still there:
+            # undo what is waiting for one, so the steps after are kept on their own.
             guard.close()
         guard.run(name, step)
     guard.close()
