@@ -443,7 +443,9 @@ def _feeds(inputs, binding: Mapping[str, int], zeros, seed: int) -> dict[str, np
         if numpy_type.kind == "f":
             array = rng.standard_normal(shape).astype(numpy_type)
         elif numpy_type.kind == "b":
-            array = rng.random(shape) < 0.5
+            # an array for a scalar too: onnxruntime refuses a numpy.bool feed, and the
+            # check was skipped ("runs at none of the bindings") for a bool flag input
+            array = np.asarray(rng.random(shape) < 0.5)
         elif name in zeros:
             array = np.zeros(shape, numpy_type)
         else:

@@ -18,7 +18,9 @@ The steps are onnxscript's own (``ort_fusions.fuse_xformers`` and ``optimize_for
   its default rules include the ones the pipeline leaves out as unsound
   (``MaterializeReshapeShape``, ``x * 1`` on an overridable initializer);
 - ``RemoveInitializersFromInputsPass`` is not run: declared graph inputs are never
-  removed.
+  removed;
+- where one of onnxscript's rules is unsound on inputs or types it does not look at,
+  a stricter copy of it (:mod:`~onnx_symdims.rewrite._fusion_variants`) runs instead.
 
 Every step starts from our shapes (the analysis after the previous step writes them), so
 a later fusion sees the shapes of the nodes an earlier one created. With an onnxscript
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 __all__ = ["guarded_fusions"]
 
-import copy
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -39,6 +40,7 @@ import numpy as np
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
+from onnx_symdims.rewrite import _fusion_variants as variants
 from onnx_symdims.rewrite._attention_bias import BIAS_REASON, fit_attention_biases
 from onnx_symdims.rewrite._facts import analyze, constant_tensor, overridable_defaults_hidden
 from onnx_symdims.rewrite._fusion_check import (
@@ -81,8 +83,11 @@ _ORT_FUSE_STEPS = (
     ("sdpa_via_mha", "replace_sdpa_by_mha", {}),
 )
 _NEEDS_MHA = frozenset({"mha_bias", "attention", "attention_no_bias"})
-#: The steps after every fusion: none of them consumes a private fusion node.
-_CONSUME_NO_PRIVATE_NODES = frozenset({"ort_patterns", "cleanup"})
+#: The steps before which the open transaction closes. From ``sdpa`` on the steps consume
+#: only the private nodes made from there on (``SDPA``): a private ``RotaryEmbedding``
+#: still there (``cos_sin_cache`` did not match its cos and sin) is undone on its own,
+#: not with the attention fusions after it. The last two consume no private node.
+_CLOSE_BEFORE = frozenset({"sdpa", "ort_patterns", "cleanup"})
 #: Steps after which onnxscript runs ONNX shape inference (the shapes of the nodes its
 #: rule adds are read by later steps).
 _SHAPES_AFTER = frozenset({"sdpa"})
@@ -105,7 +110,7 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
     if shape_rules is None or gemm is None or patterns is None:
         return None
     steps: list[Step] = [
-        ("gemm_to_matmul_add", _rule_set([_plain_gemm_only(gemm)])),
+        ("gemm_to_matmul_add", _rule_set([variants.plain_gemm_only(gemm)])),
         ("shape_optimization", shape_rules.apply_to_model),
     ]
     for name, function_name, kwargs in _ORT_FUSE_STEPS:
@@ -115,126 +120,38 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
             continue
         step = _bind(function, kwargs)
         if name == "sdpa":
-            step = _keys_heads_first(step)
+            step = _keys_heads_first(variants.sdpa_keeping_nan_zeroing() or step)
+        elif name == "mha_scale":
+            step = variants.mha_scale_without_bias() or step
+        elif name == "bias_gelu":
+            step = variants.bias_gelu_of_the_last_axis() or step
         steps.append((name, _with_our_shapes(step) if name in _SHAPES_AFTER else step))
         if name == "attention":
-            no_bias = _attention_no_bias_rules()
+            no_bias = variants.attention_no_bias_rules()
             if no_bias is not None:
                 steps.append(("attention_no_bias", no_bias.apply_to_model))
     # onnxscript runs its ORT pattern rules (FusedMatMul, …) after its last optimize();
     # the cleanup last here also sweeps the nodes they leave dead.
+    unrunnable = {id(rule) for rule in _group_norm_rules(_core)}
+    patterns = [
+        variants.float_fused_matmul_only(rule)
+        for rule in patterns
+        if id(rule) not in unrunnable
+    ]
     steps += [("ort_patterns", _rule_set(patterns)), ("cleanup", cleanup)]
     return steps
 
 
-def _attention_no_bias_rules():
-    """The packed ``Attention`` fusion of onnxscript for a ``MultiHeadAttention`` without bias.
+def _group_norm_rules(core) -> list:
+    """The ``instance_to_group_normalization`` rules of onnxscript, which the guard never runs.
 
-    onnxscript's ``AttentionFusion`` (Q, K and V ``MatMul``s of one input, or one packed
-    ``MatMul`` sliced in three, feeding a ``MultiHeadAttention``) requires the bias input
-    that its ``mha_bias`` step writes from the ``Add``s after the ``MatMul``s. When the
-    biases are zero (``AddByZero`` removed them, e.g. a dynamo-exported Swin) or absent
-    (``Linear(bias=False)``), ``mha_bias`` has nothing to fuse and the packed fusion never
-    matches. This is the same rule with the bias allowed to be missing; the ``Attention``
-    written has no bias either (its ``bias`` input is optional in onnxruntime's schema).
-    Only the variants without ``past``; the ``MultiHeadAttention`` must carry no attribute
-    but ``num_heads`` and ``scale`` (the only ones the rewrite copies). ``None`` with an
-    onnxscript laid out otherwise.
+    They write ``com.microsoft::GroupNorm``, a GPU-only op of onnxruntime (1.32 has no
+    CPU kernel for it): with ``verify_fusions=False`` or no onnxruntime the model
+    returned did not load on CPU, and with the output check on it always undid the
+    ``ort_patterns`` step, the ``FusedMatMul`` fusions of the same step with it.
     """
-    try:
-        from onnxscript.rewriter import pattern
-        from onnxscript.rewriter.ort_fusions.attention import AttentionFusion
-    except ImportError:
-        return None
-
-    class AttentionNoBias(AttentionFusion):
-        def pattern(  # the parameters of AttentionFusion's pattern but qkv_bias
-            self,
-            op,
-            input,
-            qkv_weight,
-            past,
-            num_heads,
-            start1,
-            end1,
-            start2,
-            end2,
-            start3,
-            end3,
-            q_mul,
-            k_mul,
-            v_mul,
-        ):
-            no_bias = pattern.Var("qkv_bias", can_match_none=True)
-            return super().pattern(
-                op,
-                input,
-                qkv_weight,
-                no_bias,
-                past,
-                num_heads,
-                start1,
-                end1,
-                start2,
-                end2,
-                start3,
-                end3,
-                q_mul,
-                k_mul,
-                v_mul,
-            )
-
-        def check(self, context, qkv_bias=None, mha_output=None, **kwargs):
-            result = pattern.MatchResult()
-            if qkv_bias is not None:
-                return result.fail("MultiHeadAttention has a bias: onnxscript's own rule")
-            mha = mha_output.producer() if mha_output is not None else None
-            if mha is None or set(mha.attributes) - {"num_heads", "scale"}:
-                return result.fail("MultiHeadAttention has attributes the rewrite drops")
-            return super().check(context, qkv_bias=qkv_bias, mha_output=mha_output, **kwargs)
-
-    try:
-        rules = [
-            AttentionNoBias.rule(name, has_past=False, no_slice=no_slice)
-            for name, no_slice in (
-                ("attention_no_bias", False),
-                ("attention_no_bias_no_slice", True),
-            )
-        ]
-    except Exception as e:  # an AttentionFusion whose pattern takes other parameters
-        logger.debug("onnxscript's AttentionFusion differs (%s): no attention_no_bias step", e)
-        return None
-    return pattern.RewriteRuleSet(rules)
-
-
-def _plain_gemm_only(rule):
-    """The Gemm -> MatMul + Add rule of onnxscript's ort fusions, for a plain ``Gemm``.
-
-    ``Reshape(Gemm(Reshape(a), b, c))`` -> ``MatMul(a, b) + c``: its pattern asks
-    ``alpha = beta = 1`` but reads neither ``transA`` nor ``transB``: a
-    ``Gemm<transB=1>`` of a square ``b`` became ``MatMul(a, b)``, the product with ``b``
-    itself, with every proven shape kept (only the output check in onnxruntime undid it;
-    without onnxruntime or with ``verify_fusions=False`` the fused model computed other
-    outputs; found by hand). The copy's condition also asks that the ``Gemm`` transposes
-    neither operand and scales by 1.
-    """
-    condition = getattr(rule, "_condition_function", None)
-    if condition is None:
-        return rule
-
-    def plain(context, **bindings):
-        gemm = context.root.inputs[0].producer() if context.root.inputs else None
-        if gemm is None or gemm.op_type != "Gemm":
-            return False
-        for name, neutral in (("transA", 0), ("transB", 0), ("alpha", 1.0), ("beta", 1.0)):
-            attr = gemm.attributes.get(name)
-            if attr is not None and attr.value != neutral:
-                return False
-        return condition(context, **bindings)
-
-    variant = copy.copy(rule)
-    variant._condition_function = plain
-    return variant
+    module = getattr(core, "instance_to_group_normalization", None)
+    return list(getattr(getattr(module, "rules", None), "rules", ()))
 
 
 def _rule_set(rules) -> Callable[[ir.Model], int]:
@@ -363,12 +280,34 @@ def _onnx_steps() -> list[Step] | None:
         function = getattr(getattr(_onnx_fusions, module_name, None), function_name, None)
         if function is None:
             return None
+        if name == "RMSNormalization":
+            function = variants.rms_normalization_of_one_type() or function
+        elif name == "GQA":
+            function = variants.gqa_keeping_attention_semantics() or function
         steps.append((name, _only_at_opset_23(function, version)))
     return steps
 
 
 def _only_at_opset_23(function, version) -> Callable[[ir.Model], int]:
     return lambda model: function(model) if version(model) == 23 else 0
+
+
+def _named_types(model: ir.Model, facts) -> dict[str, ir.DataType | None]:
+    types = {value.name: facts.dtype(value) for value in model.graph.outputs}
+    for node in model.graph:
+        for value in node.outputs:
+            if value.name:
+                types[value.name] = facts.dtype(value)
+    return types
+
+
+def _type_conflicts(facts) -> set:
+    """The analysis' diagnostics of an inferred element type not the declared one."""
+    return {
+        d
+        for d in facts.context.diagnostics
+        if d.severity == "error" and ": declared type " in d.message
+    }
 
 
 def _named_shapes(model: ir.Model, facts) -> dict[str, tuple]:
@@ -448,9 +387,9 @@ def _run_steps(guard: _Guard, steps: list[Step], start: int, refused) -> None:
     for name, step in steps[start:]:
         if name in refused or (name in _NEEDS_MHA and not guard.mha_fired):
             continue
-        if name in _CONSUME_NO_PRIVATE_NODES:
-            # No step from here on makes runnable ops of onnxscript's private ones: undo
-            # what is still waiting for one, so these steps are kept on their own.
+        if name in _CLOSE_BEFORE:
+            # No step from here on makes runnable ops of the private ones still there:
+            # undo what is waiting for one, so the steps after are kept on their own.
             guard.close()
         guard.run(name, step)
     guard.close()
@@ -526,6 +465,8 @@ class _Guard:
         facts = self.analyze(model)
         self.before = _named_shapes(model, facts)
         self.outputs_before = [facts.shape(v) for v in model.graph.outputs]
+        self.types_before = _named_types(model, facts)
+        self.type_conflicts = _type_conflicts(facts)
         self.facts = facts  # until keep_original reads them
         # For the output check (keep_original): the unfused model and how its inputs
         # are made, and the kept transactions: their steps' counts, the model before.
@@ -552,7 +493,9 @@ class _Guard:
     def run(self, name: str, step) -> None:
         if self.snapshot is None:
             self.snapshot = self.model.clone()
-            self.known = {id(node) for node in self.model.graph}
+            self.known = {
+                id(node) for node in ir.traversal.RecursiveGraphIterator(self.model.graph)
+            }
         signature = _signature(self.model)
         try:
             # onnxscript's fusion rules read any const_value, an input's default too
@@ -577,6 +520,10 @@ class _Guard:
                 + (f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""),
             )
             return
+        retyped = self._retyped(facts)
+        if retyped:
+            self._refuse(name, f"undone: an element type changed ({retyped})")
+            return
         unsafe = _pin_new_reshape_wildcards(
             self.model, self.known, facts, self.snapshot, self.assume
         )
@@ -590,6 +537,10 @@ class _Guard:
         unsafe = _vector_fused_matmul(self.model, self.known, facts)
         if unsafe:
             self._refuse(name, f"undone: the new node {unsafe!r} {_VECTOR_REASON}")
+            return
+        unsafe = _untyped_fused_node(self.model, self.known, facts)
+        if unsafe:
+            self._refuse(name, f"undone: the new node {unsafe} {_TYPE_REASON}")
             return
         self._commit()
 
@@ -623,6 +574,24 @@ class _Guard:
         ):
             changed.append("<graph outputs>")
         return changed
+
+    def _retyped(self, facts) -> str | None:
+        """Which value's inferred element type is not the one it had, or ``None``.
+
+        The shapes can all hold while a fused op computes another type than the nodes it
+        replaced (ONNX's ``RMSNormalization`` of a float16 input and a float scale): a
+        model onnx.checker and onnxruntime reject, which only the output check saw.
+        """
+        for diagnostic in _type_conflicts(facts) - self.type_conflicts:
+            return diagnostic.message  # "output 'y': declared type FLOAT but inferred ..."
+        peek = facts.context.peek_dtype  # a value with no declared type: the inferred one
+        for node in self.model.graph:
+            for value in node.outputs:
+                before = self.types_before.get(value.name)
+                after = peek(value)
+                if before is not None and after is not None and after != before:
+                    return f"{value.name!r} was {before.name}, is {after.name}"
+        return None
 
     def _commit(self) -> None:
         for name, count in self.pending.items():
@@ -683,14 +652,51 @@ _VECTOR_REASON = (
 )
 
 
+_TYPE_REASON = "takes an element type its onnxruntime schema does not allow"
+_HALF_OR_FLOAT = frozenset({ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16})
+#: The element types onnxruntime's schemas allow for the first input of the ops the
+#: fusions write (``T``; 1.2x). The fusions match float math of any type: a double
+#: ``LayerNormalization`` became a ``SkipLayerNormalization`` no session loads.
+_FUSED_INPUT_TYPES = {
+    ("com.microsoft", "SkipLayerNormalization"): _HALF_OR_FLOAT,
+    ("com.microsoft", "SkipSimplifiedLayerNormalization"): _HALF_OR_FLOAT,
+    ("com.microsoft", "MultiHeadAttention"): _HALF_OR_FLOAT,
+    ("com.microsoft", "Attention"): _HALF_OR_FLOAT,
+    ("com.microsoft", "RotaryEmbedding"): _HALF_OR_FLOAT,
+    ("com.microsoft", "GroupQueryAttention"): _HALF_OR_FLOAT,
+    ("com.microsoft", "GroupNorm"): frozenset({ir.DataType.FLOAT, ir.DataType.FLOAT16}),
+    ("com.microsoft", "Gelu"): variants.FUSED_MATMUL_TYPES,
+    ("com.microsoft", "FastGelu"): variants.FUSED_MATMUL_TYPES,
+    ("com.microsoft", "BiasGelu"): variants.FUSED_MATMUL_TYPES,
+    ("com.microsoft", "FusedMatMul"): variants.FUSED_MATMUL_TYPES,
+    ("", "SimplifiedLayerNormalization"): variants.FUSED_MATMUL_TYPES,
+}
+
+
+def _untyped_fused_node(model: ir.Model, known: set[int], facts) -> str | None:
+    """A new fused node whose first input's element type its schema does not allow.
+
+    Subgraphs too: onnxscript's rewriter fuses inside an ``If`` branch.
+    """
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
+        allowed = _FUSED_INPUT_TYPES.get((node.domain, node.op_type))
+        if allowed is None or id(node) in known or not node.inputs:
+            continue
+        dtype = facts.dtype(node.inputs[0])
+        if dtype not in allowed:
+            return f"{node.name or node.op_type!r} ({dtype.name if dtype else 'unknown'})"
+    return None
+
+
 def _vector_fused_matmul(model: ir.Model, known: set[int], facts) -> str | None:
     """The name of a new ``FusedMatMul`` whose ``A`` or ``B`` may be 1-D, else ``None``.
 
     onnxscript fuses ``MatMul(Transpose(x), w)`` into ``FusedMatMul<transA=1>(x, w)`` also
     for a vector ``w``; onnxruntime then gives other values (``[1, K, 4]`` by ``[K]``:
-    ``[2, 8, 14, 20]`` for ``[8, 11, 14, 17]``; found by fuzzing, seed 206330).
+    ``[2, 8, 14, 20]`` for ``[8, 11, 14, 17]``; found by fuzzing, seed 206330). Subgraphs
+    too (an ``If`` branch's fusion was not checked).
     """
-    for node in model.graph:
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
         if (
             id(node) in known
             or node.domain != "com.microsoft"

@@ -115,6 +115,10 @@ class SlicesToSplitPass(ir.passes.InPlacePass):
             return
         sizes = [end - start for start, end, _ in slices]
         first = min((s[2] for s in slices), key=order.__getitem__)
+        # The slices' input now: ``x`` is replaced when it was itself a slice merged
+        # before (``rotate_half(x[..., :4])`` beside ``x[..., 4:]``); splitting ``x``
+        # would keep its old Slice alive (found by hand on a GPT-NeoX export).
+        x = slices[0][2].inputs[0]
         if opset >= 13:
             const = ir.node(
                 "Constant", [], attributes={"value": ir.tensor(np.array(sizes, np.int64))}

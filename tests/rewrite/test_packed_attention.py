@@ -15,7 +15,7 @@ import onnx_ir as ir
 import pytest
 
 from onnx_symdims.rewrite import OptimizePass, analyze
-from onnx_symdims.rewrite._guard import _attention_no_bias_rules
+from onnx_symdims.rewrite._fusion_variants import attention_no_bias_rules
 from tests.rewrite._rewrite_testing import feeds_for, proto, session
 
 SIZES = [
@@ -176,7 +176,7 @@ def _sliced(attributes: str = "") -> ir.Model:
 def test_rule_packs_a_sliced_projection(attributes):
     m = _sliced(attributes)
     before = proto(m)
-    assert _attention_no_bias_rules().apply_to_model(m) == 1
+    assert attention_no_bias_rules().apply_to_model(m) == 1
     assert _contrib(m) == ["Attention"]
     assert not any(n.op_type in ("MatMul", "Slice") for n in m.graph)
     _assert_close(before, m, [{"batch": 2, "seq": 3}, {"batch": 1, "seq": 1}])
@@ -188,5 +188,5 @@ def test_rule_packs_a_sliced_projection(attributes):
 def test_rule_declines_attributes_the_rewrite_would_drop(attributes):
     """``Attention`` gets ``num_heads``, ``qkv_hidden_sizes`` and ``scale`` only."""
     m = _sliced(attributes)
-    assert _attention_no_bias_rules().apply_to_model(m) == 0
+    assert attention_no_bias_rules().apply_to_model(m) == 0
     assert _contrib(m) == ["MultiHeadAttention"]
