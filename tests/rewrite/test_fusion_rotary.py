@@ -1,9 +1,11 @@
-"""``fusions="ort"`` with a rotary embedding onnxscript cannot finish fusing.
+"""``fusions="ort"`` and rotary embeddings: onnxscript's rotary steps are left out.
 
 onnxscript's ``rotary_embedding`` step writes a private ``RotaryEmbedding`` that only its
-``cos_sin_cache`` step turns into onnxruntime's, when the cos and sin are computed as it
-expects. Here they are graph inputs: the private node stays, and is undone on its own;
-the attention fusions after it are kept. onnxruntime is the oracle.
+``cos_sin_cache`` step turns into onnxruntime's, and that step sizes one cos/sin cache per
+``inv_freq`` from the first rope's position ids, reused by every rope of that
+``inv_freq``: a key rope whose positions run past the query's reads out of range, and at
+batch 0 onnxruntime's kernel refuses the cache. The steps are left out; the attention
+fusions around a rotation are kept. onnxruntime is the oracle.
 """
 
 from __future__ import annotations
@@ -69,8 +71,8 @@ def _rotary_attention() -> str:
 
 
 @pytest.mark.parametrize("verify", [True, False])
-def test_an_unfinished_rotary_fusion_is_undone_alone(verify):
-    """The private ``RotaryEmbedding`` was checked with the steps after it up to the end
+def test_attention_after_a_rotation_still_fuses(verify):
+    """A private ``RotaryEmbedding`` left unfinished was checked with the steps after it
     and undone with them: the ``SDPA`` -> ``MultiHeadAttention`` fusions were lost too."""
     m = model(_rotary_attention())
     before = proto(m)
@@ -78,8 +80,7 @@ def test_an_unfinished_rotary_fusion_is_undone_alone(verify):
     fired = {k for k, n in result.fired.items() if k.startswith("fusion.") and n}
     assert "fusion.sdpa" in fired and "fusion.rotary_embedding" not in fired
     assert "MultiHeadAttention" in {n.op_type for n in m.graph if n.domain == "com.microsoft"}
-    (undone,) = [d for d in result.diagnostics if "undone" in d]
-    assert "'ort.rotary_embedding' undone: nodes of onnxscript's private" in undone
+    assert not [d for d in result.diagnostics if "undone" in d]
     assert not any(n.domain.startswith("ai.onnxruntime._fusion") for n in m.graph)
     rng = np.random.default_rng(0)
     for b, s in ((2, 3), (1, 1)):
@@ -92,3 +93,63 @@ def test_an_unfinished_rotary_fusion_is_undone_alone(verify):
         actual = session(m).run(None, feeds)
         for a, e in zip(actual, expected, strict=True):
             np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-5)
+
+
+def _rope(name: str, x: str, pos: str) -> str:
+    """``x`` rotated by ``rotate_half`` with the cos and sin of ``inv_freq @ pos``, as
+    onnxscript's ``cos_sin_cache`` rule matches it."""
+    return f"""
+        {name}_pu = Unsqueeze({pos}, one)
+        {name}_pf = Cast<to=1>({name}_pu)
+        {name}_fr = MatMul(inv_freq, {name}_pf)
+        {name}_ft = Transpose<perm=[0,2,1]>({name}_fr)
+        {name}_emb = Concat<axis=-1>({name}_ft, {name}_ft)
+        {name}_c = Cos({name}_emb)
+        {name}_s = Sin({name}_emb)
+        {name}_c4 = Unsqueeze({name}_c, one)
+        {name}_s4 = Unsqueeze({name}_s, one)
+        {name}_x1 = Slice({x}, zero, four, three, one)
+        {name}_x2 = Slice({x}, four, big, three, one)
+        {name}_nx2 = Neg({name}_x2)
+        {name}_rot = Concat<axis=-1>({name}_nx2, {name}_x1)
+        {name}_a = Mul({x}, {name}_c4)
+        {name}_b = Mul({name}_rot, {name}_s4)
+        {name} = Add({name}_a, {name}_b)
+        {name}_h = Slice({x}, zero, two, three, one)
+    """
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_ropes_of_one_inv_freq_at_other_positions_keep_their_outputs(verify):
+    """Query at positions ``p1``, key at ``p2 = p1 + 7`` (as behind a KV cache). onnxscript
+    fused both into ``RotaryEmbedding`` nodes sharing a cache of ``S`` rows built from
+    ``p1``: the key's rotation failed ("position_ids value 7 ... out of range"), and at
+    batch 0 both did. ``*_h``, a third slice, keeps the rotation's two slices from becoming
+    one ``Split`` (onnxscript's pattern reads the slices)."""
+    inv_freq = ", ".join(f"{1 / 10000 ** (i / 4):.6f}" for i in range(4))
+    text = f"""
+    g (float[B, 2, S, 8] q, float[B, 2, S, 8] k, int64[B, S] p1, int64[B, S] p2)
+        => (float[B, 2, S, 8] qr, float[B, 2, S, 8] kr, float[B, 2, S, 2] qr_h,
+            float[B, 2, S, 2] kr_h)
+    <float[1, 4, 1] inv_freq = {{{inv_freq}}}, int64[1] one = {{1}}, int64[1] zero = {{0}},
+     int64[1] two = {{2}}, int64[1] four = {{4}}, int64[1] three = {{3}},
+     int64[1] big = {{9223372036854775807}}>
+    {{ {_rope("qr", "q", "p1")} {_rope("kr", "k", "p2")} }}
+    """
+    m = model(text)
+    before = proto(m)
+    OptimizePass(fusions="ort", verify_fusions=verify)(m)
+    assert not [n for n in m.graph if n.op_type == "RotaryEmbedding"]
+    rng = np.random.default_rng(0)
+    for b, s in ((2, 3), (1, 1), (0, 3), (2, 0)):
+        positions = np.broadcast_to(np.arange(s, dtype=np.int64), (b, s))
+        feeds = {
+            "q": rng.standard_normal((b, 2, s, 8)).astype(np.float32),
+            "k": rng.standard_normal((b, 2, s, 8)).astype(np.float32),
+            "p1": positions.copy(),
+            "p2": positions + 7,
+        }
+        expected = session(before).run(None, feeds)
+        actual = session(m).run(None, feeds)
+        for a, e in zip(actual, expected, strict=True):
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
