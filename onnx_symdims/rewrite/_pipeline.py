@@ -540,10 +540,16 @@ def _guarded_folder() -> type:
                 return None  # its evaluator writes ops in a newer opset's form
             if not _evaluator_is_sound(node):
                 return None
+            # the types before the evaluators touch them (its Identity merges shapes)
+            expected = [(v.dtype, v.shape) for v in node.outputs]
             try:
                 replacement = super().process_node(node, *args, **kwargs)
                 if node.op_type in _SHAPE_VALUE_PASSERS and node.domain in ("", "ai.onnx"):
                     _forget_reshaped_shape_values(self._state, node)
+                if replacement is not None and not _replacement_fits(replacement, expected):
+                    _unregister_folded(node, replacement)
+                    logger.debug("folding %s declined: not its type or shape", node.op_type)
+                    return None
                 return replacement
             except Exception as error:  # any evaluator bug: leave the node
                 cause = error.__cause__ or error
@@ -556,6 +562,51 @@ def _guarded_folder() -> type:
                 return None
 
     return GuardedFoldConstantsPass
+
+
+def _replacement_fits(replacement: Any, expected: list[tuple[Any, Any]]) -> bool:
+    """Whether each folded value has the element type and static shape the output had.
+
+    The reference evaluator may return another type than the op's: ``ReduceSumSquare``
+    of ``int32`` is ``numpy.sum`` of squares, an ``int64`` array, which the folder wrote as
+    an ``int64`` constant in place of the ``int32`` output (the model's output changed
+    type; found by hand). Our inference gives every output its type and, where proven,
+    its dims: a folded value that disagrees is not the node's result, and is declined.
+    """
+    for value, (dtype, shape) in zip(replacement.new_outputs, expected):
+        if value is None:
+            continue
+        tensor = _folded_tensor(value)
+        got_dtype = tensor.dtype if tensor is not None else value.dtype
+        if dtype is not None and got_dtype is not None and got_dtype != dtype:
+            return False
+        static = tensor is not None and shape is not None and shape.is_static()
+        if static and tuple(tensor.shape.numpy()) != tuple(shape.numpy()):
+            return False
+    return True
+
+
+def _folded_tensor(value: ir.Value) -> ir.TensorProtocol | None:
+    """The tensor a folded value holds: an initializer's or its ``Constant``'s."""
+    if value.const_value is not None:
+        return value.const_value
+    producer = value.producer()
+    if producer is None or producer.op_type != "Constant" or producer.domain != "":
+        return None
+    try:
+        return ir.convenience.get_const_tensor(value)
+    except Exception:  # a Constant of value_ints etc. that is malformed: no tensor
+        return None
+
+
+def _unregister_folded(node: ir.Node, replacement: Any) -> None:
+    """Drops the initializers the folder registered for a replacement declined after it."""
+    graph = node.graph
+    if graph is None:
+        return
+    for value in replacement.new_outputs:
+        if value is not None and graph.initializers.get(value.name) is value:
+            graph.initializers.pop(value.name)
 
 
 #: Ops whose onnxscript evaluator hands its input's shape value to its output as it is.
