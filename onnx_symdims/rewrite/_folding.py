@@ -360,8 +360,10 @@ def _int_reduction_is_exact(node: ir.Node) -> bool:
 
     Exact when every partial result stays within :func:`_exact_limit`: the sum (of
     squares) of the elements' magnitudes, the product of the magnitudes above 1. The
-    logarithmic reductions of integers are never folded. ``True`` for any other node, and
-    for inputs not constant.
+    logarithmic reductions of integers are never folded, nor an integer ``ReduceMean`` of
+    an empty tensor: the spec leaves the mean of no values undefined, onnxruntime gives
+    0 and the reference ``NaN`` cast to the type (``INT64_MIN``; found by hand). ``True``
+    for any other node, and for inputs not constant.
     """
     if node.op_type not in _DOUBLE_REDUCTIONS and node.op_type not in (
         "ReduceLogSum",
@@ -376,7 +378,7 @@ def _int_reduction_is_exact(node: ir.Node) -> bool:
     data = node.inputs[0].const_value
     if data is None:
         return True  # nothing the folder evaluates
-    if data.size > _MAX_CHECKED_ELEMENTS:
+    if data.size > _MAX_CHECKED_ELEMENTS or (data.size == 0 and node.op_type == "ReduceMean"):
         return False
     magnitudes = [abs(int(v)) for v in data.numpy().reshape(-1).tolist()]
     if any(v > limit for v in magnitudes):
