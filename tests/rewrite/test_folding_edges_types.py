@@ -112,3 +112,36 @@ def test_float16_chain_of_constants_is_not_folded_node_by_node_in_onnxruntime():
         after = proto(optimize(m, exact_floats=False))
     assert [n.op_type for n in after.graph.node] == ["Add", "Mul", "Add"]
     _assert_same(before, after, {"x": rng.standard_normal(64).astype(np.float16)})
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32"])
+@pytest.mark.parametrize("antialias", [0, 1])
+def test_integer_resize_that_interpolates_is_kept(dtype, antialias):
+    m = model(
+        f"""g ({dtype}[1, 1, 5, 4] x) => ({dtype}[1, 1, 5, 4] y) {{
+            a = Constant<value = {dtype}[1, 1, 2, 3] {{0, 100, 7, 127, 3, 9}}>()
+            sizes = Constant<value = int64[4] {{1, 1, 5, 4}}>()
+            r = Resize<mode = "linear", antialias = {antialias}>(a, , , sizes)
+            y = Add(x, r)
+        }}""",
+        opset=19,
+    )
+    before, after = _optimized(m)
+    assert "Resize" in [n.op_type for n in after.graph.node]
+    _assert_same(before, after, {"x": np.zeros((1, 1, 5, 4), np.dtype(dtype))})
+
+
+def test_integer_resize_of_nearest_elements_is_still_folded():
+    m = model(
+        """g (uint8[1, 1, 5, 4] x) => (uint8[1, 1, 5, 4] y) {
+            a = Constant<value = uint8[1, 1, 2, 3] {0, 100, 7, 255, 3, 9}>()
+            sizes = Constant<value = int64[4] {1, 1, 5, 4}>()
+            r = Resize<mode = "nearest">(a, , , sizes)
+            y = Add(x, r)
+        }""",
+        opset=19,
+    )
+    before = proto(m)
+    after = optimize(m)
+    assert ops(after) == ["Add"]
+    _assert_same(before, proto(after), {"x": np.ones((1, 1, 5, 4), np.uint8)})
