@@ -252,7 +252,14 @@ class OptimizePass(ir.passes.InPlacePass):
             # The ranges decided an If the rounds could not (they do not use them): its
             # branch taken in every run within them replaces it. Left, the dead branch
             # may fail onnxruntime's load-time checks on the shapes written from the
-            # ranges (TopK of k = 1 over a tensor now declared empty).
+            # ranges (TopK of k = 1 over a tensor now declared empty). The folder reads
+            # the shapes on the model (its Shape evaluator, its Identity merging an
+            # output's shape into the input's): those the model proves alone, as in the
+            # rounds, not the declared outputs' restored above, which onnxruntime does
+            # not check (a NonZero output declared [1, 3] made Shape of it [1, 3] in
+            # runs with four nonzeros; found by hand).
+            clear_computed_shapes(model)
+            SymbolicShapeInferencePass(symbol_ranges=ranges)(model)
             fold_constants(model, self.exact_floats, result.diagnostics)
             _tail(model)
             inferred = _final_shapes(model, declared, declared_types, ranges)
