@@ -553,7 +553,9 @@ def _guarded_folder() -> type:
                 replacement = super().process_node(node, *args, **kwargs)
                 if node.op_type in _SHAPE_VALUE_PASSERS and node.domain in ("", "ai.onnx"):
                     _forget_reshaped_shape_values(self._state, node)
-                if replacement is not None and not _replacement_fits(replacement, expected):
+                # (an If's replacement is its branch, already moved out of it: kept)
+                checked = replacement is not None and node.op_type != "If"
+                if checked and not _replacement_fits(replacement, expected):
                     _unregister_folded(node, replacement)
                     logger.debug("folding %s declined: not its type or shape", node.op_type)
                     return None
