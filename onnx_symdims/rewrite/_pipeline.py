@@ -537,6 +537,7 @@ def _guarded_folder() -> type:
         def call(self, model: ir.Model):
             self.default_opset = model.opset_imports.get("", 0)
             with overridable_defaults_hidden(model):  # the folder pops unread ones
+                _initializer_shapes_from_tensors(model)
                 return super().call(model)
 
         def process_node(self, node: ir.Node, *args: Any, **kwargs: Any):
@@ -616,6 +617,27 @@ def _unregister_folded(node: ir.Node, replacement: Any) -> None:
     for value in replacement.new_outputs:
         if value is not None and graph.initializers.get(value.name) is value:
             graph.initializers.pop(value.name)
+
+
+def _initializer_shapes_from_tensors(model: ir.Model) -> None:
+    """Gives each initializer (not a graph input) the shape of its tensor.
+
+    onnx-ir loads a ``value_info`` entry of an initializer onto its value, and the
+    folder's ``Shape``/``Size`` evaluators read the value's shape: a stale ``value_info``
+    declaring ``[5]`` for a ``[3]`` weight folded ``Shape(w)`` to ``[5]`` where
+    onnxruntime computes ``[3]`` (found by hand). A graph input's initializer is a
+    default a feed replaces: its declared shape stands (and it is hidden here anyway).
+    """
+    subgraphs: list[ir.Graph] = []
+    nested_nodes(model.graph, subgraphs)
+    for graph in (model.graph, *subgraphs):
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            if tensor is None or value.is_graph_input():
+                continue
+            dims = tuple(tensor.shape.numpy())
+            if value.shape is None or value.shape.dims != dims:
+                value.shape = ir.Shape(dims)
 
 
 #: Ops whose onnxscript evaluator hands its input's shape value to its output as it is.
