@@ -28,8 +28,10 @@ Two more departures of the reference implementation from onnxruntime are never f
 whatever the types: ``Unique(sorted=0)`` (the reference sorts; onnxruntime keeps the
 order of first occurrence) and a ``Slice`` with a negative step whose ``end`` lies
 outside ``[-dim, dim)`` (``INT64_MAX``: empty by the spec's clamping, which the
-reference follows; onnxruntime keeps the elements). Not folding keeps the original's
-behaviour on every runtime.
+reference follows; onnxruntime keeps the elements). Nor is an integer ``Resize`` that
+interpolates (``linear``, ``cubic``): the spec leaves the conversion of the weighted sum
+unspecified, the reference rounds it and onnxruntime does not. Not folding keeps the
+original's behaviour on every runtime.
 
 Example::
 
@@ -360,8 +362,10 @@ def _int_reduction_is_exact(node: ir.Node) -> bool:
 
     Exact when every partial result stays within :func:`_exact_limit`: the sum (of
     squares) of the elements' magnitudes, the product of the magnitudes above 1. The
-    logarithmic reductions of integers are never folded. ``True`` for any other node, and
-    for inputs not constant.
+    logarithmic reductions of integers are never folded, nor an integer ``ReduceMean`` of
+    an empty tensor: the spec leaves the mean of no values undefined, onnxruntime gives
+    0 and the reference ``NaN`` cast to the type (``INT64_MIN``; found by hand). ``True``
+    for any other node, and for inputs not constant.
     """
     if node.op_type not in _DOUBLE_REDUCTIONS and node.op_type not in (
         "ReduceLogSum",
@@ -376,7 +380,7 @@ def _int_reduction_is_exact(node: ir.Node) -> bool:
     data = node.inputs[0].const_value
     if data is None:
         return True  # nothing the folder evaluates
-    if data.size > _MAX_CHECKED_ELEMENTS:
+    if data.size > _MAX_CHECKED_ELEMENTS or (data.size == 0 and node.op_type == "ReduceMean"):
         return False
     magnitudes = [abs(int(v)) for v in data.numpy().reshape(-1).tolist()]
     if any(v > limit for v in magnitudes):
@@ -396,7 +400,8 @@ def should_fold_exactly(node: ir.Node) -> bool | None:
 
     What :func:`should_fold` checks but the rounding of floats: with ``exact_floats=False``
     and no onnxruntime to fold them, float nodes may round otherwise, but integers, the
-    order of ``Unique`` and the elements of a ``Slice`` stay exact.
+    order of ``Unique``, the elements of a ``Slice`` and of an integer ``Resize`` stay
+    exact.
     """
     if node.domain not in ("", "ai.onnx"):
         return None
@@ -410,9 +415,28 @@ def should_fold_exactly(node: ir.Node) -> bool | None:
         or (node.op_type == "Pow" and not _int_pow_is_exact(node))
         or not _int_reduction_is_exact(node)
         or (node.op_type == "Einsum" and not _int_einsum_is_exact(node))
+        or _interpolates_integers(node)
     ):
         return False
     return None
+
+
+def _interpolates_integers(node: ir.Node) -> bool:
+    """A ``Resize`` (or ``Upsample``) of integers that interpolates (not ``nearest``).
+
+    Its result is a weighted sum of elements converted back to the integer type, which
+    the spec leaves unspecified: the reference rounds it, onnxruntime does not
+    (``linear`` ``uint8`` of ``[[0, 100, 7], [255, 3, 9]]`` to ``5x4``: 127 there, 128
+    by the reference; found by hand). ``nearest`` only picks elements.
+    """
+    if node.op_type not in ("Resize", "Upsample") or not node.inputs:
+        return False
+    attr = node.attributes.get("mode")
+    mode = (
+        attr.value if attr is not None and attr.type == ir.AttributeType.STRING else "nearest"
+    )
+    dtype = _dtype(node.inputs[0])
+    return mode != "nearest" and (dtype is None or dtype not in _FLOATS)
 
 
 def should_fold(node: ir.Node) -> bool | None:

@@ -252,7 +252,14 @@ class OptimizePass(ir.passes.InPlacePass):
             # The ranges decided an If the rounds could not (they do not use them): its
             # branch taken in every run within them replaces it. Left, the dead branch
             # may fail onnxruntime's load-time checks on the shapes written from the
-            # ranges (TopK of k = 1 over a tensor now declared empty).
+            # ranges (TopK of k = 1 over a tensor now declared empty). The folder reads
+            # the shapes on the model (its Shape evaluator, its Identity merging an
+            # output's shape into the input's): those the model proves alone, as in the
+            # rounds, not the declared outputs' restored above, which onnxruntime does
+            # not check (a NonZero output declared [1, 3] made Shape of it [1, 3] in
+            # runs with four nonzeros; found by hand).
+            clear_computed_shapes(model)
+            SymbolicShapeInferencePass(symbol_ranges=ranges)(model)
             fold_constants(model, self.exact_floats, result.diagnostics)
             _tail(model)
             inferred = _final_shapes(model, declared, declared_types, ranges)
@@ -530,6 +537,7 @@ def _guarded_folder() -> type:
         def call(self, model: ir.Model):
             self.default_opset = model.opset_imports.get("", 0)
             with overridable_defaults_hidden(model):  # the folder pops unread ones
+                _initializer_shapes_from_tensors(model)
                 return super().call(model)
 
         def process_node(self, node: ir.Node, *args: Any, **kwargs: Any):
@@ -540,10 +548,18 @@ def _guarded_folder() -> type:
                 return None  # its evaluator writes ops in a newer opset's form
             if not _evaluator_is_sound(node):
                 return None
+            # the types before the evaluators touch them (its Identity merges shapes)
+            expected = [(v.dtype, v.shape) for v in node.outputs]
             try:
                 replacement = super().process_node(node, *args, **kwargs)
                 if node.op_type in _SHAPE_VALUE_PASSERS and node.domain in ("", "ai.onnx"):
                     _forget_reshaped_shape_values(self._state, node)
+                # (an If's replacement is its branch, already moved out of it: kept)
+                checked = replacement is not None and node.op_type != "If"
+                if checked and not _replacement_fits(replacement, expected):
+                    _unregister_folded(node, replacement)
+                    logger.debug("folding %s declined: not its type or shape", node.op_type)
+                    return None
                 return replacement
             except Exception as error:  # any evaluator bug: leave the node
                 cause = error.__cause__ or error
@@ -556,6 +572,72 @@ def _guarded_folder() -> type:
                 return None
 
     return GuardedFoldConstantsPass
+
+
+def _replacement_fits(replacement: Any, expected: list[tuple[Any, Any]]) -> bool:
+    """Whether each folded value has the element type and static shape the output had.
+
+    The reference evaluator may return another type than the op's: ``ReduceSumSquare``
+    of ``int32`` is ``numpy.sum`` of squares, an ``int64`` array, which the folder wrote as
+    an ``int64`` constant in place of the ``int32`` output (the model's output changed
+    type; found by hand). Our inference gives every output its type and, where proven,
+    its dims: a folded value that disagrees is not the node's result, and is declined.
+    """
+    for value, (dtype, shape) in zip(replacement.new_outputs, expected):
+        if value is None:
+            continue
+        tensor = _folded_tensor(value)
+        got_dtype = tensor.dtype if tensor is not None else value.dtype
+        if dtype is not None and got_dtype is not None and got_dtype != dtype:
+            return False
+        static = tensor is not None and shape is not None and shape.is_static()
+        if static and tuple(tensor.shape.numpy()) != tuple(shape.numpy()):
+            return False
+    return True
+
+
+def _folded_tensor(value: ir.Value) -> ir.TensorProtocol | None:
+    """The tensor a folded value holds: an initializer's or its ``Constant``'s."""
+    if value.const_value is not None:
+        return value.const_value
+    producer = value.producer()
+    if producer is None or producer.op_type != "Constant" or producer.domain != "":
+        return None
+    try:
+        return ir.convenience.get_const_tensor(value)
+    except Exception:  # a Constant of value_ints etc. that is malformed: no tensor
+        return None
+
+
+def _unregister_folded(node: ir.Node, replacement: Any) -> None:
+    """Drops the initializers the folder registered for a replacement declined after it."""
+    graph = node.graph
+    if graph is None:
+        return
+    for value in replacement.new_outputs:
+        if value is not None and graph.initializers.get(value.name) is value:
+            graph.initializers.pop(value.name)
+
+
+def _initializer_shapes_from_tensors(model: ir.Model) -> None:
+    """Gives each initializer (not a graph input) the shape of its tensor.
+
+    onnx-ir loads a ``value_info`` entry of an initializer onto its value, and the
+    folder's ``Shape``/``Size`` evaluators read the value's shape: a stale ``value_info``
+    declaring ``[5]`` for a ``[3]`` weight folded ``Shape(w)`` to ``[5]`` where
+    onnxruntime computes ``[3]`` (found by hand). A graph input's initializer is a
+    default a feed replaces: its declared shape stands (and it is hidden here anyway).
+    """
+    subgraphs: list[ir.Graph] = []
+    nested_nodes(model.graph, subgraphs)
+    for graph in (model.graph, *subgraphs):
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            if tensor is None or value.is_graph_input():
+                continue
+            dims = tuple(tensor.shape.numpy())
+            if value.shape is None or value.shape.dims != dims:
+                value.shape = ir.Shape(dims)
 
 
 #: Ops whose onnxscript evaluator hands its input's shape value to its output as it is.
