@@ -520,6 +520,10 @@ def _all_plain(dims: Sequence[Dim]) -> bool:
 
 _TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
 _TENSOR_TYPE = ir.TensorType
+#: Whether new_tensor_type sets the two slots of a bare object (not the class's own
+#: constructor, when that builds something else): the per-output loop then does it inline.
+_FAST_TENSOR_TYPE = new_tensor_type is not ir.TensorType
+_new_object = object.__new__
 _INT64 = ir.DataType.INT64
 _UNDEFINED = ir.DataType.UNDEFINED
 
@@ -804,6 +808,7 @@ class InferenceEngine:
         constant = self._constant_fast_path if self.constant_fast_path else None
         shapes = ctx._shapes
         dtypes = ctx._dtypes
+        values = ctx._values
         other_types = ctx._other_types
         writer = self._writer
         written = writer._shapes
@@ -884,7 +889,26 @@ class InferenceEngine:
             if ctx.conditional_depth or scope.__class__ is not FactScope:
                 self._settle(node, outputs)
             elif scope.version:
-                self._settle_refining(outputs, scope)
+                # _settle_refining's usual case, inline: one output whose shape and
+                # elements (if any) were settled at this scope version already.
+                version = scope.version
+                if len(outputs) == 1 and scope is self._settled_scope:
+                    value = outputs[0]
+                    shape = shapes.get(value)
+                    hit = None if shape is None else self._settled.get(shape)
+                    elements = values.get(value)
+                    found = None if elements is None else self._refined.get(elements)
+                    if (shape is None or (hit is not None and hit[0] == version)) and (
+                        elements is None or (found is not None and found[0] == version)
+                    ):
+                        if hit is not None and hit[1] is not shape:
+                            shapes[value] = hit[1]
+                        if found is not None and found[1] is not elements:
+                            values[value] = found[1]
+                    else:
+                        self._settle_refining(outputs, scope)
+                else:
+                    self._settle_refining(outputs, scope)
             else:
                 for value in outputs:  # _settle without refining: note the compound dims
                     shape = shapes.get(value)
@@ -913,7 +937,13 @@ class InferenceEngine:
                 if inferred is not None:
                     shape = written.get(inferred)
                     value._shape = writer.shape(inferred) if shape is None else shape
-                value._type = new_tensor_type(dtype)
+                if _FAST_TENSOR_TYPE:  # new_tensor_type(dtype), without its call
+                    type_ = _new_object(_TENSOR_TYPE)
+                    type_._dtype = dtype
+                    type_.denotation = None
+                    value._type = type_
+                else:
+                    value._type = new_tensor_type(dtype)
                 self.modified = True
 
     def _settle_refining(self, outputs: Sequence[ir.Value], scope: FactScope) -> None:
@@ -1047,10 +1077,15 @@ class InferenceEngine:
             # _commit's common case, inline: nothing declared, a plain tensor type.
             shape = self._writer._shapes.get(dims)  # the writer's hit, inline
             value._shape = self._writer.shape(dims) if shape is None else shape
-            if not ctx._other_types:
-                value._type = new_tensor_type(_INT64)
-            else:
+            if ctx._other_types:
                 self._commit_type(node, value, had_shape=False)
+            elif _FAST_TENSOR_TYPE:  # new_tensor_type(_INT64), without its call
+                type_ = _new_object(_TENSOR_TYPE)
+                type_._dtype = _INT64
+                type_.denotation = None
+                value._type = type_
+            else:
+                value._type = new_tensor_type(_INT64)
             self.modified = True
             return True
         for value in outputs:
