@@ -520,6 +520,10 @@ def _all_plain(dims: Sequence[Dim]) -> bool:
 
 _TENSOR_ATTRIBUTE = ir.AttributeType.TENSOR
 _TENSOR_TYPE = ir.TensorType
+#: Whether new_tensor_type sets the two slots of a bare object (not the class's own
+#: constructor, when that builds something else): the per-output loop then does it inline.
+_FAST_TENSOR_TYPE = new_tensor_type is not ir.TensorType
+_new_object = object.__new__
 _INT64 = ir.DataType.INT64
 _UNDEFINED = ir.DataType.UNDEFINED
 
@@ -762,30 +766,15 @@ class InferenceEngine:
         self, nodes: list[ir.Node], progress: ProgressCallback | None = None
     ) -> None:
         node_ctx = NodeContext(self.ctx, self)
-        infer = self._infer_node
         if progress is None:  # the usual call: nothing to count
-            # What _infer_node does first for a Constant when the model has no function
-            # (none can be called Constant) and Constant has a hook, without its call.
-            constant = (
-                self._constant_fast_path
-                if self.constant_fast_path and not self._functions
-                else None
-            )
-            hooked = None  # whether Constant has a hook: looked up at the first one
-            for node in nodes:
-                if constant is not None and node._op_type == "Constant" and not node._domain:
-                    if hooked is None:
-                        hooked = self._dispatch("", "Constant")[0] is not None
-                    if hooked and constant(node):
-                        continue
-                infer(node_ctx, node)
+            self._infer_nodes(node_ctx, nodes)
             return
         total = len(nodes)
         step = max(total // 100, 1)
-        for done, node in enumerate(nodes, 1):
-            infer(node_ctx, node)
-            if done % step == 0 or done == total:
-                progress(done, total)
+        # In runs of ``step`` nodes: progress is told after every ``step``-th and the last.
+        for start in range(0, total, step):
+            self._infer_nodes(node_ctx, nodes[start : start + step])
+            progress(min(start + step, total), total)
 
     # ------------------------------------------------------------------------------------
     def _dispatch(self, domain: str, op_type: str) -> tuple[ops.Hook | None, int | None]:
@@ -802,94 +791,160 @@ class InferenceEngine:
             self._dispatch_cache[cache_key] = found
         return found
 
-    def _infer_node(self, node_ctx: NodeContext, node: ir.Node) -> None:
-        # The slots behind onnx-ir's properties (see the module docstring): every node.
-        domain = node._domain
-        op_type = node._op_type
+    def _infer_nodes(self, node_ctx: NodeContext, nodes: Sequence[ir.Node]) -> None:
+        """Infers ``nodes`` in order: dispatch, the hook, then settle and commit outputs.
+
+        One loop for a graph's nodes rather than a call per node: the engine's and the
+        context's tables are read once per walk, not once per node, and neither the
+        per-node call nor the commit's is made (together ~1k instructions a node). The
+        tables read once are never replaced during a run (only filled); what a hook may
+        change (the scope's version, the depth, the non-tensor types) is read per node.
+        """
         ctx = self.ctx
-        function = self._functions.get(node.op_identifier()) if self._functions else None
-        # _dispatch's hit, inline
-        found = self._dispatch_cache.get((domain, op_type) if domain else op_type)
-        if found is None:
-            found = self._dispatch(domain, op_type)
-        if function is None:
-            hook, opset = found
-        else:
-            hook, opset = None, found[1]
-        if (
-            op_type == "Constant"
-            and self.constant_fast_path
-            and hook is not None
-            and not domain
-            and function is None
-            and self._constant_fast_path(node)
-        ):
-            return
-        key = None
-        if (
-            self._memo_on
-            and hook is not None
-            and not ctx.conditional_depth
-            and op_type not in self._memo_off
-        ):
-            key = self._memo_key(node, opset)
-            if key is not None:
-                entry = self._memo.get(key)
-                if entry is not None:
-                    self._memo_hits[op_type] = self._memo_hits.get(op_type, 0) + 1
-                    self._replay(node, entry)
-                    return
-                stamp = _stamp(ctx)
-                self._count_miss(op_type)
-        outputs = node._outputs
-        # node_ctx.reset(node, opset), inline (once per node). A domain the model does
-        # not import: the latest hook, seen as the latest opset.
-        node_ctx.node = node
-        node_ctx.opset = opset if opset is not None else _LATEST_OPSET
-        node_ctx._inputs = node._inputs
-        node_ctx._outputs = outputs
-        node_ctx._hint = None
-        try:
-            if function is not None:
-                ops.infer_function_call(node_ctx, node, function)
-            elif hook is None:
-                self.fallback(node_ctx)
+        functions = self._functions
+        dispatch_cache = self._dispatch_cache
+        memo_on = self._memo_on
+        # The Constant fast path (see _constant_fast_path), for a Constant with a hook.
+        constant = self._constant_fast_path if self.constant_fast_path else None
+        shapes = ctx._shapes
+        dtypes = ctx._dtypes
+        values = ctx._values
+        other_types = ctx._other_types
+        writer = self._writer
+        written = writer._shapes
+        for node in nodes:
+            # The slots behind onnx-ir's properties (see the module docstring).
+            domain = node._domain
+            op_type = node._op_type
+            function = functions.get(node.op_identifier()) if functions else None
+            # _dispatch's hit, inline
+            found = dispatch_cache.get((domain, op_type) if domain else op_type)
+            if found is None:
+                found = self._dispatch(domain, op_type)
+            if function is None:
+                hook, opset = found
+                if (
+                    constant is not None
+                    and op_type == "Constant"
+                    and hook is not None
+                    and not domain
+                    and constant(node)
+                ):
+                    continue
             else:
-                hook(node_ctx, node)
-        except NodeInferenceFailure as e:
+                hook, opset = None, found[1]
             key = None
-            self._forget_outputs(node)
-            ctx.add_diagnostic(node, "error", str(e))
-        except ShapeInferenceError:
-            raise
-        except Exception as e:  # a bug in a hook must not stop the whole model
-            key = None
-            logger.debug("hook for %s failed", node.op_type, exc_info=True)
-            self._forget_outputs(node)
-            ctx.add_diagnostic(
-                node, "error", f"internal error in shape hook: {type(e).__name__}: {e}"
-            )
-            if hook is not None:
-                self._fallback_after_bug(node_ctx)
-        if key is not None and stamp == _stamp(ctx):
-            self._memo[key] = [tuple(ctx.facts_of(value) for value in outputs), False]
-        # Settle the outputs, then commit each (what _settle and _commit do), inline:
-        # every node. Usual: at depth 0 under a FactScope. Before any fact is recorded
-        # (nothing to refine), settling reduces to noting compound dims, done here
-        # without a call per output; after, _settle_refining reuses what it settled
-        # before.
-        scope = ctx.scope
-        if ctx.conditional_depth or scope.__class__ is not FactScope:
-            self._settle(node, outputs)
-        elif scope.version:
-            self._settle_refining(outputs, scope)
-        else:
-            shapes = ctx._shapes
-            for value in outputs:  # _settle without refining: note the compound dims
-                shape = shapes.get(value)
-                if shape is not None and not (_PLAIN.get(shape) or _all_plain(shape)):
-                    self._note_compound_dims(shape)
-        self._commit_outputs(node, outputs)
+            if (
+                memo_on
+                and hook is not None
+                and not ctx.conditional_depth
+                and op_type not in self._memo_off
+            ):
+                key = self._memo_key(node, opset)
+                if key is not None:
+                    entry = self._memo.get(key)
+                    if entry is not None:
+                        self._memo_hits[op_type] = self._memo_hits.get(op_type, 0) + 1
+                        self._replay(node, entry)
+                        continue
+                    stamp = _stamp(ctx)
+                    self._count_miss(op_type)
+            outputs = node._outputs
+            # node_ctx.reset(node, opset), inline (once per node). A domain the model
+            # does not import: the latest hook, seen as the latest opset.
+            node_ctx.node = node
+            node_ctx.opset = opset if opset is not None else _LATEST_OPSET
+            node_ctx._inputs = node._inputs
+            node_ctx._outputs = outputs
+            node_ctx._hint = None
+            try:
+                if function is not None:
+                    ops.infer_function_call(node_ctx, node, function)
+                elif hook is None:
+                    self.fallback(node_ctx)
+                else:
+                    hook(node_ctx, node)
+            except NodeInferenceFailure as e:
+                key = None
+                self._forget_outputs(node)
+                ctx.add_diagnostic(node, "error", str(e))
+            except ShapeInferenceError:
+                raise
+            except Exception as e:  # a bug in a hook must not stop the whole model
+                key = None
+                logger.debug("hook for %s failed", node.op_type, exc_info=True)
+                self._forget_outputs(node)
+                ctx.add_diagnostic(
+                    node, "error", f"internal error in shape hook: {type(e).__name__}: {e}"
+                )
+                if hook is not None:
+                    self._fallback_after_bug(node_ctx)
+            if key is not None and stamp == _stamp(ctx):
+                self._memo[key] = [tuple(ctx.facts_of(value) for value in outputs), False]
+            # Settle the outputs, then commit each (what _settle and _commit do), inline.
+            # Usual: at depth 0 under a FactScope. Before any fact is recorded (nothing
+            # to refine), settling reduces to noting compound dims, done here without a
+            # call per output; after, _settle_refining reuses what it settled before.
+            scope = ctx.scope
+            if ctx.conditional_depth or scope.__class__ is not FactScope:
+                self._settle(node, outputs)
+            elif scope.version:
+                # _settle_refining's usual case, inline: one output whose shape and
+                # elements (if any) were settled at this scope version already.
+                version = scope.version
+                if len(outputs) == 1 and scope is self._settled_scope:
+                    value = outputs[0]
+                    shape = shapes.get(value)
+                    hit = None if shape is None else self._settled.get(shape)
+                    elements = values.get(value)
+                    found = None if elements is None else self._refined.get(elements)
+                    if (shape is None or (hit is not None and hit[0] == version)) and (
+                        elements is None or (found is not None and found[0] == version)
+                    ):
+                        if hit is not None and hit[1] is not shape:
+                            shapes[value] = hit[1]
+                        if found is not None and found[1] is not elements:
+                            values[value] = found[1]
+                    else:
+                        self._settle_refining(outputs, scope)
+                else:
+                    self._settle_refining(outputs, scope)
+            else:
+                for value in outputs:  # _settle without refining: note the compound dims
+                    shape = shapes.get(value)
+                    if shape is not None and not (_PLAIN.get(shape) or _all_plain(shape)):
+                        self._note_compound_dims(shape)
+            if other_types:
+                for value in outputs:
+                    self._commit(node, value)
+                continue
+            # _commit_outputs, inline: its common case is nothing declared (no shape, no
+            # type) and only tensor types in the run.
+            for value in outputs:
+                if value._shape is not None or value._type is not None:
+                    self._commit(node, value)
+                    continue
+                inferred = shapes.get(value)
+                if inferred is None:
+                    shapes[value] = None  # set_shape(value, None)
+                dtype = dtypes.get(value)
+                if dtype is None:
+                    # No shape without a type: it is no valid value_info (onnx-ir 0.2
+                    # writes one without a type, which onnx's checker refuses; later
+                    # releases drop it).
+                    continue
+                # The setters' slots (an ir.Shape, a type): the setters' checks hold.
+                if inferred is not None:
+                    shape = written.get(inferred)
+                    value._shape = writer.shape(inferred) if shape is None else shape
+                if _FAST_TENSOR_TYPE:  # new_tensor_type(dtype), without its call
+                    type_ = _new_object(_TENSOR_TYPE)
+                    type_._dtype = dtype
+                    type_.denotation = None
+                    value._type = type_
+                else:
+                    value._type = new_tensor_type(dtype)
+                self.modified = True
 
     def _settle_refining(self, outputs: Sequence[ir.Value], scope: FactScope) -> None:
         """:meth:`_settle` at depth 0 under a :class:`FactScope` of version > 0.
@@ -1022,10 +1077,15 @@ class InferenceEngine:
             # _commit's common case, inline: nothing declared, a plain tensor type.
             shape = self._writer._shapes.get(dims)  # the writer's hit, inline
             value._shape = self._writer.shape(dims) if shape is None else shape
-            if not ctx._other_types:
-                value._type = new_tensor_type(_INT64)
-            else:
+            if ctx._other_types:
                 self._commit_type(node, value, had_shape=False)
+            elif _FAST_TENSOR_TYPE:  # new_tensor_type(_INT64), without its call
+                type_ = _new_object(_TENSOR_TYPE)
+                type_._dtype = _INT64
+                type_.denotation = None
+                value._type = type_
+            else:
+                value._type = new_tensor_type(_INT64)
             self.modified = True
             return True
         for value in outputs:
@@ -1146,7 +1206,7 @@ class InferenceEngine:
 
         Layers of a model repeat the same nodes on the same shapes: a hook that only
         read its inputs' shapes, values and dtypes and its attributes (and changed
-        nothing else, which :meth:`_infer_node` checks) gives the same outputs again.
+        nothing else, which :meth:`_infer_nodes` checks) gives the same outputs again.
         """
         attributes: tuple = ()
         data = node._attributes.data  # the UserDict's plain dict: much faster to iterate

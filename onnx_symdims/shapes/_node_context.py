@@ -252,10 +252,26 @@ class NodeContext:
         opset: The opset version of the node's domain (as imported by the model).
     """
 
-    __slots__ = ("_engine", "_hint", "_inputs", "_outputs", "ctx", "node", "opset")
+    __slots__ = (
+        "_dtypes",
+        "_engine",
+        "_hint",
+        "_inputs",
+        "_outputs",
+        "_shapes",
+        "_values",
+        "ctx",
+        "node",
+        "opset",
+    )
 
     def __init__(self, ctx: ShapesContext, engine: SubgraphEngine | None = None) -> None:
         self.ctx = ctx
+        # The context's tables (never replaced, only filled), read by the accessors
+        # below on every input and output a hook reads or sets: one attribute read each.
+        self._shapes = ctx._shapes
+        self._dtypes = ctx._dtypes
+        self._values = ctx._values
         self._engine = engine
         self.node: ir.Node = None  # type: ignore[assignment]
         self.opset = 0
@@ -326,7 +342,7 @@ class NodeContext:
         value = inputs[i] if i < len(inputs) else None
         if value is None:
             return None
-        shape = self.ctx._shapes.get(value, MISSING)  # shape_of's hit, inline
+        shape = self._shapes.get(value, MISSING)  # shape_of's hit, inline
         if shape is not MISSING:
             return shape  # type: ignore[return-value]
         return self.ctx.shape_of(value)
@@ -346,7 +362,7 @@ class NodeContext:
         value = inputs[i] if i < len(inputs) else None
         if value is None:
             return None
-        elements = self.ctx._values.get(value, MISSING)  # value_of's hit, inline
+        elements = self._values.get(value, MISSING)  # value_of's hit, inline
         if elements is not MISSING:
             return elements  # type: ignore[return-value]
         return self.ctx.value_of(value)
@@ -364,7 +380,7 @@ class NodeContext:
         value = inputs[i] if i < len(inputs) else None
         if value is None:
             return None
-        dtype = self.ctx._dtypes.get(value)  # dtype_of's hit, inline
+        dtype = self._dtypes.get(value)  # dtype_of's hit, inline
         if dtype is not None:
             return dtype
         return self.ctx.dtype_of(value)
@@ -454,15 +470,14 @@ class NodeContext:
             return
         if dims.__class__ is tuple and dims in _VALID_SHAPES:
             # A tuple checked before (the usual shape): stored as it is.
-            ctx = self.ctx
-            ctx._shapes[value] = dims  # type: ignore[assignment]  # set_shape
+            self._shapes[value] = dims  # type: ignore[assignment]  # set_shape
             if dtype is not None:
-                ctx._dtypes[value] = dtype  # set_dtype
+                self._dtypes[value] = dtype  # set_dtype
             return
         if dims is None:
-            self.ctx._shapes[value] = None  # set_shape, inline (every hook calls this)
+            self._shapes[value] = None  # set_shape, inline (every hook calls this)
             if dtype is not None:
-                self.ctx._dtypes[value] = dtype
+                self._dtypes[value] = dtype
             return
         valid = True
         if dims.__class__ is not tuple:
@@ -500,10 +515,9 @@ class NodeContext:
                 else:
                     checked.append(d)
             dims = tuple(checked)
-        ctx = self.ctx
-        ctx._shapes[value] = dims  # set_shape
+        self._shapes[value] = dims  # set_shape
         if dtype is not None:
-            ctx._dtypes[value] = dtype  # set_dtype
+            self._dtypes[value] = dtype  # set_dtype
 
     def set_output_value(self, i: int, elements: Sequence[Dim] | None) -> None:
         """Sets the symbolic elements (value as shape) of output ``i``.
@@ -515,21 +529,20 @@ class NodeContext:
             value = self._outputs[i]
         except IndexError:  # (rare: a hook setting an absent optional output)
             return
-        ctx = self.ctx
         if (
             elements.__class__ is tuple
-            and ctx._dtypes.get(value) is _INT64
+            and self._dtypes.get(value) is _INT64
             and elements in _EXACT_INT64_ELEMENTS
         ):
             # int64 elements checked before (a Shape's dims, a constant): as they are.
-            ctx._values[value] = elements  # type: ignore[assignment]
+            self._values[value] = elements  # type: ignore[assignment]
             return
         if elements is None or len(elements) > MAX_VALUE_ELEMENTS:
-            ctx._values[value] = None  # set_value, inline (most hooks call this)
+            self._values[value] = None  # set_value, inline (most hooks call this)
             return
         if elements.__class__ is not tuple:
             elements = tuple(elements)
-        dtype = ctx._dtypes.get(value)
+        dtype = self._dtypes.get(value)
         if dtype is _INT64:
             if elements not in _EXACT_INT64_ELEMENTS:
                 if all(e.__class__ is int or _fits_64_bits(e) for e in elements):
@@ -544,8 +557,8 @@ class NodeContext:
         else:
             bounds = _NARROW_INT_RANGES.get(dtype)  # type: ignore[arg-type]
             if bounds is not None:
-                elements = _within(elements, bounds, ctx.scope)
-        ctx._values[value] = elements
+                elements = _within(elements, bounds, self.ctx.scope)
+        self._values[value] = elements
 
     def set_output_type(self, i: int, type_: ir.TypeProtocol) -> None:
         """Sets a non-tensor type (sequence, optional, map) for output ``i``."""
