@@ -7,7 +7,8 @@ Usage::
     python benchmarks/compare_written_shapes.py compare a.json b.json
 
 ``dump`` infers every model of the dev, check and probe corpora (beside the repository:
-``../shared/dev_corpus``, ``../check_corpus``, ``../probe_corpus``) and of ``tests/data``
+``../shared/dev_corpus``, ``../check_corpus``, ``../probe_corpus`` and the
+``../attack*_corpus`` folders that exist) and of ``tests/data``
 with ``infer_symbolic_shapes``, and records the type and dim texts of every value (inputs,
 outputs and node outputs of the main graph, its subgraphs and the functions). ``compare``
 lists the models whose records differ; a speed change must leave none.
@@ -28,6 +29,7 @@ PATTERNS = [
     os.path.join(ROOT, "..", "shared", "dev_corpus", "models", "*", "model.onnx"),
     os.path.join(ROOT, "..", "check_corpus", "models", "*", "model.onnx"),
     os.path.join(ROOT, "..", "probe_corpus", "models", "*", "model.onnx"),
+    os.path.join(ROOT, "..", "attack*_corpus", "models", "*", "model.onnx"),
     os.path.join(ROOT, "tests", "data", "**", "*.onnx"),
 ]
 
@@ -47,8 +49,11 @@ def dump(out_path: str) -> None:
     paths = [p for pattern in PATTERNS for p in sorted(glob.glob(pattern, recursive=True))]
     records: dict[str, object] = {}
     for path in paths:
+        # tests/data relative to the tree, so that two checkouts' dumps compare
+        real = os.path.realpath(path)
+        inside = real.startswith(os.path.realpath(ROOT) + os.sep)
         key = os.path.relpath(
-            os.path.realpath(path), os.path.realpath(os.path.join(ROOT, ".."))
+            real, os.path.realpath(ROOT if inside else os.path.join(ROOT, ".."))
         )
         try:
             model = onnx_symdims.infer_symbolic_shapes(ir.load(path))
