@@ -11,8 +11,9 @@ bindings, and says which output differs by more than the fused kernels round.
 a batch of 2 and 1: a convolution stack needs room), within the
 bounds the original model proved (``assume``), and the symbols that the original's
 analysis proves equal to an expression of the others (or that an elementwise node puts
-beside one: ``total_seq_len`` added to a mask of ``past_seq_len + seq_len`` columns) are
-tried defined so. A binding is used when the *unfused* model runs at it: whatever led to
+beside one: ``total_seq_len`` added to a mask of ``past_seq_len + seq_len`` columns), and a
+rarely used symbol as a sum of others the dims use (a mask of ``total_seq_len`` columns
+reshaped to the keys' length), are tried defined so. A binding is used when the *unfused* model runs at it: whatever led to
 the sizes, such a run is a real run of the model. At most :data:`MAX_TRIES` bindings are
 tried and :data:`MAX_BINDINGS` used.
 
@@ -43,6 +44,7 @@ __all__ = [
     "size_plan",
 ]
 
+import collections
 import dataclasses
 import itertools
 import logging
@@ -376,6 +378,8 @@ def _guesses(
     """
     known = set(symbols)
     pairs = list(facts.context.constraint_dims())
+    uses: collections.Counter[str] = collections.Counter()
+    sums: collections.Counter[expr.DimExpr] = collections.Counter()
     for value in model.graph.outputs:
         declared, proven = declared_outputs.get(value.name), facts.shape(value)
         if declared is not None and proven is not None and len(declared) == len(proven):
@@ -383,12 +387,14 @@ def _guesses(
     terms: set = set()
     for node in model.graph:
         for value in node.outputs:
-            terms.update(
-                t
-                for d in facts.shape(value) or ()
-                if isinstance(d, expr.DimExpr)
-                for t in d.function_terms()
-            )
+            for d in facts.shape(value) or ():
+                if not isinstance(d, expr.DimExpr) or d.is_unknown:
+                    continue
+                terms.update(d.function_terms())
+                used = d.symbols() & known
+                uses.update(used)
+                if not d.is_symbol and used and used == d.symbols() and _is_sum(d):
+                    sums[d] += 1
         if node.domain not in ("", "ai.onnx") or node.op_type not in _ELEMENTWISE:
             continue
         shapes = [facts.shape(v) for v in node.inputs if v is not None]
@@ -413,7 +419,22 @@ def _guesses(
                 and other.symbols() <= known - {name.name}
             ):
                 found[name.name] = other
+    # A rarely used input symbol equal to a sum of others the dims use: a decoder's mask
+    # of total_seq_len columns that no node puts beside its keys of past_seq_len + seq_len
+    # (Mistral's sliding-window mask is built from Range and compared elementwise).
+    common = [d for d, _ in sums.most_common(4)]
+    for name in sorted(known - set(found), key=lambda s: (uses[s], s)):
+        for d in common:
+            if name not in d.symbols():
+                found[name] = d
+                break
     return list(found.items())[:4]
+
+
+def _is_sum(d: expr.DimExpr) -> bool:
+    """True for ``a + b + ... + k`` of bare symbols with positive coefficients."""
+    monomials, constant = expr.coefficients(d)
+    return constant >= 0 and all(m.is_symbol and c > 0 for m, c in monomials.items())
 
 
 def _is_int(dtype: ir.DataType) -> bool:

@@ -283,3 +283,29 @@ def test_a_mask_sliced_to_the_keys_length_relates_the_sizes(reference_runs):
     sizes = [binding for binding, _, _ in reference.runs]
     assert len(sizes) == fusion_check.MAX_BINDINGS
     assert all(b["t"] == b["p"] + b["s"] for b in sizes)
+
+
+_RESHAPED_MASK = """<ir_version: 10, opset_import: ["" : 18]>
+g (float[b, s, 4] x, float[b, p, 4] past, float[b, t] mask) => (float[b, n] y)
+<int64[1] two = {2}>
+{
+    kv = Concat<axis = 1>(past, x)
+    keys = ReduceSum<keepdims = 0>(kv, two)
+    shape = Shape(keys)
+    flat = Reshape(mask, shape)
+    y = Mul(keys, flat)
+}"""
+
+
+def test_a_rarely_used_size_is_tried_as_a_sum_the_dims_use():
+    """A mask of ``t`` columns reshaped to the ``p + s`` keys (Mistral's sliding-window
+    mask: no node puts the two side by side, nothing proves them equal) runs only when
+    ``t = p + s``: the check tries ``t``, used once, as the sum the other dims use."""
+    m = ir.from_onnx_text(_RESHAPED_MASK)
+    facts = guard.analyze(m)
+    plan = fusion_check.size_plan(m, facts)
+    made = fusion_check.reference_runs(fusion_check.onnxruntime_or_none(), m, plan, {})
+    assert isinstance(made, fusion_check.Reference), made
+    sizes = [binding for binding, _, _ in made.runs]
+    assert len(sizes) == fusion_check.MAX_BINDINGS
+    assert all(b["t"] == b["p"] + b["s"] for b in sizes)
