@@ -107,13 +107,18 @@ _INT64_READS_MAX = 4096
 _INT64_READS_BYTES = 64
 
 
-#: Serialized unnamed int64 ``TensorProto`` -> what :func:`read_int64_proto` read from it
-#: (``None`` included). The serialization holds every field, so the read is a function
-#: of it; an export's literals are unnamed and repeat (a TorchScript decoder: 3.6k int64
-#: Constants, 22 distinct), and one serialization costs less than reading the fields.
+#: Serialized int64 ``TensorProto`` -> what :func:`read_int64_proto` read from it (``None``
+#: included). The serialization holds every field, so the read is a function of it; an
+#: export's literals repeat (a TorchScript decoder: 3.6k int64 Constants, 22 distinct),
+#: and one serialization costs less than reading the fields (``dims`` alone costs about as
+#: much: upb builds a container for it). A named message (an initializer) is kept too: its
+#: name never repeats within a model, but every run over the model reads it again.
 _SERIALIZED_READS: dict[bytes, tuple[tuple[int, ...], tuple[int, ...] | None] | None] = {}
+#: Emptied when full (the entries are pure functions of their keys): names of earlier
+#: models must not keep the literals of later ones out.
 _SERIALIZED_MAX = 4096
-#: Only short messages are kept (a few shape or index elements).
+#: Only short messages are kept or looked up (a few shape or index elements): a longer
+#: one is read from its fields, without hashing its bytes.
 _SERIALIZED_BYTES = 128
 
 
@@ -130,18 +135,38 @@ def read_int64_proto(
     if type(tensor) is not _PROTO_TENSOR:
         return None
     proto = tensor._proto if _PROTO_SLOT else tensor.raw  # type: ignore[attr-defined]
+    # Each field read of a upb message costs about a tenth of the whole read (a lookup of
+    # the field by name): the type is the only one read before the serialization.
     if proto.data_type != _INT64_CODE:
         return None
-    if proto.name:  # initializers: each has its own name, a key would never repeat
-        return _read_int64_fields(proto)
+    # _read_int64_message, inline (every Constant of an export: a call is ~8 % of it).
     # The method from the class: an attribute of the message is looked up among its
     # fields first (upb), then bound: about 8 % of the read (3.6k Constants in ts17).
     data = type(proto).SerializeToString(proto)
+    if len(data) > _SERIALIZED_BYTES:
+        return _read_int64_fields(proto)
     read = _SERIALIZED_READS.get(data, _ABSENT)
     if read is _ABSENT:
         read = _read_int64_fields(proto)
-        if len(data) <= _SERIALIZED_BYTES and len(_SERIALIZED_READS) < _SERIALIZED_MAX:
-            _SERIALIZED_READS[data] = read
+        if len(_SERIALIZED_READS) >= _SERIALIZED_MAX:
+            _SERIALIZED_READS.clear()
+        _SERIALIZED_READS[data] = read
+    return read  # type: ignore[return-value]
+
+
+def _read_int64_message(
+    proto: object,
+) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
+    """:func:`read_int64_proto` of an int64 ``TensorProto``: by its bytes when short."""
+    data = type(proto).SerializeToString(proto)
+    if len(data) > _SERIALIZED_BYTES:
+        return _read_int64_fields(proto)
+    read = _SERIALIZED_READS.get(data, _ABSENT)
+    if read is _ABSENT:
+        read = _read_int64_fields(proto)
+        if len(_SERIALIZED_READS) >= _SERIALIZED_MAX:
+            _SERIALIZED_READS.clear()
+        _SERIALIZED_READS[data] = read
     return read  # type: ignore[return-value]
 
 
@@ -157,7 +182,8 @@ def _read_int64_fields(proto: object) -> tuple[tuple[int, ...], tuple[int, ...] 
     field = proto.dims  # type: ignore[attr-defined]
     dims = tuple(field[:]) if field else ()
     raw = proto.raw_data  # type: ignore[attr-defined]  # b"" when unset (or set empty)
-    if raw:
+    # Only short byte strings are kept: a longer one is not hashed for the lookup.
+    if raw and len(raw) <= _INT64_READS_BYTES:
         read = _INT64_READS.get((dims, raw))
         if read is not None:
             return read
@@ -227,11 +253,14 @@ def int_elements(tensor: ir.TensorProtocol) -> tuple[int, ...] | None:
         # element type's code says None at once, where the readers below would each
         # fetch the proto's fields and the generic test build a DataType.
         proto = tensor._proto if _PROTO_SLOT else tensor.raw  # type: ignore[attr-defined]
-        if proto.data_type in _NON_INTEGER_CODES:
+        code = proto.data_type
+        if code in _NON_INTEGER_CODES:
             return None
-    read = read_int64_proto(tensor)
-    if read is not None:
-        return read[1]
+        if code == _INT64_CODE:  # read_int64_proto without reading the type again
+            read = _read_int64_message(proto)
+            if read is not None:
+                return read[1]
+    # (read_int64_proto reads nothing from another class of tensor.)
     elements = _read_int32_or_bool_proto(tensor)
     if elements is not None:
         return elements
