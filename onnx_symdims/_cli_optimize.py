@@ -57,6 +57,7 @@ from onnx_symdims.cli import (
     parse_input_shapes,
     parse_ranges,
     require_onnxruntime,
+    unreadable_initializer,
     verify_options,
     wants_verify,
 )
@@ -117,14 +118,22 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
         "nodes": sum(1 for _ in model.graph),
         "opsets": dict(model.opset_imports),
     }
-    with run.stage("optimize", "optimizing"):
-        result = OptimizePass(
-            fusions=args.fusions,
-            max_rounds=args.max_rounds,
-            exact_floats=not args.inexact_floats,
-            max_constant_elements=args.max_constant_elements,
-            symbol_ranges=args.symbol_ranges,
-        )(model)
+    try:
+        with run.stage("optimize", "optimizing"):
+            result = OptimizePass(
+                fusions=args.fusions,
+                max_rounds=args.max_rounds,
+                exact_floats=not args.inexact_floats,
+                max_constant_elements=args.max_constant_elements,
+                symbol_ranges=args.symbol_ranges,
+            )(model)
+    except Exception as e:
+        # A weight whose data does not fill its shape fails wherever a rule reads it;
+        # name the weight (an internal error would blame the tool for the file).
+        broken = unreadable_initializer(model)
+        if broken is None:
+            raise
+        raise CliError(f"{path}: {broken}") from e
     report = _report(loaded, args, result, model)
     if not run.quiet:
         _print_summary(report, result)

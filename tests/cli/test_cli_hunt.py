@@ -1,0 +1,50 @@
+"""Malformed models found by a robustness hunt: each fails in one named line, or goes on."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+from onnx import TensorProto
+from onnx import helper as h
+
+from onnx_symdims import cli
+from tests.cli._cli_testing import assert_one_line_error
+
+
+def _short_weight_model(path, *, raw: bytes | None = None) -> str:
+    """``Y = Add(X, W)`` with ``W: float[4]`` holding fewer values than its shape needs."""
+    weight = onnx.TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[4])
+    if raw is None:
+        weight.float_data.extend([1.0, 2.0])
+    else:
+        weight.raw_data = raw
+    graph = h.make_graph(
+        [h.make_node("Add", ["X", "W"], ["Y"], name="add")],
+        "g",
+        [h.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 4])],
+        [h.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 4])],
+        [weight],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    path.write_bytes(model.SerializeToString())
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("raw", "cause"),
+    [(None, "cannot reshape array of size 2"), (b"\0" * 7, "multiple of element size")],
+)
+def test_optimize_names_a_weight_whose_data_does_not_fill_its_shape(
+    raw, cause, tmp_path, capsys
+):
+    # Was exit 3, "internal error: ValueError: ..." naming neither the file nor the weight.
+    path = _short_weight_model(tmp_path / "short.onnx", raw=raw)
+    out = tmp_path / "out.onnx"
+    assert cli.main(["optimize", path, "-o", str(out)]) == 1
+    assert_one_line_error(capsys.readouterr().err, path, "initializer 'W'", cause)
+    assert not out.exists()
+
+
+def test_infer_goes_on_past_a_weight_whose_data_does_not_fill_its_shape(tmp_path, capsys):
+    path = _short_weight_model(tmp_path / "short.onnx")
+    assert cli.main(["infer", path, "-q"]) == 0
