@@ -52,7 +52,9 @@ from onnx_symdims.cli import (
     Run,
     check_external_data,
     check_model_output_name,
+    check_output_args,
     check_output_paths,
+    check_weights_kept,
     model_symbols,
     parse_input_shapes,
     parse_ranges,
@@ -77,6 +79,7 @@ def run_optimize(args: argparse.Namespace) -> int:
     args.symbol_ranges = parse_ranges(args.symbol_range)
     args.input_shapes = parse_input_shapes(args.input_shape)
     output = args.model if args.in_place else args.output
+    check_output_args(args)
     check_model_output_name(output)
     check_output_paths(None if args.in_place else output, args.json)
     require_onnxruntime(args)
@@ -91,6 +94,7 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
     from onnx_symdims.rewrite import OptimizePass
 
     model = run.load(path)
+    check_weights_kept(model, args)
     check_external_data(model, path)  # folding reads the weights; -o copies them
     inputs = model_symbols(model, inputs_only=True)
     for name in args.symbol_ranges:

@@ -33,6 +33,8 @@ __all__ = [
     "Run",
     "add_output_args",
     "add_verify_args",
+    "check_output_args",
+    "check_weights_kept",
     "main",
     "unreadable_initializer",
     "verify_options",
@@ -204,6 +206,87 @@ def check_model_output_name(path: str | None) -> None:
             "--json REPORT)",
             2,
         )
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links, case-insensitive file systems
+    except OSError:
+        return False
+
+
+def _data_file(output: str | None, external_data: str | None) -> str | None:
+    """Where ``--save-as-external-data`` writes: next to the model output."""
+    if not output or not external_data:
+        return None
+    return os.path.join(os.path.dirname(os.path.abspath(output)), external_data)
+
+
+def check_output_args(args: argparse.Namespace) -> None:
+    """Fails (exit 2) before any work when two files the command writes are one file.
+
+    ``--json`` equal to ``MODEL`` or to ``-o`` wrote the report over the model, and
+    ``--save-as-external-data MODEL`` wrote the weights over the input: each run lost
+    a file. ``-o MODEL`` stays allowed (it is ``-i``, written to a temporary file and
+    renamed). An empty name used to write nothing and exit 0; ``-`` made a file named
+    ``-``: the commands write no model or report to stdout.
+    """
+    given = (
+        ("-o/--output", args.output),
+        ("--json", args.json),
+        ("--save-as-external-data", args.save_as_external_data),
+    )
+    for flag, value in given:
+        if value is not None and not value.strip():
+            raise CliError(f"{flag}: an empty file name", 2)
+        if value == "-":
+            raise CliError(
+                f"{flag} -: writing to stdout is not supported, give a file name", 2
+            )
+    output = args.model if args.in_place else args.output
+    if args.save_as_external_data and not output:
+        raise CliError("--save-as-external-data needs -o OUT or -i (nothing is written)", 2)
+    data = _data_file(output, args.save_as_external_data)
+    model = (f"the input model {args.model}", args.model)
+    out = (f"the model output {output}", output)
+    report = (f"the report (--json {args.json})", args.json)
+    weights = (f"the weights file (--save-as-external-data, {data})", data)
+    for (what, path), (other, other_path) in (
+        (report, model),
+        (report, out),
+        (weights, model),
+        (weights, out),
+        (weights, report),
+    ):
+        if path and other_path and _same_file(path, other_path):
+            raise CliError(f"{what} would overwrite {other}: give another name", 2)
+
+
+def check_weights_kept(model: ir.Model, args: argparse.Namespace) -> None:
+    """Fails (exit 2) when an output would overwrite a weights file ``model`` reads.
+
+    ``--json m.onnx.data`` or ``-o m.onnx.data`` replaced the input's external weights.
+    ``--save-as-external-data`` naming that file is fine: the save keeps it as it is.
+    """
+    import onnx_ir as ir
+
+    output = args.model if args.in_place else args.output
+    targets = [("the model output", output), ("the report (--json)", args.json)]
+    for graph in model.graphs():
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            if not isinstance(tensor, ir.ExternalTensor):
+                continue
+            weights = os.path.join(str(tensor.base_dir), tensor.location)
+            for what, path in targets:
+                if path and _same_file(path, weights):
+                    raise CliError(
+                        f"{what} {path} would overwrite the weights file of "
+                        f"{args.model} (initializer {value.name!r}): give another name",
+                        2,
+                    )
 
 
 def check_external_data(model: ir.Model, path: str) -> None:

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import stat
+
 import onnx
 import pytest
 from onnx import TensorProto
 from onnx import helper as h
 
 from onnx_symdims import cli
-from tests.cli._cli_testing import assert_one_line_error
+from tests.cli._cli_testing import (
+    GOOD,
+    assert_one_line_error,
+    write_external_model,
+    write_text_model,
+)
 
 
 def _short_weight_model(path, *, raw: bytes | None = None) -> str:
@@ -75,3 +83,53 @@ def test_verify_of_an_input_too_big_to_build_says_so(command, tmp_path, capsys):
     assert "more than 1 GiB (input 'X' has shape [4611686018427387904, 4])" in err
     assert "no named dims" in err and "--verify-sizes ." not in err
     assert err.strip().splitlines()[-1].startswith("error: verify: no onnxruntime run")
+
+
+@pytest.mark.parametrize(
+    ("argv", "cause"),
+    [
+        (["--json", "{model}"], "the report (--json {model}) would overwrite the input model"),
+        (["-o", "{out}", "--json", "{out}"], "would overwrite the model output"),
+        (
+            ["-o", "{out}", "--save-as-external-data", "m.onnx"],
+            "the weights file (--save-as-external-data, {model}) would overwrite the input",
+        ),
+        (["-o", "{out}", "--save-as-external-data", "out.onnx"], "overwrite the model output"),
+        (["-o", "-"], "writing to stdout is not supported"),
+        (["-o", ""], "-o/--output: an empty file name"),
+        (["--json", ""], "--json: an empty file name"),
+        (["--save-as-external-data", "w.data"], "needs -o OUT or -i"),
+    ],
+)
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+def test_two_outputs_on_one_file_are_refused_before_anything_is_written(
+    command, argv, cause, tmp_path, capsys, monkeypatch
+):
+    # Each case used to lose a file (the report or the weights written over the model)
+    # or to write nothing with exit 0 (an empty name), or a file named "-".
+    monkeypatch.chdir(tmp_path)
+    model = write_text_model(tmp_path / "m.onnx", GOOD)
+    before = (tmp_path / "m.onnx").read_bytes()
+    names = {"model": model, "out": str(tmp_path / "out.onnx")}
+    args = [a.format(**names) for a in argv]
+    assert cli.main([command, model, "-q", *args]) == 2
+    assert_one_line_error(capsys.readouterr().err, cause.format(**names))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+    assert (tmp_path / "m.onnx").read_bytes() == before
+
+
+@pytest.mark.parametrize("flag", ["--json", "-o"])
+def test_an_output_over_the_input_weights_file_is_refused(flag, tmp_path, capsys):
+    model = write_external_model(tmp_path)
+    weights = tmp_path / "m.onnx.data"
+    before = weights.read_bytes()
+    assert cli.main(["optimize", model, "-q", flag, str(weights)]) == 2
+    assert_one_line_error(capsys.readouterr().err, "would overwrite the weights file of")
+    assert weights.read_bytes() == before
+
+
+def test_in_place_keeps_the_file_mode(tmp_path, capsys):
+    model = write_text_model(tmp_path / "m.onnx", GOOD)
+    os.chmod(model, 0o600)
+    assert cli.main(["infer", model, "-i", "-q"]) == 0
+    assert stat.S_IMODE(os.stat(model).st_mode) == 0o600
