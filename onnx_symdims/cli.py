@@ -50,6 +50,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +74,45 @@ DEBUG_ENV = "ONNX_SYMDIMS_DEBUG"
 _started_at: float | None = None
 
 
+class _WarningLines(logging.Handler):
+    """Prints each library warning as one ``warning: ...`` line on stderr.
+
+    Without it logging's last-resort handler printed onnx-ir's and onnxscript's warnings
+    bare and whole (``Input 'Q' of node 'a' (::Add:) cannot be found in any scope...``,
+    ``Evaluation failed: ...``), and Python warnings came with a source line.
+    """
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__(logging.WARNING)
+        self.debug = debug
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # The optimizer's notes are also diagnostics, which the summary prints once.
+        if not self.debug and record.name.startswith("onnx_symdims.rewrite"):
+            return
+        from onnx_symdims._modelio import one_line
+
+        try:
+            text = one_line(record.getMessage(), 300)
+        except Exception:  # a library's bad format arguments must not end the run
+            text = one_line(str(record.msg), 300)
+        sys.stderr.write(f"warning: {text}\n")
+
+    def show_warning(self, message, category, filename, lineno, file=None, line=None):
+        """``warnings.showwarning`` on one line: category, message, where."""
+        if self.level > logging.WARNING:
+            return
+        from onnx_symdims._modelio import one_line
+
+        where = f"{os.path.basename(filename)}:{lineno}"
+        text = one_line(f"{category.__name__}: {message}", 300)
+        sys.stderr.write(f"warning: {text} ({where})\n")
+
+
+#: The handler of the running :func:`main` (``-q`` raises its level to errors only).
+_warning_lines: _WarningLines | None = None
+
+
 class CliError(Exception):
     """A failure reported as one line ``error: <message>`` with exit ``code``."""
 
@@ -94,6 +134,8 @@ class Run:
     def __init__(self, quiet: bool = False) -> None:
         self.start = _started_at if _started_at is not None else time.perf_counter()
         self.quiet = quiet
+        if quiet and _warning_lines is not None:
+            _warning_lines.setLevel(logging.ERROR)  # -q: errors only
         self.timings: dict[str, float] = {}
         self.big = False
 
@@ -769,6 +811,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet_rewrite = logging.NullHandler()
     if not debug:
         logging.getLogger("onnx_symdims.rewrite").addHandler(quiet_rewrite)
+    global _warning_lines
+    _warning_lines = _WarningLines(debug)
+    root = logging.getLogger()
+    root.addHandler(_warning_lines)
+    show_warning = warnings.showwarning
+    warnings.showwarning = _warning_lines.show_warning
     try:
         return args.func(args)
     except CliError as e:
@@ -792,3 +840,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     finally:
         logging.getLogger("onnx_symdims.rewrite").removeHandler(quiet_rewrite)
+        root.removeHandler(_warning_lines)
+        warnings.showwarning = show_warning
+        _warning_lines = None

@@ -133,3 +133,40 @@ def test_in_place_keeps_the_file_mode(tmp_path, capsys):
     os.chmod(model, 0o600)
     assert cli.main(["infer", model, "-i", "-q"]) == 0
     assert stat.S_IMODE(os.stat(model).st_mode) == 0o600
+
+
+def _missing_input_model(path) -> str:
+    """``Y = Add(X, Q)`` where nothing defines ``Q``: onnx-ir warns while loading."""
+    graph = h.make_graph(
+        [h.make_node("Add", ["X", "Q"], ["Y"], name="a")],
+        "g",
+        [h.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 4])],
+        [h.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 4])],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    path.write_bytes(model.SerializeToString())
+    return str(path)
+
+
+def test_library_warnings_are_one_prefixed_line_and_quiet_under_q(tmp_path, capsys):
+    # logging's last resort printed them bare; -q printed them although it means errors only.
+    path = _missing_input_model(tmp_path / "m.onnx")
+    assert cli.main(["infer", path]) == 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("warning: Input 'Q' of node 'a' (::Add:) cannot be found")
+    assert cli.main(["infer", path, "--strict", "-q"]) == 1
+    assert_one_line_error(capsys.readouterr().err, "input 'Q' is defined by no node")
+
+
+def test_python_warnings_are_one_line(capsys):
+    handler = cli._WarningLines(debug=False)
+    handler.show_warning(
+        RuntimeWarning("divide by zero encountered\n  q = x // y"),
+        RuntimeWarning,
+        "/x/op_div.py",
+        18,
+    )
+    assert capsys.readouterr().err == (
+        "warning: RuntimeWarning: divide by zero encountered q = x // y (op_div.py:18)\n"
+    )
