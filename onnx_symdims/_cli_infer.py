@@ -59,6 +59,14 @@ def run_infer(args: argparse.Namespace) -> int:
     if args.in_place and not args.model:
         raise CliError("-i/--in-place needs a MODEL (the bundled example stays as it is)", 2)
     ranges = parse_ranges(args.symbol_range)
+    if args.assume_nonempty:
+        empty = sorted(name for name, (_, upper) in ranges.items() if upper == 0)
+        if empty:  # both assumptions at once hold in no run: inference would prove anything
+            raise CliError(
+                f"--assume-nonempty (every input size >= 1) contradicts --symbol-range "
+                f"{empty[0]}, which allows only size 0",
+                2,
+            )
     output = args.model if args.in_place else args.output
     check_output_args(args)
     check_model_output_name(output)

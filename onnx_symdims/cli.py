@@ -502,6 +502,8 @@ def parse_ranges(texts: Sequence[str]) -> dict[str, tuple[int | None, int | None
                 f"empty), got {text!r}",
                 2,
             )
+        if name.strip() in out:  # the last one silently won
+            raise CliError(f"--symbol-range {name.strip()} is given twice", 2)
         out[name.strip()] = (lower, upper)
     return out
 
@@ -517,6 +519,8 @@ def parse_input_shapes(texts: Sequence[str]) -> dict[str, list[int | str | None]
                 2,
             )
         parts = [d.strip() for d in dims.split(",")] if dims.strip() else []
+        if name in out:  # the last one silently won
+            raise CliError(f"--input-shape {name} is given twice", 2)
         out[name] = [int(d) if d.isdigit() else (None if d in ("", "?") else d) for d in parts]
     return out
 
@@ -566,6 +570,24 @@ def verify_options(args: argparse.Namespace, model: ir.Model) -> dict[str, Any]:
                 f"(they use: {_name_list(inputs)})",
                 2,
             )
+    ranges = getattr(args, "symbol_ranges", None)  # optimize: with --input-shape's sizes
+    if ranges is None:
+        ranges = parse_ranges(args.symbol_range)
+    nonempty = getattr(args, "assume_nonempty", False)
+    for assignment in sizes:
+        for name, size in assignment.items():
+            lower, upper = ranges.get(name, (None, None))
+            if nonempty:
+                lower = max(lower or 0, 1)
+            if (lower is not None and size < lower) or (upper is not None and size > upper):
+                # Written dims are promised inside the ranges only: a run outside them
+                # would report a mismatch that is no error.
+                raise CliError(
+                    f"--verify-sizes {name}={size} is outside the sizes assumed for it "
+                    f"({'' if lower is None else lower}..{'' if upper is None else upper}, "
+                    "from --symbol-range, --input-shape or --assume-nonempty)",
+                    2,
+                )
     for name, _ in relations:
         if name.name not in inputs:  # type: ignore[union-attr]
             raise CliError(

@@ -170,3 +170,41 @@ def test_python_warnings_are_one_line(capsys):
     assert capsys.readouterr().err == (
         "warning: RuntimeWarning: divide by zero encountered q = x // y (op_div.py:18)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "cause"),
+    [
+        # Inference under both assumptions at once proves anything.
+        (
+            ["infer", "--assume-nonempty", "--symbol-range", "batch=0:0"],
+            "--assume-nonempty (every input size >= 1) contradicts --symbol-range batch",
+        ),
+        # Written dims hold inside the ranges only: a mismatch outside is no error.
+        (
+            ["infer", "--symbol-range", "seq=1:4", "--verify-sizes", "seq=9"],
+            "--verify-sizes seq=9 is outside the sizes assumed for it (1..4",
+        ),
+        (
+            ["infer", "--assume-nonempty", "--verify-sizes", "batch=0"],
+            "--verify-sizes batch=0 is outside the sizes assumed for it (1..",
+        ),
+        (
+            ["optimize", "--input-shape", "x=2,?,64", "--verify-sizes", "batch=3"],
+            "--verify-sizes batch=3 is outside the sizes assumed for it (2..2",
+        ),
+        # The last one silently won.
+        (
+            ["optimize", "--input-shape", "x=2,?,64", "--input-shape", "x=3,?,64"],
+            "--input-shape x is given twice",
+        ),
+        (
+            ["infer", "--symbol-range", "seq=1:", "--symbol-range", "seq=2:"],
+            "--symbol-range seq is given twice",
+        ),
+    ],
+)
+def test_contradicting_size_options_are_usage_errors(argv, cause, tmp_path, capsys):
+    path = write_text_model(tmp_path / "m.onnx", GOOD)
+    assert cli.main([argv[0], path, "-q", *argv[1:]]) == 2
+    assert_one_line_error(capsys.readouterr().err, cause)
