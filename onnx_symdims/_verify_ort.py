@@ -202,5 +202,10 @@ def feeds_for(
             array = data_rng.integers(0, high, size=sizes).astype(np_dtype)
         else:
             array = np.zeros(sizes, dtype=np_dtype)
-        feeds[value.name] = array
+        if isinstance(value.type, ir.SequenceType):
+            # onnxruntime takes a sequence as a list of arrays; a tensor in its place
+            # failed every run ("expected to be of type: 3 but received a tensor").
+            feeds[value.name] = [array, array.copy()]
+        else:
+            feeds[value.name] = array
     return feeds

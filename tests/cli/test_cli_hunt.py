@@ -208,3 +208,42 @@ def test_contradicting_size_options_are_usage_errors(argv, cause, tmp_path, caps
     path = write_text_model(tmp_path / "m.onnx", GOOD)
     assert cli.main([argv[0], path, "-q", *argv[1:]]) == 2
     assert_one_line_error(capsys.readouterr().err, cause)
+
+
+def _save(path, nodes, inputs, outputs) -> str:
+    graph = h.make_graph(nodes, "g", inputs, outputs)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    path.write_bytes(model.SerializeToString())
+    return str(path)
+
+
+def test_verify_of_a_sequence_output_checks_no_list_shape(tmp_path, capsys):
+    # Was "MISMATCH Y: inferred [N, 1], actual [4, 8, 1]": the list's shape against the
+    # elements' shape the type declares.
+    pytest.importorskip("onnxruntime")
+    path = _save(
+        tmp_path / "split.onnx",
+        [h.make_node("SplitToSequence", ["X"], ["Y"], axis=1, name="s")],
+        [h.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 4])],
+        [h.make_tensor_sequence_value_info("Y", TensorProto.FLOAT, ["N", 1])],
+    )
+    assert cli.main(["infer", path, "--verify", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "MISMATCH" not in out and "0 mismatches" in out
+
+
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+def test_verify_feeds_a_sequence_input_a_list(command, tmp_path, capsys):
+    # Every run failed: "input with name: 'S' expected to be of type: 3 but received a
+    # tensor".
+    pytest.importorskip("onnxruntime")
+    path = _save(
+        tmp_path / "seq.onnx",
+        [h.make_node("SequenceAt", ["S", "I"], ["Y"], name="at")],
+        [
+            h.make_tensor_sequence_value_info("S", TensorProto.FLOAT, ["N", 4]),
+            h.make_tensor_value_info("I", TensorProto.INT64, []),
+        ],
+        [h.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 4])],
+    )
+    assert cli.main([command, path, "--verify", "1", "-q"]) == 0, capsys.readouterr().err
