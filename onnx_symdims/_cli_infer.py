@@ -22,7 +22,9 @@ from onnx_symdims.cli import (
     Run,
     check_external_data,
     check_model_output_name,
+    check_output_args,
     check_output_paths,
+    check_weights_kept,
     model_symbols,
     parse_ranges,
     require_onnxruntime,
@@ -57,7 +59,16 @@ def run_infer(args: argparse.Namespace) -> int:
     if args.in_place and not args.model:
         raise CliError("-i/--in-place needs a MODEL (the bundled example stays as it is)", 2)
     ranges = parse_ranges(args.symbol_range)
+    if args.assume_nonempty:
+        empty = sorted(name for name, (_, upper) in ranges.items() if upper == 0)
+        if empty:  # both assumptions at once hold in no run: inference would prove anything
+            raise CliError(
+                f"--assume-nonempty (every input size >= 1) contradicts --symbol-range "
+                f"{empty[0]}, which allows only size 0",
+                2,
+            )
     output = args.model if args.in_place else args.output
+    check_output_args(args)
     check_model_output_name(output)
     check_output_paths(None if args.in_place else output, args.json)
     require_onnxruntime(args)
@@ -89,6 +100,7 @@ def _infer_file(
     run: Run, args: argparse.Namespace, path: str, output: str | None, ranges: dict
 ) -> int:
     model = run.load(path)
+    check_weights_kept(model, args)
     verify = wants_verify(args)
     # Inference reads no weights; onnxruntime does, and so does a save that copies them.
     here = os.path.dirname(os.path.abspath(path))

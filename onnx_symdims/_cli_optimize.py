@@ -52,11 +52,14 @@ from onnx_symdims.cli import (
     Run,
     check_external_data,
     check_model_output_name,
+    check_output_args,
     check_output_paths,
+    check_weights_kept,
     model_symbols,
     parse_input_shapes,
     parse_ranges,
     require_onnxruntime,
+    unreadable_initializer,
     verify_options,
     wants_verify,
 )
@@ -76,6 +79,7 @@ def run_optimize(args: argparse.Namespace) -> int:
     args.symbol_ranges = parse_ranges(args.symbol_range)
     args.input_shapes = parse_input_shapes(args.input_shape)
     output = args.model if args.in_place else args.output
+    check_output_args(args)
     check_model_output_name(output)
     check_output_paths(None if args.in_place else output, args.json)
     require_onnxruntime(args)
@@ -90,6 +94,7 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
     from onnx_symdims.rewrite import OptimizePass
 
     model = run.load(path)
+    check_weights_kept(model, args)
     check_external_data(model, path)  # folding reads the weights; -o copies them
     inputs = model_symbols(model, inputs_only=True)
     for name in args.symbol_ranges:
@@ -117,14 +122,22 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
         "nodes": sum(1 for _ in model.graph),
         "opsets": dict(model.opset_imports),
     }
-    with run.stage("optimize", "optimizing"):
-        result = OptimizePass(
-            fusions=args.fusions,
-            max_rounds=args.max_rounds,
-            exact_floats=not args.inexact_floats,
-            max_constant_elements=args.max_constant_elements,
-            symbol_ranges=args.symbol_ranges,
-        )(model)
+    try:
+        with run.stage("optimize", "optimizing"):
+            result = OptimizePass(
+                fusions=args.fusions,
+                max_rounds=args.max_rounds,
+                exact_floats=not args.inexact_floats,
+                max_constant_elements=args.max_constant_elements,
+                symbol_ranges=args.symbol_ranges,
+            )(model)
+    except Exception as e:
+        # A weight whose data does not fill its shape fails wherever a rule reads it;
+        # name the weight (an internal error would blame the tool for the file).
+        broken = unreadable_initializer(model)
+        if broken is None:
+            raise
+        raise CliError(f"{path}: {broken}") from e
     report = _report(loaded, args, result, model)
     if not run.quiet:
         _print_summary(report, result)

@@ -26,6 +26,7 @@ import dataclasses
 import logging
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -264,6 +265,10 @@ def save_model(
     tmp = os.path.join(out_dir, f".{stem}.tmp-{os.getpid()}{suffix or '.onnx'}")
     try:
         ir.save(model, tmp, format="protobuf", external_data=external_data)
+        if os.path.exists(path):
+            # The rename would give the file the umask's mode: ``-i`` on a 0600 model
+            # made it world-readable.
+            shutil.copymode(path, tmp)
         os.replace(tmp, path)
     except OSError as e:
         raise ModelSaveError(path, _os_cause(e)) from e

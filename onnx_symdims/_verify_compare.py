@@ -260,8 +260,10 @@ def compare_models(
         expected = feeds = None
         error = ""
         for random_ints in (True, False):
-            feeds = feeds_for(graph, input_dims, binding, data_rng, random_ints=random_ints)
             try:
+                feeds = feeds_for(
+                    graph, input_dims, binding, data_rng, random_ints=random_ints
+                )
                 expected = run(reference, names, feeds)
                 break
             except Exception as e:  # sizes or data the original cannot run with

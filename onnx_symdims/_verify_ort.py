@@ -134,6 +134,31 @@ def _safe_int_high(sizes: Sequence[Sequence[int]]) -> int:
     return max(1, min(positive, default=1))
 
 
+#: Most bytes of input arrays one run builds. A fixed dim of 2**40, or 40 dims drawn in
+#: 2..8, would otherwise fill memory (standard_normal writes every element) or make numpy
+#: raise "array is too big" from inside the verify loop.
+MAX_FEED_BYTES = 2**30
+
+
+def _check_feed_size(shapes: Sequence[tuple[ir.Value, Sequence[int]]]) -> None:
+    """Raises ``ValueError`` naming the input when the feeds of a run cannot be built."""
+    total = 0
+    for value, sizes in shapes:
+        if any(s < 0 for s in sizes):
+            raise ValueError(f"input {value.name!r} would have the negative shape {sizes}")
+        dtype = value.dtype or ir.DataType.FLOAT
+        itemsize = 8 if dtype == ir.DataType.STRING else max(1, dtype.itemsize)
+        count = 1
+        for s in sizes:
+            count *= s
+        total += int(count * itemsize)
+        if total > MAX_FEED_BYTES:
+            raise ValueError(
+                f"the inputs would take more than {MAX_FEED_BYTES // 2**30} GiB (input "
+                f"{value.name!r} has shape {sizes}); verify builds no larger inputs"
+            )
+
+
 def feeds_for(
     graph: ir.Graph,
     input_dims: Sequence[Sequence[expr.Dim | None] | None],
@@ -150,6 +175,9 @@ def feeds_for(
     ``0..m-1`` for ``m`` the smallest positive input dim, which keeps indices in range
     in the models we meet while exercising more than zeros. Inputs an initializer backs
     are left to their default.
+
+    Raises:
+        ValueError: a size is negative, or the inputs would exceed ``MAX_FEED_BYTES``.
     """
     shapes: list[tuple[ir.Value, list[int]]] = []
     for value, dims in zip(graph.inputs, input_dims):
@@ -159,6 +187,7 @@ def feeds_for(
             expr.evaluate(d, binding) if d is not None else unknown_size for d in (dims or [])
         ]
         shapes.append((value, sizes))
+    _check_feed_size(shapes)
     high = _safe_int_high([s for _, s in shapes])
     feeds: dict[str, Any] = {}
     for value, sizes in shapes:
@@ -173,5 +202,10 @@ def feeds_for(
             array = data_rng.integers(0, high, size=sizes).astype(np_dtype)
         else:
             array = np.zeros(sizes, dtype=np_dtype)
-        feeds[value.name] = array
+        if isinstance(value.type, ir.SequenceType):
+            # onnxruntime takes a sequence as a list of arrays; a tensor in its place
+            # failed every run ("expected to be of type: 3 but received a tensor").
+            feeds[value.name] = [array, array.copy()]
+        else:
+            feeds[value.name] = array
     return feeds

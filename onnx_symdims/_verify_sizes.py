@@ -950,7 +950,11 @@ class SizeSearch:
         independent = [s for what, s, _ in self.tried if what == _INDEPENDENT]
         guessed = list(dict.fromkeys(w for w, _, _ in self.tried if w != _INDEPENDENT))
         tried = []
-        if independent:
+        if not self.plan.independent:
+            # No dim to choose: "independent sizes  /  / " and "--verify-sizes " with
+            # nothing after it said nothing.
+            tried.append("the fixed sizes the inputs declare (they have no named dims)")
+        elif independent:
             sizes = " / ".join(_sizes_text(s) for s in independent)
             tried.append(f"independent sizes {sizes}")
         if guessed:
@@ -962,8 +966,11 @@ class SizeSearch:
             message = _core(error)
             messages.setdefault(re.sub(r"\d+", "#", message), message)
         said = " | ".join(messages.values()) or "nothing"
-        hint = " Give sizes that run: --verify-sizes " + ",".join(
-            f"{n}=..." for n in self.plan.independent
+        hint = (
+            " Give sizes that run: --verify-sizes "
+            + ",".join(f"{n}=..." for n in self.plan.independent)
+            if self.plan.independent
+            else ""
         )
         budget = max(80, limit - len(hint) - 1)
         text = _cut(

@@ -33,7 +33,10 @@ __all__ = [
     "Run",
     "add_output_args",
     "add_verify_args",
+    "check_output_args",
+    "check_weights_kept",
     "main",
+    "unreadable_initializer",
     "verify_options",
     "wants_verify",
 ]
@@ -47,6 +50,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +74,45 @@ DEBUG_ENV = "ONNX_SYMDIMS_DEBUG"
 _started_at: float | None = None
 
 
+class _WarningLines(logging.Handler):
+    """Prints each library warning as one ``warning: ...`` line on stderr.
+
+    Without it logging's last-resort handler printed onnx-ir's and onnxscript's warnings
+    bare and whole (``Input 'Q' of node 'a' (::Add:) cannot be found in any scope...``,
+    ``Evaluation failed: ...``), and Python warnings came with a source line.
+    """
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__(logging.WARNING)
+        self.debug = debug
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # The optimizer's notes are also diagnostics, which the summary prints once.
+        if not self.debug and record.name.startswith("onnx_symdims.rewrite"):
+            return
+        from onnx_symdims._modelio import one_line
+
+        try:
+            text = one_line(record.getMessage(), 300)
+        except Exception:  # a library's bad format arguments must not end the run
+            text = one_line(str(record.msg), 300)
+        sys.stderr.write(f"warning: {text}\n")
+
+    def show_warning(self, message, category, filename, lineno, file=None, line=None):
+        """``warnings.showwarning`` on one line: category, message, where."""
+        if self.level > logging.WARNING:
+            return
+        from onnx_symdims._modelio import one_line
+
+        where = f"{os.path.basename(filename)}:{lineno}"
+        text = one_line(f"{category.__name__}: {message}", 300)
+        sys.stderr.write(f"warning: {text} ({where})\n")
+
+
+#: The handler of the running :func:`main` (``-q`` raises its level to errors only).
+_warning_lines: _WarningLines | None = None
+
+
 class CliError(Exception):
     """A failure reported as one line ``error: <message>`` with exit ``code``."""
 
@@ -91,6 +134,8 @@ class Run:
     def __init__(self, quiet: bool = False) -> None:
         self.start = _started_at if _started_at is not None else time.perf_counter()
         self.quiet = quiet
+        if quiet and _warning_lines is not None:
+            _warning_lines.setLevel(logging.ERROR)  # -q: errors only
         self.timings: dict[str, float] = {}
         self.big = False
 
@@ -205,6 +250,87 @@ def check_model_output_name(path: str | None) -> None:
         )
 
 
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links, case-insensitive file systems
+    except OSError:
+        return False
+
+
+def _data_file(output: str | None, external_data: str | None) -> str | None:
+    """Where ``--save-as-external-data`` writes: next to the model output."""
+    if not output or not external_data:
+        return None
+    return os.path.join(os.path.dirname(os.path.abspath(output)), external_data)
+
+
+def check_output_args(args: argparse.Namespace) -> None:
+    """Fails (exit 2) before any work when two files the command writes are one file.
+
+    ``--json`` equal to ``MODEL`` or to ``-o`` wrote the report over the model, and
+    ``--save-as-external-data MODEL`` wrote the weights over the input: each run lost
+    a file. ``-o MODEL`` stays allowed (it is ``-i``, written to a temporary file and
+    renamed). An empty name used to write nothing and exit 0; ``-`` made a file named
+    ``-``: the commands write no model or report to stdout.
+    """
+    given = (
+        ("-o/--output", args.output),
+        ("--json", args.json),
+        ("--save-as-external-data", args.save_as_external_data),
+    )
+    for flag, value in given:
+        if value is not None and not value.strip():
+            raise CliError(f"{flag}: an empty file name", 2)
+        if value == "-":
+            raise CliError(
+                f"{flag} -: writing to stdout is not supported, give a file name", 2
+            )
+    output = args.model if args.in_place else args.output
+    if args.save_as_external_data and not output:
+        raise CliError("--save-as-external-data needs -o OUT or -i (nothing is written)", 2)
+    data = _data_file(output, args.save_as_external_data)
+    model = (f"the input model {args.model}", args.model)
+    out = (f"the model output {output}", output)
+    report = (f"the report (--json {args.json})", args.json)
+    weights = (f"the weights file (--save-as-external-data, {data})", data)
+    for (what, path), (other, other_path) in (
+        (report, model),
+        (report, out),
+        (weights, model),
+        (weights, out),
+        (weights, report),
+    ):
+        if path and other_path and _same_file(path, other_path):
+            raise CliError(f"{what} would overwrite {other}: give another name", 2)
+
+
+def check_weights_kept(model: ir.Model, args: argparse.Namespace) -> None:
+    """Fails (exit 2) when an output would overwrite a weights file ``model`` reads.
+
+    ``--json m.onnx.data`` or ``-o m.onnx.data`` replaced the input's external weights.
+    ``--save-as-external-data`` naming that file is fine: the save keeps it as it is.
+    """
+    import onnx_ir as ir
+
+    output = args.model if args.in_place else args.output
+    targets = [("the model output", output), ("the report (--json)", args.json)]
+    for graph in model.graphs():
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            if not isinstance(tensor, ir.ExternalTensor):
+                continue
+            weights = os.path.join(str(tensor.base_dir), tensor.location)
+            for what, path in targets:
+                if path and _same_file(path, weights):
+                    raise CliError(
+                        f"{what} {path} would overwrite the weights file of "
+                        f"{args.model} (initializer {value.name!r}): give another name",
+                        2,
+                    )
+
+
 def check_external_data(model: ir.Model, path: str) -> None:
     """Fails, naming the data file, when a weight of ``model`` points at a missing file.
 
@@ -226,6 +352,31 @@ def check_external_data(model: ir.Model, path: str) -> None:
                     f"{value.name!r}): put the data file back next to the model as "
                     f"{tensor.location!r}"
                 )
+
+
+def unreadable_initializer(model: ir.Model) -> str | None:
+    """The first initializer whose data cannot be read, as ``'W' (FLOAT[4]): cause``.
+
+    Called after a command failed: an initializer whose stored data does not fill its
+    declared shape (2 floats for ``[4]``, 7 raw bytes) raises deep inside whatever reads
+    it, and that error names neither the model nor the initializer. Reading every weight
+    up front would cost a big model its load time, so only a failure pays for the scan.
+    """
+    from onnx_symdims._modelio import root_cause
+
+    for graph in model.graphs():
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            if tensor is None:
+                continue
+            try:
+                tensor.numpy()
+            except Exception as e:  # onnx-ir raises ValueError, numpy anything
+                return (
+                    f"initializer {value.name!r} ({tensor.dtype.name}{list(tensor.shape)}) "
+                    f"cannot be read: {root_cause(e)}"
+                )
+    return None
 
 
 def add_output_args(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
@@ -351,6 +502,8 @@ def parse_ranges(texts: Sequence[str]) -> dict[str, tuple[int | None, int | None
                 f"empty), got {text!r}",
                 2,
             )
+        if name.strip() in out:  # the last one silently won
+            raise CliError(f"--symbol-range {name.strip()} is given twice", 2)
         out[name.strip()] = (lower, upper)
     return out
 
@@ -366,6 +519,8 @@ def parse_input_shapes(texts: Sequence[str]) -> dict[str, list[int | str | None]
                 2,
             )
         parts = [d.strip() for d in dims.split(",")] if dims.strip() else []
+        if name in out:  # the last one silently won
+            raise CliError(f"--input-shape {name} is given twice", 2)
         out[name] = [int(d) if d.isdigit() else (None if d in ("", "?") else d) for d in parts]
     return out
 
@@ -415,6 +570,24 @@ def verify_options(args: argparse.Namespace, model: ir.Model) -> dict[str, Any]:
                 f"(they use: {_name_list(inputs)})",
                 2,
             )
+    ranges = getattr(args, "symbol_ranges", None)  # optimize: with --input-shape's sizes
+    if ranges is None:
+        ranges = parse_ranges(args.symbol_range)
+    nonempty = getattr(args, "assume_nonempty", False)
+    for assignment in sizes:
+        for name, size in assignment.items():
+            lower, upper = ranges.get(name, (None, None))
+            if nonempty:
+                lower = max(lower or 0, 1)
+            if (lower is not None and size < lower) or (upper is not None and size > upper):
+                # Written dims are promised inside the ranges only: a run outside them
+                # would report a mismatch that is no error.
+                raise CliError(
+                    f"--verify-sizes {name}={size} is outside the sizes assumed for it "
+                    f"({'' if lower is None else lower}..{'' if upper is None else upper}, "
+                    "from --symbol-range, --input-shape or --assume-nonempty)",
+                    2,
+                )
     for name, _ in relations:
         if name.name not in inputs:  # type: ignore[union-attr]
             raise CliError(
@@ -660,6 +833,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet_rewrite = logging.NullHandler()
     if not debug:
         logging.getLogger("onnx_symdims.rewrite").addHandler(quiet_rewrite)
+    global _warning_lines
+    _warning_lines = _WarningLines(debug)
+    root = logging.getLogger()
+    root.addHandler(_warning_lines)
+    show_warning = warnings.showwarning
+    warnings.showwarning = _warning_lines.show_warning
     try:
         return args.func(args)
     except CliError as e:
@@ -683,3 +862,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     finally:
         logging.getLogger("onnx_symdims.rewrite").removeHandler(quiet_rewrite)
+        root.removeHandler(_warning_lines)
+        warnings.showwarning = show_warning
+        _warning_lines = None
