@@ -39,8 +39,8 @@ __all__ = [
 
 import logging
 import re
-import types
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import NoReturn
 
 import onnx_ir as ir
 
@@ -82,11 +82,27 @@ _UNDERSCORES = re.compile(r"__+")
 #: Marks an absent table entry in :meth:`ShapesContext.facts_of`.
 MISSING = object()
 
-#: What a table most models never write to holds until its first entry: a read-only
-#: empty mapping, shared (a context is made on every call; an empty dict made and freed
+
+class _NoEntries(dict):
+    """An empty dict that refuses entries: see :data:`_NO_ENTRIES`.
+
+    A dict (not a ``MappingProxyType``, whose ``get`` calls the mapping's method by
+    name): reads are the dict's own C methods, as fast as on the table made later.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("a ShapesContext table must be made before its first entry")
+
+    __setitem__ = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
+
+
+#: What a table most models never write to holds until its first entry: an empty dict
+#: shared by every context (one is made on every call; an empty dict made and freed
 #: costs more than storing this). Writing to it raises, so a write that forgets to make
 #: the table first fails loudly instead of sharing entries between contexts.
-_NO_ENTRIES: Mapping = types.MappingProxyType({})
+_NO_ENTRIES: dict = _NoEntries()
 #: Likewise for the names minted (``new_symbol``) and the open subgraphs.
 _NO_NAMES: frozenset[str] = frozenset()
 _NO_SUBGRAPHS: tuple[int, ...] = ()
@@ -238,7 +254,7 @@ class ShapesContext:
         # (Both made on the first subgraph and the first symbol minted in one.)
         self._subgraphs: list[int] = _NO_SUBGRAPHS  # type: ignore[assignment]
         self._subgraphs_entered = 0
-        self._minted_in: dict[str, int] = _NO_ENTRIES  # type: ignore[assignment]
+        self._minted_in: dict[str, int] = _NO_ENTRIES
         self.diagnostics: list[Diagnostic] = []
         #: Counts changes other than to shapes, dtypes and values of values: minted
         #: symbols, constraints, diagnostics, non-tensor types, forgotten values. A hook
@@ -261,27 +277,27 @@ class ShapesContext:
         self._generated: set[str] = _NO_NAMES  # type: ignore[assignment]
         # Opaque dim text -> its readable symbol (read_dim_text; other texts' dims are
         # the same in every context, kept in _PARSED_TEXTS).
-        self._text_dims: dict[str, Dim] = _NO_ENTRIES  # type: ignore[assignment]
-        self._opaque: dict[str, str] = _NO_ENTRIES  # type: ignore[assignment]
+        self._text_dims: dict[str, Dim] = _NO_ENTRIES
+        self._opaque: dict[str, str] = _NO_ENTRIES
         #: The model-local functions being inferred, outermost first (a call of one of
         #: them again is a recursion, which ONNX forbids).
         self.active_functions: list[tuple[str, str, str]] = []
         # Declared (anchor) value -> the axes whose dim the engine wrote (note_filled).
-        self._filled: dict[ir.Value, frozenset[int]] = _NO_ENTRIES  # type: ignore[assignment]
-        self._next_suffix: dict[str, int] = _NO_ENTRIES  # type: ignore[assignment]
+        self._filled: dict[ir.Value, frozenset[int]] = _NO_ENTRIES
+        self._next_suffix: dict[str, int] = _NO_ENTRIES
         # Constraint stores: key (canonical strings) -> the dims they were built from.
         # Keys are only added (and dropped from the end by roll_back_to): sizes mark
         # how far they had grown.
-        self._equalities: dict[tuple[str, str], tuple[Dim, Dim]] = _NO_ENTRIES  # type: ignore[assignment]
-        self._upper_bounds: dict[tuple[str, str], tuple[Dim, Dim]] = _NO_ENTRIES  # type: ignore[assignment]
+        self._equalities: dict[tuple[str, str], tuple[Dim, Dim]] = _NO_ENTRIES
+        self._upper_bounds: dict[tuple[str, str], tuple[Dim, Dim]] = _NO_ENTRIES
         # Side tables.
         self._shapes: dict[ir.Value, Shape | None] = {}
         self._dtypes: dict[ir.Value, ir.DataType | None] = {}
         self._values: dict[ir.Value, Shape | None] = {}
-        self._other_types: dict[ir.Value, ir.TypeProtocol] = _NO_ENTRIES  # type: ignore[assignment]
+        self._other_types: dict[ir.Value, ir.TypeProtocol] = _NO_ENTRIES
         # dtype_of's reads from the IR, for values without an inferred dtype.
         self._declared_dtypes: dict[ir.Value, ir.DataType | None] = {}
-        self._by_name: dict[str, ir.Value] = _NO_ENTRIES  # type: ignore[assignment]
+        self._by_name: dict[str, ir.Value] = _NO_ENTRIES
         #: Graph inputs backed by an initializer that are constants here (old IR, or the
         #: ``constant_initializers`` option): shape and small contents are facts.
         self.constant_inputs: set[ir.Value] = set()
@@ -601,8 +617,8 @@ class ShapesContext:
 
     def clear(self) -> None:
         """Empties both constraint stores (bounds already given to the scope stay)."""
-        self._equalities = _NO_ENTRIES  # type: ignore[assignment]
-        self._upper_bounds = _NO_ENTRIES  # type: ignore[assignment]
+        self._equalities = _NO_ENTRIES
+        self._upper_bounds = _NO_ENTRIES
 
     def marks(self) -> tuple[int, int, int]:
         """How far equalities, upper bounds and diagnostics have grown (:meth:`roll_back_to`)."""
