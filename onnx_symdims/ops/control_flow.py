@@ -144,18 +144,8 @@ class _Transaction:
     def __init__(self, ctx: NodeContext, body: _Body) -> None:
         self.keep = False
         shapes = self._shapes = ctx.ctx
-        # ShapesContext has no rollback API yet (requested); its constraint stores are
-        # plain dicts that only grow (a key is added once, never replaced or removed
-        # but by ``clear``, which inference does not call): their sizes are the state.
-        self._stores = [
-            (store, len(store))
-            for store in (
-                getattr(shapes, "_equalities", None),
-                getattr(shapes, "_upper_bounds", None),
-            )
-            if store is not None
-        ]
-        self._diagnostics = len(shapes.diagnostics)
+        self._marks = shapes.marks()  # constraints and diagnostics
+        self._values = body.values
         # The slots (see _require_ir_slots): a body's every value, every probe round.
         # A comprehension: half the cost of zip over two attrgetter maps.
         self._annotations = [(value, value._type, value._shape) for value in body.values]
@@ -171,16 +161,12 @@ class _Transaction:
         if self.keep:
             return
         shapes = self._shapes
-        del shapes.diagnostics[self._diagnostics :]
-        for store, size in self._stores:
-            while len(store) > size:
-                store.popitem()  # the last added (dicts keep insertion order)
+        shapes.roll_back_to(self._marks)
         # Inference adds no value to the body: the values saved at the start are all.
-        forget = shapes.forget
         for value, type_, shape in self._annotations:
             value._type = type_  # what the setters store: the values read at the start
             value._shape = shape
-            forget(value)
+        shapes.forget_many(self._values)
 
 
 def _probe(

@@ -40,6 +40,7 @@ __all__ = [
 import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
+from typing import NoReturn
 
 import onnx_ir as ir
 
@@ -80,6 +81,31 @@ _UNDERSCORES = re.compile(r"__+")
 
 #: Marks an absent table entry in :meth:`ShapesContext.facts_of`.
 MISSING = object()
+
+
+class _NoEntries(dict):
+    """An empty dict that refuses entries: see :data:`_NO_ENTRIES`.
+
+    A dict (not a ``MappingProxyType``, whose ``get`` calls the mapping's method by
+    name): reads are the dict's own C methods, as fast as on the table made later.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("a ShapesContext table must be made before its first entry")
+
+    __setitem__ = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
+
+
+#: What a table most models never write to holds until its first entry: an empty dict
+#: shared by every context (one is made on every call; an empty dict made and freed
+#: costs more than storing this). Writing to it raises, so a write that forgets to make
+#: the table first fails loudly instead of sharing entries between contexts.
+_NO_ENTRIES: dict = _NoEntries()
+#: Likewise for the names minted (``new_symbol``) and the open subgraphs.
+_NO_NAMES: frozenset[str] = frozenset()
+_NO_SUBGRAPHS: tuple[int, ...] = ()
 
 
 #: ``dim_param`` spellings that tools write for "unknown": they name no dim, so two of
@@ -225,9 +251,10 @@ class ShapesContext:
         # Ids of the subgraph inferences open (innermost last; enter_subgraph) and, for
         # each symbol minted inside one, the id it was minted in: an upper bound proved
         # there may hold of such a symbol only (see add_less_equal_constraint).
-        self._subgraphs: list[int] = []
+        # (Both made on the first subgraph and the first symbol minted in one.)
+        self._subgraphs: list[int] = _NO_SUBGRAPHS  # type: ignore[assignment]
         self._subgraphs_entered = 0
-        self._minted_in: dict[str, int] = {}
+        self._minted_in: dict[str, int] = _NO_ENTRIES
         self.diagnostics: list[Diagnostic] = []
         #: Counts changes other than to shapes, dtypes and values of values: minted
         #: symbols, constraints, diagnostics, non-tensor types, forgotten values. A hook
@@ -244,28 +271,33 @@ class ShapesContext:
         self.declarations_used = 0
         # The model's names (reserve_names) and opaque texts' names; the printers'
         # words (_RESERVED_WORDS) are checked apart, not copied into every context.
+        # (The tables below set to _NO_ENTRIES or _NO_NAMES are made on their first
+        # entry: most models write none of them.)
         self._reserved: set[str] = set()
-        self._generated: set[str] = set()
-        # dim text -> its dim (read_dim_text); opaque texts map to readable symbols.
-        self._text_dims: dict[str, Dim] = {}
-        self._opaque: dict[str, str] = {}
+        self._generated: set[str] = _NO_NAMES  # type: ignore[assignment]
+        # Opaque dim text -> its readable symbol (read_dim_text; other texts' dims are
+        # the same in every context, kept in _PARSED_TEXTS).
+        self._text_dims: dict[str, Dim] = _NO_ENTRIES
+        self._opaque: dict[str, str] = _NO_ENTRIES
         #: The model-local functions being inferred, outermost first (a call of one of
         #: them again is a recursion, which ONNX forbids).
         self.active_functions: list[tuple[str, str, str]] = []
         # Declared (anchor) value -> the axes whose dim the engine wrote (note_filled).
-        self._filled: dict[ir.Value, frozenset[int]] = {}
-        self._next_suffix: dict[str, int] = {}
+        self._filled: dict[ir.Value, frozenset[int]] = _NO_ENTRIES
+        self._next_suffix: dict[str, int] = _NO_ENTRIES
         # Constraint stores: key (canonical strings) -> the dims they were built from.
-        self._equalities: dict[tuple[str, str], tuple[Dim, Dim]] = {}
-        self._upper_bounds: dict[tuple[str, str], tuple[Dim, Dim]] = {}
+        # Keys are only added (and dropped from the end by roll_back_to): sizes mark
+        # how far they had grown.
+        self._equalities: dict[tuple[str, str], tuple[Dim, Dim]] = _NO_ENTRIES
+        self._upper_bounds: dict[tuple[str, str], tuple[Dim, Dim]] = _NO_ENTRIES
         # Side tables.
         self._shapes: dict[ir.Value, Shape | None] = {}
         self._dtypes: dict[ir.Value, ir.DataType | None] = {}
         self._values: dict[ir.Value, Shape | None] = {}
-        self._other_types: dict[ir.Value, ir.TypeProtocol] = {}
+        self._other_types: dict[ir.Value, ir.TypeProtocol] = _NO_ENTRIES
         # dtype_of's reads from the IR, for values without an inferred dtype.
         self._declared_dtypes: dict[ir.Value, ir.DataType | None] = {}
-        self._by_name: dict[str, ir.Value] = {}
+        self._by_name: dict[str, ir.Value] = _NO_ENTRIES
         #: Graph inputs backed by an initializer that are constants here (old IR, or the
         #: ``constant_initializers`` option): shape and small contents are facts.
         self.constant_inputs: set[ir.Value] = set()
@@ -319,15 +351,23 @@ class ShapesContext:
         """
         base = sanitize_symbol_name(hint)
         name = base
-        if name in self._reserved or name in self._generated or name in _RESERVED_WORDS:
+        generated = self._generated
+        if name in self._reserved or name in generated or name in _RESERVED_WORDS:
             suffix = self._next_suffix.get(base, 1)
             name = f"{base}_{suffix}"
-            while name in self._reserved or name in self._generated:
+            while name in self._reserved or name in generated:
                 suffix += 1
                 name = f"{base}_{suffix}"
+            if self._next_suffix is _NO_ENTRIES:
+                self._next_suffix = {}
             self._next_suffix[base] = suffix + 1
-        self._generated.add(name)
+        if generated:
+            generated.add(name)
+        else:
+            self._generated = {name}
         if self._subgraphs:
+            if self._minted_in is _NO_ENTRIES:
+                self._minted_in = {}
             self._minted_in[name] = self._subgraphs[-1]
         self.mutations += 1
         return expr.sym(name)
@@ -336,6 +376,8 @@ class ShapesContext:
         """Starts inferring a subgraph (a branch or body whose code may not run)."""
         self.conditional_depth += 1
         self._subgraphs_entered += 1
+        if self._subgraphs is _NO_SUBGRAPHS:
+            self._subgraphs = []
         self._subgraphs.append(self._subgraphs_entered)
 
     def exit_subgraph(self) -> None:
@@ -363,11 +405,12 @@ class ShapesContext:
         The empty text and anonymous texts (``?``) are the caller's business (they name
         no dim); they are read like any other text here.
         """
-        found = self._text_dims.get(text)
+        # A text that is not opaque reads as its parse in every context: found once per
+        # process (a small model's call reads each of its texts once), and not copied
+        # into the context. Only opaque texts have a dim of the context's own.
+        found = _PARSED_TEXTS.get(text)
         if found is None:
-            # A text that is not opaque reads as its parse in every context: found once
-            # per process (a small model's call reads each of its texts once).
-            found = _PARSED_TEXTS.get(text)
+            found = self._text_dims.get(text)
             if found is None:
                 found = expr.parse_dim(text)
                 if (
@@ -376,11 +419,13 @@ class ShapesContext:
                     and not _READABLE_NAME.fullmatch(found.name)  # type: ignore[arg-type]
                 ):
                     found = expr.sym(self._opaque_name(text))
+                    if self._text_dims is _NO_ENTRIES:
+                        self._text_dims = {}
+                    self._text_dims[text] = found
                 else:
                     if len(_PARSED_TEXTS) > 100_000:
                         _PARSED_TEXTS.clear()
                     _PARSED_TEXTS[text] = found
-            self._text_dims[text] = found
         return found
 
     def _opaque_name(self, text: str) -> str:
@@ -392,6 +437,8 @@ class ShapesContext:
             suffix += 1
         # Reserved: no fresh symbol and no other opaque text is ever named the same.
         self._reserved.add(name)
+        if self._opaque is _NO_ENTRIES:
+            self._opaque = {}
         self._opaque[text] = name
         self.mutations += 1
         logger.debug("dim text %r is not an expression: symbol %r", text, name)
@@ -405,6 +452,8 @@ class ShapesContext:
         """
         axes = frozenset(axes)
         if axes:
+            if self._filled is _NO_ENTRIES:
+                self._filled = {}
             self._filled[value] = self._filled.get(value, frozenset()) | axes
 
     def filled_axes(self, value: ir.Value) -> frozenset[int]:
@@ -457,6 +506,8 @@ class ShapesContext:
         key, dims = ((ta, tb), (da, db)) if ta < tb else ((tb, ta), (db, da))
         if key in self._equalities:
             return False
+        if self._equalities is _NO_ENTRIES:
+            self._equalities = {}
         self._equalities[key] = dims  # type: ignore[assignment]
         self.mutations += 1
         return True
@@ -528,6 +579,8 @@ class ShapesContext:
         key = (tl, tr)
         if key in self._upper_bounds:
             return False
+        if self._upper_bounds is _NO_ENTRIES:
+            self._upper_bounds = {}
         self._upper_bounds[key] = (dl, dr)  # type: ignore[assignment]
         self.mutations += 1
         if isinstance(dl, expr.DimExpr) and dl.is_symbol and dr is not None:
@@ -564,8 +617,27 @@ class ShapesContext:
 
     def clear(self) -> None:
         """Empties both constraint stores (bounds already given to the scope stay)."""
-        self._equalities.clear()
-        self._upper_bounds.clear()
+        self._equalities = _NO_ENTRIES
+        self._upper_bounds = _NO_ENTRIES
+
+    def marks(self) -> tuple[int, int, int]:
+        """How far equalities, upper bounds and diagnostics have grown (:meth:`roll_back_to`)."""
+        return len(self._equalities), len(self._upper_bounds), len(self.diagnostics)
+
+    def roll_back_to(self, marks: tuple[int, int, int]) -> None:
+        """Drops the equalities, upper bounds and diagnostics recorded since :meth:`marks`.
+
+        Keys are only ever added to the constraint stores, so the entries past a mark
+        are the last ones (dicts keep insertion order). Bounds already given to the
+        scope stay, as with :meth:`clear`.
+        """
+        equalities, upper_bounds, diagnostics = marks
+        del self.diagnostics[diagnostics:]
+        # (A store still _NO_ENTRIES is empty: nothing to pop.)
+        while len(self._equalities) > equalities:
+            self._equalities.popitem()
+        while len(self._upper_bounds) > upper_bounds:
+            self._upper_bounds.popitem()
 
     # ------------------------------------------------------------------------------------
     # Facts of successful runs (see onnx_symdims.shapes._facts)
@@ -729,6 +801,8 @@ class ShapesContext:
             if found is None:
                 # Names are indexed lazily: lookups by name are rare (API queries after
                 # inference), so the hot path does not pay for them.
+                if self._by_name is _NO_ENTRIES:
+                    self._by_name = {}
                 for table in (self._shapes, self._values, self._dtypes):
                     for known in table:
                         if known.name:
@@ -872,6 +946,8 @@ class ShapesContext:
 
     def set_non_tensor_type(self, value: ir.Value, type_: ir.TypeProtocol) -> None:
         """Stores an inferred sequence/optional/map type for ``value``."""
+        if self._other_types is _NO_ENTRIES:
+            self._other_types = {}
         self._other_types[value] = type_
         self.mutations += 1
 
@@ -933,9 +1009,36 @@ class ShapesContext:
         self._shapes.pop(value, None)
         self._dtypes.pop(value, None)
         self._values.pop(value, None)
-        self._other_types.pop(value, None)
+        if self._other_types:
+            self._other_types.pop(value, None)
         self._declared_dtypes.pop(value, None)
         self.mutations += 1
+
+    def forget_many(self, values: Iterable[ir.Value]) -> None:
+        """:meth:`forget` of each of ``values``, moving :attr:`mutations` once (when any).
+
+        The counter is only compared for having moved (see :attr:`mutations`): one move
+        for the lot says what one per value said, and the tables are walked by one loop
+        (a loop body's every value is forgotten after each probe round).
+        """
+        shapes, dtypes, elements, declared = (
+            self._shapes,
+            self._dtypes,
+            self._values,
+            self._declared_dtypes,
+        )
+        others = self._other_types or None
+        forgot = False
+        for value in values:
+            shapes.pop(value, None)
+            dtypes.pop(value, None)
+            elements.pop(value, None)
+            declared.pop(value, None)
+            if others is not None:
+                others.pop(value, None)
+            forgot = True
+        if forgot:
+            self.mutations += 1
 
     def facts_of(self, value: ir.Value) -> tuple[object, object, object]:
         """The shape, value and dtype entries of ``value`` (:data:`MISSING` when absent)."""

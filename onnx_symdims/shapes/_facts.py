@@ -43,6 +43,11 @@ _MISSING = object()
 #: More facts than this and new ones are dropped (proofs stay fast; dropping is sound).
 MAX_FACTS = 20000
 
+#: What ``_nonzero`` and ``_divides`` hold until their first fact: most models record
+#: none, and a scope is made on every call (an empty set made and freed costs more than
+#: storing this). A write to it fails loudly (frozensets have no ``add``).
+_NO_FACTS: frozenset = frozenset()
+
 
 class FactScope(expr.Scope):
     """A scope with facts about expressions: lower bounds, nonzero values, divisors.
@@ -60,13 +65,16 @@ class FactScope(expr.Scope):
     _MEMO_TABLES = (*expr.Scope._MEMO_TABLES, "_nonzero_known")
 
     def __init__(self, nonnegative: bool = True) -> None:
-        super().__init__(nonnegative)  # sets the memo tables, _nonzero_known included
+        # Sets the memo tables, _nonzero_known included (the base named: one call per
+        # inference, where super() builds a proxy object first).
+        expr.Scope.__init__(self, nonnegative)
         self._nonzero_known: dict[expr.DimExpr, bool]
         # terms of e -> (the lower bound of e with constant 0, e with constant 0)
         self._lower: dict[Terms, tuple[int, expr.DimExpr]] = {}
-        self._nonzero: set[Dim] = set()
+        # Made on the first fact (see _NO_FACTS).
+        self._nonzero: set[Dim] = _NO_FACTS  # type: ignore[assignment]
         # (divisor, dividend) pairs: divisor divides dividend exactly.
-        self._divides: set[tuple[Dim, Dim]] = set()
+        self._divides: set[tuple[Dim, Dim]] = _NO_FACTS  # type: ignore[assignment]
 
     @classmethod
     def from_scope(cls, scope: expr.Scope) -> FactScope:
@@ -166,6 +174,8 @@ class FactScope(expr.Scope):
             return self.assume_ge(expr.neg(d), 1)
         if self._full():
             return False
+        if self._nonzero is _NO_FACTS:
+            self._nonzero = set()
         self._nonzero.add(d)
         self._facts_changed(("nonzero", d))
         return True
@@ -177,6 +187,8 @@ class FactScope(expr.Scope):
             return new
         if self.known_divides(divisor, dividend) or self._full():
             return new
+        if self._divides is _NO_FACTS:
+            self._divides = set()
         self._divides.add((divisor, dividend))
         self._facts_changed(("divides", divisor, dividend))
         return True
