@@ -809,7 +809,6 @@ class InferenceEngine:
         shapes = ctx._shapes
         dtypes = ctx._dtypes
         values = ctx._values
-        other_types = ctx._other_types
         writer = self._writer
         written = writer._shapes
         for node in nodes:
@@ -914,7 +913,9 @@ class InferenceEngine:
                     shape = shapes.get(value)
                     if shape is not None and not (_PLAIN.get(shape) or _all_plain(shape)):
                         self._note_compound_dims(shape)
-            if other_types:
+            # per node: a hook may record the run's first non-tensor type, and the
+            # context makes that table on its first entry
+            if ctx._other_types:
                 for value in outputs:
                     self._commit(node, value)
                 continue

@@ -75,3 +75,21 @@ def test_inline_tensor_types_are_what_new_tensor_type_makes(monkeypatch):
         assert v.type.denotation is None
     # Each value has its own type object: setting one dtype leaves the others.
     assert len({id(v.type) for v in typed}) == len(typed)
+
+
+def test_the_first_non_tensor_type_of_a_run_is_written():
+    """The loop reads the context's non-tensor type table per node: the context makes it
+    on its first entry (a run of tensors only shares one empty table), and a table read
+    once per walk stayed that empty one, so a sequence was written as a tensor type."""
+    m = model("""
+g (float[N, 4] x) => (float[N, 1] first) {
+    a = Relu(x)
+    parts = SplitToSequence<axis = 1>(a)
+    zero = Constant<value = int64 {0}>()
+    first = SequenceAt(parts, zero)
+}
+""")
+    infer_symbolic_shapes(m)
+    parts = next(v for node in m.graph for v in node.outputs if v.name == "parts")
+    assert isinstance(parts.type, ir.SequenceType), parts.type
+    assert [str(d) for d in m.graph.outputs[0].shape] == ["N", "1"]
