@@ -31,7 +31,23 @@ _SQUEEZE_EMPTY_ATTRIBUTE = (
     "given=True for an empty attribute)"
 )
 
+_PRELU = (
+    "PRelu whose slope does not broadcast to X unidirectionally: onnxruntime and the "
+    "reference evaluator broadcast both ways (x[1, 2], slope[2, 1] -> [2, 2]); the "
+    "engine writes X's shape (elementwise.infer_prelu), false when N or M is 1"
+)
+
 OPEN = [
+    pytest.param(
+        "prelu_slope_broadcasts_both_ways",
+        18,
+        """
+        g (float[N,M] x) => (float[] y) {
+        t = Transpose(x)
+        y = PRelu(x, t) }
+        """,
+        marks=pytest.mark.xfail(strict=True, reason=_PRELU),
+    ),
     pytest.param(
         "squeeze11_empty_axes_attribute",
         11,
