@@ -414,10 +414,19 @@ def infer_legacy_binary(ctx: NodeContext, node: ir.Node) -> None:
 
 @register("", "PRelu")
 def infer_prelu(ctx: NodeContext, node: ir.Node) -> None:
-    """The slope is broadcast *to* X (unidirectionally): the output has X's shape."""
+    """X's shape broadcast with the slope's (from opset 7).
+
+    The spec broadcasts the slope *to* X (the output has X's shape); onnxruntime and the
+    reference evaluator broadcast both ways (``x[1, 2]``, slope ``[2, 1]``: ``[2, 2]``).
+    The broadcast is X's shape wherever the spec's holds. Before opset 7 a slope
+    ``[C]`` meant the channels, not the last axis: X's shape.
+    """
     ctx.require_input(0)
     ctx.require_input(1)
-    ctx.set_output(0, ctx.input_shape(0), ctx.input_dtype(0))
+    x = ctx.input_shape(0)
+    if ctx.opset >= 7:
+        x = ctx.broadcast_shapes(x, ctx.input_shape(1))
+    ctx.set_output(0, x, ctx.input_dtype(0))
 
 
 # Variadic ops (since 8 they broadcast; before, all inputs had one shape, which

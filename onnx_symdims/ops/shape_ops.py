@@ -340,7 +340,7 @@ def _squeezed_by_runtime_axes(
     if count is None:
         return None
     if count == 0:
-        return [None] * len(data)
+        return _squeezed_by_no_axis(ctx, data)
     candidates = [
         k
         for k, d in enumerate(data)
@@ -375,6 +375,18 @@ def _squeezed_by_runtime_axes(
     return out
 
 
+def _squeezed_by_no_axis(ctx: NodeContext, data: Sequence[Dim]) -> list[Dim] | None:
+    """The output of ``Squeeze`` by an empty axes tensor: ``data`` unless a dim can be 1.
+
+    The spec (the reference evaluator, onnx's inference) squeezes no dim; onnxruntime
+    squeezes every dim of size 1, as without axes. Both agree when no dim can be 1;
+    otherwise the rank is left unknown.
+    """
+    if all((isinstance(d, int) and d != 1) or ctx.scope.prove_gt(d, 1) for d in data):
+        return list(data)
+    return None
+
+
 @register("", "Squeeze")
 def infer_squeeze(ctx: NodeContext, node: ir.Node) -> None:
     """Removes ``axes`` (which must be 1); without axes, every dim known to be 1."""
@@ -385,6 +397,9 @@ def infer_squeeze(ctx: NodeContext, node: ir.Node) -> None:
     if data is None:
         ctx.set_output(0, None, dtype)
         return
+    if given and axes == [] and ctx.opset < 13:
+        # An empty axes attribute is no axes: onnxruntime and the reference squeeze every 1
+        given = False
     if not given:
         if not all(isinstance(d, int) or ctx.scope.prove_gt(d, 1) for d in data):
             # A symbolic dim might be 1 at runtime: which dims go is unknown.
@@ -393,8 +408,11 @@ def infer_squeeze(ctx: NodeContext, node: ir.Node) -> None:
         out = [d for d in data if d != 1]
     elif axes is None:
         out = _squeezed_by_runtime_axes(ctx, data, static_length(ctx, 1))
+    elif not axes:
+        out = _squeezed_by_no_axis(ctx, data)
     else:
-        drop = set(ctx.normalize_axes(axes, len(data)))
+        # a repeated axis is squeezed once (onnxruntime; onnx's inference accepts it)
+        drop = {ctx.normalize_axis(a, len(data)) for a in axes}
         for k in drop:
             if isinstance(data[k], int) and data[k] != 1:
                 ctx.fail(f"cannot squeeze axis {k} of size {data[k]}")

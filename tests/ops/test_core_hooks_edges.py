@@ -2,10 +2,10 @@
 
 Each case is a small graph over ``x[N, M]`` (fed float data, see
 ``tests/fuzz/oracle.py``), checked by ``oracle.check_case`` on sizes 0, 1 and more.
-The open ones are ``xfail(strict=True)``: the engine writes a dim that onnxruntime's
-successful run contradicts. Where onnxruntime departs from the ONNX spec, the reason
-says so: the engine should then write only what holds under both (a fresh symbol or an
-unknown rank), as it does for a backward ``Slice`` ending at ``INT64_MAX``.
+Each failed before its fix (the engine wrote a dim onnxruntime's successful run
+contradicts, or called a valid node malformed); ``why`` says what was wrong. Where
+onnxruntime departs from the ONNX spec, the engine writes only what holds under both (a
+fresh symbol or an unknown rank), as for a backward ``Slice`` ending at ``INT64_MAX``.
 """
 
 from __future__ import annotations
@@ -45,14 +45,7 @@ _SQUEEZE_REPEATED = (
     "because shape_ops.infer_squeeze normalizes the axes with ctx.normalize_axes, which "
     "fails on a repeat (its own _squeezed_by_runtime_axes accepts repeats)"
 )
-_DEAD_BRANCH = (
-    "a node that always fails, in an If branch no run takes or a Loop body run zero "
-    "times: onnxruntime runs the model, the engine records an error diagnostic for the "
-    "node (the oracle's 'spurious-error'); a policy question: a warning inside a "
-    "subgraph that may not run"
-)
-
-OPEN = [
+CASES = [
     pytest.param(
         "squeeze11_repeated_axis",
         11,
@@ -61,42 +54,7 @@ OPEN = [
         u = Unsqueeze<axes=[1]>(x)
         y = Squeeze<axes=[1, -2]>(u) }
         """,
-        marks=pytest.mark.xfail(strict=True, reason=_SQUEEZE_REPEATED),
-    ),
-    pytest.param(
-        "if_dead_branch_failing_reshape",
-        16,
-        """
-        g (float[N,M] x) => (float[] y) {
-        s = Shape(x)
-        i0 = Constant<value=int64[1] {0}>()
-        n = Gather(s, i0)
-        z = Constant<value=int64[1] {100}>()
-        cb = Less(n, z)
-        c = Squeeze(cb, i0)
-        y = If(c) <then_branch=tb () => (float[] a) { a = Identity(x) },
-                   else_branch=eb () => (float[] b) {
-            k = Constant<value=float[6] {1.0, 2.0, 3.0, 4.0, 5.0, 6.0}>()
-            t = Constant<value=int64[1] {4}>()
-            b = Reshape(k, t) }> }
-        """,
-        marks=pytest.mark.xfail(strict=True, reason=_DEAD_BRANCH),
-    ),
-    pytest.param(
-        "loop_zero_trips_failing_reshape",
-        16,
-        """
-        g (float[N,M] x) => (float[] y) {
-        m0 = Constant<value=int64 {0}>()
-        t = Constant<value=bool {1}>()
-        y = Loop(m0, t, x) <body=lb (int64 i, bool c, float[] acc) => (bool c2, float[] acc2) {
-            c2 = Identity(c)
-            k = Constant<value=float[6] {1.0, 2.0, 3.0, 4.0, 5.0, 6.0}>()
-            tt = Constant<value=int64[1] {4}>()
-            r = Reshape(k, tt)
-            acc2 = Identity(acc) }> }
-        """,
-        marks=pytest.mark.xfail(strict=True, reason=_DEAD_BRANCH),
+        _SQUEEZE_REPEATED,
     ),
     pytest.param(
         "prelu_slope_broadcasts_both_ways",
@@ -106,7 +64,7 @@ OPEN = [
         t = Transpose(x)
         y = PRelu(x, t) }
         """,
-        marks=pytest.mark.xfail(strict=True, reason=_PRELU),
+        _PRELU,
     ),
     pytest.param(
         "squeeze11_empty_axes_attribute",
@@ -114,7 +72,7 @@ OPEN = [
         """
         g (float[N,M] x) => (float[] y) { y = Squeeze<axes: ints = []>(x) }
         """,
-        marks=pytest.mark.xfail(strict=True, reason=_SQUEEZE_EMPTY_ATTRIBUTE),
+        _SQUEEZE_EMPTY_ATTRIBUTE,
     ),
     pytest.param(
         "squeeze_empty_constant_axes",
@@ -124,7 +82,7 @@ OPEN = [
         e = Constant<value=int64[0] {}>()
         y = Squeeze(x, e) }
         """,
-        marks=pytest.mark.xfail(strict=True, reason=_SQUEEZE_EMPTY),
+        _SQUEEZE_EMPTY,
     ),
     pytest.param(
         "squeeze_empty_axes_from_shape",
@@ -136,7 +94,7 @@ OPEN = [
         e = Slice(s, z, z)
         y = Squeeze(x, e) }
         """,
-        marks=pytest.mark.xfail(strict=True, reason=_SQUEEZE_EMPTY),
+        _SQUEEZE_EMPTY,
     ),
     pytest.param(
         "squeeze_empty_axes_at_runtime",
@@ -152,20 +110,22 @@ OPEN = [
         e = Reshape(e1, m1)
         y = Squeeze(x, e) }
         """,
-        marks=pytest.mark.xfail(strict=True, reason=_SQUEEZE_EMPTY),
+        _SQUEEZE_EMPTY,
     ),
 ]
 
 
-@pytest.mark.parametrize(("name", "opset", "graph"), OPEN)
-def test_core_hook_edge_matches_onnxruntime(name: str, opset: int, graph: str) -> None:
+@pytest.mark.parametrize(("name", "opset", "graph", "why"), CASES)
+def test_core_hook_edge_matches_onnxruntime(
+    name: str, opset: int, graph: str, why: str
+) -> None:
     case = oracle.case_from_text(HEADER.format(opset=opset) + graph, BINDINGS)
     outcome = oracle.check_case_quietly(case)
-    assert not outcome.findings, "\n\n".join(oracle.report(case, f) for f in outcome.findings)
+    found = [oracle.report(case, f) for f in outcome.findings]
+    assert not found, why + "\n\n" + "\n\n".join(found)
     assert outcome.runs, f"{name}: no binding ran in onnxruntime: {outcome}"
 
 
-@pytest.mark.xfail(strict=True, reason=_SQUEEZE_REPEATED)
 @pytest.mark.parametrize("axes", ["1, 1", "1, -2"])
 def test_squeeze13_repeated_axis_matches_onnxruntime(axes: str) -> None:
     # The reference evaluator refuses a repeated axis, so the fuzz oracle skips these
