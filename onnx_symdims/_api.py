@@ -111,6 +111,27 @@ def infer_symbolic_shapes(model, *, anchors: bool = True, **options):
     )
 
 
+def _optimized(
+    model: ir.Model, fusions: str | None, options: dict[str, Any], path: Any = None
+) -> ir.Model:
+    """``rewrite.optimize``; a failure caused by a weight that cannot be read names it."""
+    from onnx_symdims import rewrite
+
+    try:
+        return rewrite.optimize(model, fusions=fusions, **options)
+    except Exception as e:
+        # Data that does not fill its shape fails wherever a rule reads the weight, with
+        # an error naming neither; the scan runs only after a failure (no weight read).
+        from onnx_symdims._modelio import ModelLoadError, unreadable_initializer
+
+        broken = unreadable_initializer(model)
+        if broken is None:
+            raise
+        if path is not None:
+            raise ModelLoadError(path, broken) from e
+        raise ValueError(broken) from e
+
+
 def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
     """Optimizes ``model`` with proven shapes (:func:`onnx_symdims.rewrite.optimize`).
 
@@ -126,7 +147,9 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
 
     Raises:
         ModelLoadError: ``model`` is a path that is not a loadable ONNX file, or a
-            ``ModelProto`` onnx-ir cannot read (two nodes with the same output name).
+            ``ModelProto`` onnx-ir cannot read (two nodes with the same output name), or
+            a weight's data does not fill its shape (the message names the weight; a
+            ``ValueError`` for a model given as an ``ir.Model`` or ``ModelProto``).
 
     Example::
 
@@ -135,21 +158,19 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
         >>> sum(1 for _ in model.graph) < 212
         True
     """
-    from onnx_symdims import rewrite
-
     if isinstance(model, ir.Model):
-        return rewrite.optimize(model, fusions=fusions, **options)
+        return _optimized(model, fusions, options)
     from onnx_symdims._modelio import deserialize_proto, load_model
 
     if isinstance(model, (str, os.PathLike)):
-        return rewrite.optimize(load_model(model), fusions=fusions, **options)
+        return _optimized(load_model(model), fusions, options, model)
     import onnx
 
     if isinstance(model, onnx.ModelProto):
         # a copy: onnx-ir wraps the proto's tensors, and optimizing writes into them
         copy = onnx.ModelProto()
         copy.CopyFrom(model)
-        optimized = rewrite.optimize(deserialize_proto(copy), fusions=fusions, **options)
+        optimized = _optimized(deserialize_proto(copy), fusions, options)
         return ir.serde.serialize_model(optimized)
     raise TypeError(
         f"expected an ir.Model, onnx.ModelProto or path, got {type(model).__name__}"

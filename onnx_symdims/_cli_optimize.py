@@ -59,7 +59,6 @@ from onnx_symdims.cli import (
     parse_input_shapes,
     parse_ranges,
     require_onnxruntime,
-    unreadable_initializer,
     verify_options,
     wants_verify,
 )
@@ -134,6 +133,8 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
     except Exception as e:
         # A weight whose data does not fill its shape fails wherever a rule reads it;
         # name the weight (an internal error would blame the tool for the file).
+        from onnx_symdims._modelio import unreadable_initializer
+
         broken = unreadable_initializer(model)
         if broken is None:
             raise

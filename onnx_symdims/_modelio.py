@@ -20,6 +20,7 @@ __all__ = [
     "SaveResult",
     "load_model",
     "save_model",
+    "unreadable_initializer",
 ]
 
 import dataclasses
@@ -279,3 +280,26 @@ def save_model(
             os.remove(tmp)
     written = os.path.join(out_dir, external_data) if external_data is not None else None
     return SaveResult(path, written, note)
+
+
+def unreadable_initializer(model: ir.Model) -> str | None:
+    """The first initializer whose data cannot be read, as ``'W' (FLOAT[4]): cause``.
+
+    Called after a command or ``optimize`` failed: an initializer whose stored data does not fill its
+    declared shape (2 floats for ``[4]``, 7 raw bytes) raises deep inside whatever reads
+    it, and that error names neither the model nor the initializer. Reading every weight
+    up front would cost a big model its load time, so only a failure pays for the scan.
+    """
+    for graph in model.graphs():
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            if tensor is None:
+                continue
+            try:
+                tensor.numpy()
+            except Exception as e:  # onnx-ir raises ValueError, numpy anything
+                return (
+                    f"initializer {value.name!r} ({tensor.dtype.name}{list(tensor.shape)}) "
+                    f"cannot be read: {root_cause(e)}"
+                )
+    return None

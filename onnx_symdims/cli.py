@@ -36,7 +36,6 @@ __all__ = [
     "check_output_args",
     "check_weights_kept",
     "main",
-    "unreadable_initializer",
     "verify_options",
     "wants_verify",
 ]
@@ -352,31 +351,6 @@ def check_external_data(model: ir.Model, path: str) -> None:
                     f"{value.name!r}): put the data file back next to the model as "
                     f"{tensor.location!r}"
                 )
-
-
-def unreadable_initializer(model: ir.Model) -> str | None:
-    """The first initializer whose data cannot be read, as ``'W' (FLOAT[4]): cause``.
-
-    Called after a command failed: an initializer whose stored data does not fill its
-    declared shape (2 floats for ``[4]``, 7 raw bytes) raises deep inside whatever reads
-    it, and that error names neither the model nor the initializer. Reading every weight
-    up front would cost a big model its load time, so only a failure pays for the scan.
-    """
-    from onnx_symdims._modelio import root_cause
-
-    for graph in model.graphs():
-        for value in graph.initializers.values():
-            tensor = value.const_value
-            if tensor is None:
-                continue
-            try:
-                tensor.numpy()
-            except Exception as e:  # onnx-ir raises ValueError, numpy anything
-                return (
-                    f"initializer {value.name!r} ({tensor.dtype.name}{list(tensor.shape)}) "
-                    f"cannot be read: {root_cause(e)}"
-                )
-    return None
 
 
 def add_output_args(parser: argparse.ArgumentParser, *, required: bool = False) -> None:

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto
 from onnx import helper as h
 
-from onnx_symdims import cli
+from onnx_symdims import ModelLoadError, cli
 from tests.cli._cli_testing import (
     GOOD,
     assert_one_line_error,
@@ -51,6 +51,24 @@ def test_optimize_names_a_weight_whose_data_does_not_fill_its_shape(
     assert cli.main(["optimize", path, "-o", str(out)]) == 1
     assert_one_line_error(capsys.readouterr().err, path, "initializer 'W'", cause)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("given", ["path", "proto", "ir"])
+def test_the_optimize_api_names_a_weight_whose_data_does_not_fill_its_shape(given, tmp_path):
+    # Was numpy's "cannot reshape array of size 2 into shape (4,)" from deep in a rule.
+    import onnx_ir as ir
+
+    import onnx_symdims
+
+    path = _short_weight_model(tmp_path / "short.onnx")
+    model = {
+        "path": lambda: path,
+        "proto": lambda: onnx.load(path),
+        "ir": lambda: ir.load(path),
+    }[given]()
+    error = ModelLoadError if given == "path" else ValueError
+    with pytest.raises(error, match="initializer 'W' \\(FLOAT\\[4\\]\\) cannot be read"):
+        onnx_symdims.optimize(model)
 
 
 def test_infer_goes_on_past_a_weight_whose_data_does_not_fill_its_shape(tmp_path, capsys):
