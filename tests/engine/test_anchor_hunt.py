@@ -1,0 +1,96 @@
+"""Reproducers of wrong dims found hunting in the renaming of engine symbols (stop 43).
+
+Each test states the finding and is ``xfail(strict=True)`` until the engine is fixed
+(the fix then turns it into a pass, and strict makes the xfail fail: drop the mark).
+
+Finding: a declared intermediate shape (``value_info``) is trusted where the inferred
+dim is a bare minted symbol, also for data-dependent sizes the engine has a bound for
+(``NonZero``, ``Compress``, ``Unique`` counts) and for an ``If`` whose branches differ.
+The policy ``refine`` documents this ("the declared one only where the inferred is a
+bare minted symbol"), but docs/engine.md §8 and §10 promise that a declared
+intermediate shape "never overrides what inference proves" and that "declared
+intermediate shapes are not trusted beyond what inference proves": a stale
+``value_info`` (``int64[1, N] z`` on ``z = NonZero(x)``, or ``[1, 3]`` from a traced
+export) is written on the value and on every value downstream, graph outputs included,
+and it is false whenever ``x`` has a zero (at ``N = 0`` the declared ``3`` even
+contradicts the recorded bound ``nnz <= N``). Without ``value_info_anchors`` nothing
+asked the engine to trust these declarations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.fuzz import oracle
+from tests.ops._ort_oracle import check_against_ort
+
+HEADER = '<ir_version: 8, opset_import: ["" : 18]>\n'
+BINDINGS = [{"N": n} for n in (0, 1, 2, 3, 5)]
+
+STALE_VALUE_INFO = {
+    # NonZero's count declared as the input length: false when x has a zero.
+    "nonzero_input_name": """
+        g (float[N] x) => (int64[1, ?] w) <int64[1, N] z> {
+          z = NonZero (x)
+          w = Identity (z)
+        }""",
+    # A traced export's int: false for every other count (0 at N = 0, below the bound).
+    "nonzero_int": """
+        g (float[N] x) => (int64[1, ?] w) <int64[1, 3] z> {
+          z = NonZero (x)
+          w = Identity (z)
+        }""",
+    "compress_input_name": """
+        g (float[N] x) => (float[?] w) <float[N] y> {
+          half = Constant <value: tensor = float {0.5}> ()
+          m = Greater (x, half)
+          y = Compress <axis: int = 0> (x, m)
+          w = Identity (y)
+        }""",
+    "unique_input_name": """
+        g (float[N] x) => (float[?] w) <float[N] y> {
+          y = Unique (x)
+          w = Identity (y)
+        }""",
+}
+
+WHY = (
+    "stale value_info trusted for a data-dependent minted dim (refine policy keeps the "
+    "declared dim where the inferred one is a bare minted symbol)"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=WHY)
+@pytest.mark.parametrize("name", sorted(STALE_VALUE_INFO))
+def test_stale_value_info_on_data_dependent_count(name: str) -> None:
+    case = oracle.case_from_text(HEADER + STALE_VALUE_INFO[name], BINDINGS)
+    outcome = oracle.check_case_quietly(case)
+    assert outcome.runs, f"{name}: no binding ran in onnxruntime: {outcome}"
+    found = [oracle.report(case, f) for f in outcome.findings]
+    assert not found, "\n\n".join(found)
+
+
+# The If's branches give N and M elements: the engine mints If_y_d0 and then takes the
+# stale value_info's N for y and for w, the graph output; the run with c = true has M.
+IF_BRANCHES = (
+    HEADER
+    + """
+    g (float[N] x, float[M] q, bool c) => (float[?] w) <float[N] y> {
+      y = If (c) <then_branch: graph = tb () => (float[?] a) {
+          a = Identity (q)
+      }, else_branch: graph = eb () => (float[?] b) {
+          b = Identity (x)
+      }>
+      w = Identity (y)
+    }"""
+)
+
+
+@pytest.mark.xfail(strict=True, reason=WHY)
+def test_stale_value_info_on_if_of_differing_branches() -> None:
+    check_against_ort(
+        IF_BRANCHES,
+        [{"N": 2, "M": 3}, {"N": 3, "M": 0}],
+        feeds={"c": np.array(True)},
+    )
