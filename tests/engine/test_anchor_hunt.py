@@ -139,6 +139,15 @@ SLICE_END_BEYOND_PROBES = """
       y = Slice (x, st, en)
       w = Slice (x, st, en)
     }"""
+# The same with N % 101 (declared N), which differs first at N = 101.
+MOD_BEYOND_PROBES = """
+    g (float[N] x) => (float[N] y, float[?] w) {
+      s = Shape (x)
+      big = Constant <value: tensor = int64[1] {101}> ()
+      m = Mod (s, big)
+      y = ConstantOfShape (m)
+      w = ConstantOfShape (m)
+    }"""
 
 
 @pytest.mark.xfail(
@@ -146,9 +155,10 @@ SLICE_END_BEYOND_PROBES = """
     reason="a declared output dim false only above the probed sizes (N > 100) is "
     "trusted and renamed into other values",
 )
-def test_declared_output_false_only_for_large_sizes() -> None:
+@pytest.mark.parametrize("graph", [SLICE_END_BEYOND_PROBES, MOD_BEYOND_PROBES])
+def test_declared_output_false_only_for_large_sizes(graph: str) -> None:
     bindings = [{"N": n} for n in (0, 1, 2, 3, 200)]
-    case = oracle.case_from_text(HEADER + SLICE_END_BEYOND_PROBES, bindings)
+    case = oracle.case_from_text(HEADER + graph, bindings)
     outcome = oracle.check_case_quietly(case)
     assert outcome.runs, f"no binding ran in onnxruntime: {outcome}"
     found = [oracle.report(case, f) for f in outcome.findings if f.value == "w"]
