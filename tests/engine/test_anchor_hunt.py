@@ -5,8 +5,9 @@ Each test states the finding and is ``xfail(strict=True)`` until the engine is f
 
 Finding 1 (below: 2, an exporter name back from value_info; 3, a declared output
 false only at sizes the conflict search does not try): a declared intermediate shape
-(``value_info``) is trusted where the inferred dim is a bare minted symbol, also for data-dependent sizes the engine has a bound for
-(``NonZero``, ``Compress``, ``Unique`` counts) and for an ``If`` whose branches differ.
+(``value_info``) is trusted where the inferred dim is a bare minted symbol, also for
+data-dependent sizes the engine has a bound for (``NonZero``, ``Compress``, ``Unique``
+counts) and for an ``If`` whose branches differ.
 The policy ``refine`` documents this ("the declared one only where the inferred is a
 bare minted symbol"), but docs/engine.md §8 and §10 promise that a declared
 intermediate shape "never overrides what inference proves" and that "declared
