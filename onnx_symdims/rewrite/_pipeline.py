@@ -179,6 +179,14 @@ class OptimizePass(ir.passes.InPlacePass):
         self.max_constant_elements = max_constant_elements
         self.exact_floats = exact_floats
         self.symbol_ranges = dict(symbol_ranges or {})
+        for name, (lower, upper) in self.symbol_ranges.items():
+            # an empty range promises nothing, yet every rule would take it as proven
+            if (lower is not None and lower < 0) or (
+                upper is not None and (upper < 0 or (lower is not None and lower > upper))
+            ):
+                raise ValueError(
+                    f"symbol_ranges[{name!r}] = {(lower, upper)}: expected 0 <= lower <= upper"
+                )
         self.input_shapes = dict(input_shapes or {})
         self.verify_fusions = verify_fusions
         # The last round's facts, which the next round's analysis builds on.

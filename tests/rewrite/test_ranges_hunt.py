@@ -1,7 +1,6 @@
 """Soundness hunt of ``optimize(symbol_ranges=..., input_shapes=...)``: reproducers.
 
-Each test is a finding, marked ``xfail(strict=True)`` until it is fixed (the suite stays
-green; a fix turns it into an XPASS, which fails until the mark is removed).
+Each test is a finding of stop 43's hunt, failing before its fix.
 """
 
 from __future__ import annotations
@@ -24,13 +23,10 @@ DECIDED_IF = """
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="OptimizePass accepts an empty range (lower > upper), which the CLI rejects "
-    "(--symbol-range expects 0 <= LO <= HI); the rounds then take N >= 5 as proven and "
-    "inline the If's then branch, so every run (N = 1 or 2 ...) returns x instead of "
-    "Concat(x, x)",
-)
-def test_an_empty_symbol_range_is_refused_as_on_the_command_line():
-    with pytest.raises(ValueError):
-        OptimizePass(symbol_ranges={"N": (5, 1)})(model(DECIDED_IF))
+@pytest.mark.parametrize("bounds", [(5, 1), (-3, 2), (-3, -3), (None, -1)])
+def test_an_empty_symbol_range_is_refused_as_on_the_command_line(bounds):
+    """It was accepted (the CLI refuses it: ``--symbol-range`` expects ``0 <= LO <= HI``);
+    with ``(5, 1)`` the rounds took ``N >= 5`` as proven and inlined the If's then branch,
+    so every run (``N = 1``, ``2``, ...) returned ``x`` instead of ``Concat(x, x)``."""
+    with pytest.raises(ValueError, match="expected 0 <= lower <= upper"):
+        OptimizePass(symbol_ranges={"N": bounds})(model(DECIDED_IF))
