@@ -847,8 +847,12 @@ def _tail(model: ir.Model) -> None:
     """The tail of onnxscript's optimizer: dead nodes, functions, opsets out; constants lifted."""
     graph = model.graph
     _detach_discarded_nodes(graph)
-    # Graph inputs that are also graph outputs, by output position.
-    passed_through = {i: v for i, v in enumerate(graph.outputs) if v.is_graph_input()}
+    # Graph inputs that are also graph outputs, by output position, with their names; and
+    # every output's declared name (one value may be several outputs).
+    passed_through = {
+        i: (v, v.name) for i, v in enumerate(graph.outputs) if v.is_graph_input()
+    }
+    declared = [v.name for v in graph.outputs]
     for tail in (
         common_passes.RemoveUnusedNodesPass(),
         common_passes.RemoveUnusedFunctionsPass(),
@@ -863,6 +867,7 @@ def _tail(model: ir.Model) -> None:
         with _quiet(tail):
             tail(model)
     _keep_passed_through_inputs(graph, passed_through)
+    _keep_repeated_outputs(graph, declared)
     if model.ir_version is not None and model.ir_version < 4:
         _constants_as_nodes(model.graph)
     if model.opset_imports.get("", _CONSTANT_LISTS_OPSET) < _CONSTANT_LISTS_OPSET:
@@ -934,14 +939,17 @@ def _quiet(tail: ir.passes.PassBase) -> Iterator[None]:
         module.setLevel(level)
 
 
-def _keep_passed_through_inputs(graph: ir.Graph, passed_through: dict[int, ir.Value]) -> None:
+def _keep_passed_through_inputs(
+    graph: ir.Graph, passed_through: dict[int, tuple[ir.Value, str | None]]
+) -> None:
     """Puts a graph input that is also a graph output back in the output list, by its name.
 
     onnx-ir's ``OutputFixPass`` gives such an output an ``Identity`` and renames the input
-    (``X`` -> ``X_orig``): the model's declared input name changed (a caller feeding ``X``
-    is refused). The input keeps its name and stays the output, as in the original.
+    (``X`` -> ``X_orig``, and the outputs of an input passed through twice ``X`` and
+    ``X_alias_1``): the model's declared input name changed (a caller feeding ``X`` is
+    refused). The input keeps its declared name and stays the output, as in the original.
     """
-    for index, value in passed_through.items():
+    for index, (value, declared) in passed_through.items():
         if index >= len(graph.outputs):
             continue
         output = graph.outputs[index]
@@ -955,11 +963,38 @@ def _keep_passed_through_inputs(graph: ir.Graph, passed_through: dict[int, ir.Va
             or node.inputs[0] is not value
         ):
             continue
-        name = output.name
         graph.outputs[index] = value
         if not output.uses():
             graph.remove(node, safe=True)
-        value.name = name
+        value.name = declared
+
+
+def _keep_repeated_outputs(graph: ir.Graph, declared: list[str | None]) -> None:
+    """Makes an output declared twice (``(Y, Y)``) one value again, under its declared name.
+
+    onnx-ir's ``OutputFixPass`` gives the second an ``Identity`` named ``Y_alias_1``: a
+    declared output name changed. Outputs of distinct names are left as they are.
+    """
+    first: dict[str, ir.Value] = {}
+    for index, name in enumerate(declared):
+        if name is None or index >= len(graph.outputs):
+            continue
+        output = graph.outputs[index]
+        kept = first.setdefault(name, output)
+        if output is kept or kept.name != name:
+            continue
+        node = output.producer()
+        if (
+            node is None
+            or node.op_type != "Identity"
+            or node.graph is not graph
+            or not node.inputs
+            or node.inputs[0] is not kept
+        ):
+            continue
+        graph.outputs[index] = kept
+        if not output.uses():
+            graph.remove(node, safe=True)
 
 
 def _set_aside_subgraph_input_shapes(model: ir.Model) -> list[tuple[ir.Value, ir.Shape]]:
