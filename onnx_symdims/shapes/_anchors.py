@@ -75,7 +75,7 @@ __all__ = ["declared_dims", "merge_value_with_anchor", "merge_with_anchor"]
 import itertools
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import onnx_ir as ir
@@ -229,6 +229,12 @@ _SMALLEST_SIZE_OF_A_CONFLICT = 2
 _EDGE_SIZES = (0, 1, 2, 3, 5, 8)
 #: Points tried for more symbols (a fixed walk: the diagnostic is the same every run).
 _MANY_SYMBOL_POINTS = 400
+#: Large sizes tried after the grid of :data:`_OFFSETS` (a clamp ``min(128, N)``, a
+#: division ``(N+127)//128`` or a remainder ``N % 101`` parts from ``N`` only there):
+#: ``2**7`` to ``2**20``.
+_LARGE_SIZES = tuple(2**k for k in range(7, 21))
+#: At most this many of an expression's integer constants are probed around (the largest).
+_MAX_CONSTANTS = 12
 
 
 def _separated(
@@ -284,6 +290,21 @@ def _separating_point(
     # Compiled: up to a thousand points, each evaluating two nested min/max expressions.
     names = tuple(names)
     at_e, at_f = expr.evaluator(e, names), expr.evaluator(f, names)
+    found = _differing_point(names, points, at_e, at_f, at_edge)
+    if found is None and not at_edge:
+        # Beyond the grid: around the expressions' constants and at large sizes.
+        found = _differing_point(names, _far_points(scope, names, ranges, e, f), at_e, at_f)
+    return found
+
+
+def _differing_point(
+    names: tuple[str, ...],
+    points: Iterable[tuple[int, ...]],
+    at_e: Callable[..., int],
+    at_f: Callable[..., int],
+    at_edge: bool = False,
+) -> str | None:
+    """The first of ``points`` where both evaluators give a value and differ, printed."""
     for point in points:
         if at_edge and min(point) >= _SMALLEST_SIZE_OF_A_CONFLICT:
             continue
@@ -293,6 +314,63 @@ def _separating_point(
         except (ArithmeticError, expr.ExprError):
             continue
     return None
+
+
+def _far_points(
+    scope: expr.Scope,
+    names: tuple[str, ...],
+    ranges: list[list[int]],
+    e: expr.DimExpr,
+    f: expr.DimExpr,
+) -> Iterator[tuple[int, ...]]:
+    """Points beyond the grid of :data:`_OFFSETS`, within the symbols' bounds.
+
+    The sizes: ``c - 1``, ``c``, ``c + 1`` and ``2*c`` for each integer constant ``c``
+    of ``e`` and ``f`` (a clamp at 128, a remainder by 101 part there), then
+    :data:`_LARGE_SIZES`. Each symbol takes each size with the others at their first
+    grid value, then every symbol takes it at once: a few dozen points per symbol, not
+    the product (the grid's product holds the small sizes already).
+    """
+    constants: set[int] = set()
+    _constants(e, constants)
+    _constants(f, constants)
+    sizes: dict[int, None] = {}
+    for c in sorted(constants, reverse=True)[:_MAX_CONSTANTS]:
+        for v in (c - 1, c, c + 1, 2 * c):
+            sizes[v] = None
+    for v in _LARGE_SIZES:
+        sizes[v] = None
+    bounds = [scope.bounds(expr.sym(name)) for name in names]
+    base = [r[0] for r in ranges]
+    low = [max(lower or 0, _SMALLEST_SIZE_OF_A_CONFLICT) for lower, _ in bounds]
+    allowed = [
+        [v for v in sizes if v >= lo and (upper is None or v <= upper)]
+        for lo, (_, upper) in zip(low, bounds)
+    ]
+    for i, values in enumerate(allowed):
+        for v in values:
+            point = list(base)
+            point[i] = v
+            yield tuple(point)
+    if len(names) > 1:
+        for v in sizes:
+            if all(v in values for values in allowed):
+                yield (v,) * len(names)
+
+
+def _constants(d: expr.DimExpr, found: set[int]) -> None:
+    """Adds the absolute values (>= 2) of the integers in ``d`` to ``found``."""
+    for v in (d.const, *(c for _, c in d.terms)):
+        if abs(v) >= 2:
+            found.add(abs(v))
+    for mono, _ in d.terms:
+        for atom in mono:
+            for arg in atom.args:
+                if isinstance(arg, int):
+                    if abs(arg) >= 2:
+                        found.add(abs(arg))
+                elif not arg.is_unknown:
+                    _constants(arg, found)
 
 
 def _merge(
