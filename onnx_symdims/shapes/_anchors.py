@@ -60,7 +60,13 @@ runs at ``W = 0``. A point within the bounds with a size below 2 where both diff
 *edge*: the model may fail there (a convolution whose window does not fit, which is why
 the engine records such facts), so it is no conflict (an ``info`` diagnostic, never an
 error in strict mode), but the declared formula is no fact either: the inferred dim is
-kept and no equality recorded. A declared expression over other names, or
+kept and no equality recorded. So is a point found only beyond that grid (sizes from 2
+up to about 100), around the expressions' integer constants (``c - 1``, ``c``, ``c + 1``,
+``2*c``) or at large sizes (``2**7`` to ``2**20``): ``N`` declared for ``x[:128]``, which
+is ``min(128, N)``, differs at ``N = 129`` only. A model may fail there too (a window of
+128 positions: attack5 ``gptneo_kv1_dynamo`` declares a formula that parts from the
+inferred one only where its attention mask no longer broadcasts), so such a point is an
+edge, not a conflict. A declared expression over other names, or
 over fewer (``total`` of ``past + seq``, ``e`` of ``broadcast(b+c, e)``), relates sizes:
 a relation the author states, recorded as before.
 
@@ -159,11 +165,12 @@ def _plan(
     declared: Sequence[Dim | None],
     what: str,
     differs: Callable[[expr.DimExpr, int], bool] | None = None,
-    separated: Callable[[expr.DimExpr, expr.DimExpr], tuple[str, bool] | None] | None = None,
+    separated: Callable[[expr.DimExpr, expr.DimExpr], tuple[str, str] | None] | None = None,
 ) -> tuple[list[Dim | None], list[tuple[Dim, Dim]], list[str], tuple[list[str], list[int]]]:
     """Per-dim merge without side effects: (result, equalities, conflicts, edges).
 
-    ``edges``: the messages and the axes of the edges.
+    ``edges``: the messages and the axes of the edges (a point with a size below 2, or
+    one found only beyond the grid of sizes first tried: see the module docstring).
 
     ``differs(e, n)``: whether an inferred expression ``e`` may differ from a declared
     int ``n`` in a run (a conflict then). ``separated(e, f)``: a point (printed) where
@@ -202,10 +209,12 @@ def _plan(
         else:
             found = separated(inf, decl) if separated is not None else None
             if found is not None:
-                point, at_edge = found
+                point, kind = found
+                at_edge = kind != "conflict"
                 (edges if at_edge else conflicts).append(
                     f"{what} {axis}: declared {expr.to_onnx(decl)} but inferred "
                     f"{expr.to_onnx(inf)}, which differs at {point}"
+                    + (" (only beyond the sizes first tried)" if kind == "far" else "")
                 )
                 if at_edge:
                     edge_axes.append(axis)
@@ -239,14 +248,20 @@ _MAX_CONSTANTS = 12
 
 def _separated(
     scope: expr.Scope, names: Sequence[str], e: expr.DimExpr, f: expr.DimExpr
-) -> tuple[str, bool] | None:
-    """A point where ``e`` and ``f`` differ and whether it is an edge, or None."""
+) -> tuple[str, str] | None:
+    """A point where ``e`` and ``f`` differ and its kind, or None.
+
+    The kind: ``"conflict"`` (the grid of sizes from 2 up, :data:`_OFFSETS`), ``"edge"``
+    (some size below 2) or ``"far"`` (only around the constants or at large sizes).
+    """
     if scope.prove_eq(e, f):
         return None
-    for at_edge in (False, True):
-        point = _separating_point(scope, names, e, f, at_edge=at_edge)
+    for kind in ("conflict", "edge", "far"):
+        point = _separating_point(
+            scope, names, e, f, at_edge=kind == "edge", far=kind == "far"
+        )
         if point is not None:
-            return point, at_edge
+            return point, kind
     return None
 
 
@@ -257,11 +272,13 @@ def _separating_point(
     f: expr.DimExpr,
     *,
     at_edge: bool = False,
+    far: bool = False,
 ) -> str | None:
     """``"H=5"``: a point within the symbols' bounds where ``e`` and ``f`` differ, or None.
 
     Every size is at least :data:`_SMALLEST_SIZE_OF_A_CONFLICT`, or with ``at_edge``, at
-    least 0 with some size below it (:data:`_EDGE_SIZES`). Points where either is
+    least 0 with some size below it (:data:`_EDGE_SIZES`). With ``far``, only points
+    beyond the grid of :data:`_OFFSETS` (:func:`_far_points`). Points where either is
     undefined (an exact division that does not divide, a broadcast that fails) are
     skipped: only a value both give can show them apart.
     """
@@ -282,19 +299,17 @@ def _separating_point(
         not all(ranges) or all(r[0] >= _SMALLEST_SIZE_OF_A_CONFLICT for r in ranges)
     ):
         return None  # the bounds leave no size below 2 (or none at all) to try
-    if len(names) <= 3:
+    names = tuple(names)
+    if far:
+        points = _far_points(scope, names, ranges, e, f)
+    elif len(names) <= 3:
         points = itertools.product(*ranges)
     else:
         walk = random.Random(len(names))
         points = (tuple(walk.choice(r) for r in ranges) for _ in range(_MANY_SYMBOL_POINTS))
     # Compiled: up to a thousand points, each evaluating two nested min/max expressions.
-    names = tuple(names)
     at_e, at_f = expr.evaluator(e, names), expr.evaluator(f, names)
-    found = _differing_point(names, points, at_e, at_f, at_edge)
-    if found is None and not at_edge:
-        # Beyond the grid: around the expressions' constants and at large sizes.
-        found = _differing_point(names, _far_points(scope, names, ranges, e, f), at_e, at_f)
-    return found
+    return _differing_point(names, points, at_e, at_f, at_edge)
 
 
 def _differing_point(
@@ -405,7 +420,7 @@ def _merge(
                     return False  # a size the engine could not name: the int tells it
                 return not scope.prove_eq(e, n)
 
-            def separated(e: expr.DimExpr, f: expr.DimExpr) -> tuple[str, bool] | None:
+            def separated(e: expr.DimExpr, f: expr.DimExpr) -> tuple[str, str] | None:
                 names = e.symbols()
                 if f.symbols() != names or any(generated(name) for name in names):
                     # A relation to other sizes (f names fewer or other sizes: e of
@@ -444,9 +459,9 @@ def _merge(
         ctx.add_diagnostic(
             node,
             "info",
-            f"{where}: declared {_printed(declared)} holds at sizes >= "
-            f"{_SMALLEST_SIZE_OF_A_CONFLICT} only, inferred {_printed(inferred)} is kept: "
-            + "; ".join(edges),
+            f"{where}: declared {_printed(declared)} holds at some sizes only (the model "
+            f"may fail at the others: sizes below {_SMALLEST_SIZE_OF_A_CONFLICT}, or beyond "
+            f"its limits), inferred {_printed(inferred)} is kept: " + "; ".join(edges),
         )
     for inf, decl in equalities:
         ctx.add_symbolic_constraint_with_leaf_derivation(inf, decl)
