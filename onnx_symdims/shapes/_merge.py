@@ -13,18 +13,24 @@ are subgraph outputs, whose declared text is never changed):
   anchors): ``((batch*total_seq_len)//batch)`` becomes ``total_seq_len``;
 * two different ints: a conflict; the inferred int is used downstream and written;
 * a declared int against an inferred symbolic dim: the int wins only when the inferred
-  dim is a bare symbol the engine minted (it knows nothing) or is proven equal; else
-  the declared int is not implied: a conflict, the inferred dim is used and written;
+  dim is a bare symbol the engine minted and knows nothing about (no recorded bound or
+  range: an op without a hook, a hook that could not tell) or is proven equal; else
+  the declared int is not implied: a conflict, the inferred dim is used and written. A
+  minted symbol with a bound or range is a *data-dependent* size (``NonZero``'s count
+  ``<= N``, ``TopK`` with a runtime ``k``, an ``If`` whose branches differ): it changes
+  from run to run and a traced ``value_info`` (``[1, 3]``, ``[N]``) holds in the traced
+  run only;
 * a declared symbolic dim against an inferred int: the int is used downstream and
   written (except on anchors);
 * two different symbolic dims: written canonically when proven equal; a conflict (the
   inferred dim is written) when proven different (``N`` declared, ``N+1`` inferred);
   else the declared text stays only where the inferred dim holds a symbol the engine
-  minted (it may know less than the author): an inferred dim over the author's names
-  alone holds in every run, the declared text is not implied (a conflict, the inferred
-  dim is written: stale ``batch`` where ``batch*seq_len`` is inferred); downstream sees
-  the inferred dim, unless it is a bare symbol the engine minted, which knows less than
-  the declared one;
+  minted and knows nothing about (it may know less than the author): an inferred dim
+  over the author's names and data-dependent sizes alone holds in every run, the
+  declared text is not implied (a conflict, the inferred dim is written: stale ``batch``
+  where ``batch*seq_len`` is inferred, ``N`` on a ``NonZero`` count); downstream sees
+  the inferred dim, unless it is a bare symbol the engine minted and knows nothing
+  about, which knows less than the declared one;
 * a rank mismatch: a conflict; the inferred shape is used and written.
 
 Conflict messages name both shapes; the engine records them as ``warning``s (raising in
