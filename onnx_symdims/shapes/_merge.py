@@ -119,21 +119,16 @@ def _declares_nothing(d: ir.SymbolicDim, anchor: bool) -> bool:
     )
 
 
-def _data_dependent(ctx: ShapesContext, d: expr.DimExpr) -> bool:
-    """Whether ``d`` is a bare symbol the engine minted and knows something about.
-
-    A hook that mints a size it cannot compute from the input shapes and records a bound
-    or a range for it (``NonZero``'s count ``<= numel``, ``TopK`` with a runtime ``k``,
-    an ``If`` whose branches differ, ``Slice`` of unknown sizes, a ``Loop``'s trip count
-    ``>= 1``) has found a size that depends on the data: it changes from run to run, and
-    a traced export's ``value_info`` (``[1, 3]``, ``[N]``) holds for the traced run only.
-    """
-    name = d.name
-    return name is not None and ctx.is_generated(name) and _bounded(ctx, name)
-
-
 def _bounded(ctx: ShapesContext, name: str) -> bool:
-    """Whether the scope holds a bound or a range for the symbol ``name``."""
+    """Whether the scope holds a bound or a range for the symbol ``name``.
+
+    For a symbol the engine minted: a *data-dependent* size. A hook that mints a size it
+    cannot compute from the input shapes and records a bound or a range for it
+    (``NonZero``'s count ``<= numel``, ``TopK`` with a runtime ``k``, an ``If`` whose
+    branches differ, ``Slice`` of unknown sizes, a ``Loop``'s trip count ``>= 1``) has
+    found a size that changes from run to run: a traced export's ``value_info``
+    (``[1, 3]``, ``[N]``) holds for the traced run only.
+    """
     scope = ctx.scope
     if scope.upper_bounds(name):
         return True
@@ -141,17 +136,19 @@ def _bounded(ctx: ShapesContext, name: str) -> bool:
     return upper is not None or (lower is not None and lower > 0)
 
 
-def _knows_nothing(ctx: ShapesContext, inf: expr.DimExpr, anchor: bool) -> bool:
+def _knows_nothing(ctx: ShapesContext, inf: expr.DimExpr) -> bool:
     """Whether ``inf`` is a bare minted symbol inference knows nothing about.
 
     Only there does a declared intermediate dim say more than inference (an op without
-    a hook, a hook that could not tell); a data-dependent size (:func:`_data_dependent`)
-    is no such dim on a ``value_info`` (a subgraph output, an ``anchor``, keeps the
-    declared text as the author's, as before).
+    a hook, a hook that could not tell); a data-dependent size (:func:`_bounded`)
+    is no such dim, on a ``value_info`` or on a subgraph output (``If`` branches declared
+    ``[1, N]`` on a ``NonZero`` count gave the ``If`` output ``N``).
     """
-    if not (inf.is_symbol and ctx.is_generated(inf.name)):  # type: ignore[arg-type]
-        return False
-    return anchor or not _data_dependent(ctx, inf)
+    return (
+        inf.is_symbol
+        and ctx.is_generated(inf.name)  # type: ignore[arg-type]
+        and not _bounded(ctx, inf.name)  # type: ignore[arg-type]
+    )
 
 
 def _printed(dims) -> str:
@@ -246,13 +243,18 @@ def merge_declared_shape(
             dims.append(inf)
             out.append(decl if anchor else inf)
         elif isinstance(declared_dim, int):
-            minted = _knows_nothing(ctx, inf, anchor)
+            minted = _knows_nothing(ctx, inf)
             # A subgraph output (an anchor of its graph) takes the int where the size is
             # one the engine could not name, as a graph output does (shapes._anchors):
             # an expression of declared names only (``min(3, L)``) may be another size
             # in a run onnxruntime accepts (it only warns about a subgraph's outputs).
+            # Not a data-dependent size: the declared int holds in the traced run only.
             minted = minted or (
-                anchor and any(ctx.is_generated(name) for name in inf.symbols())  # type: ignore[union-attr]
+                anchor
+                and any(
+                    ctx.is_generated(name) and not _bounded(ctx, name)
+                    for name in inf.symbols()  # type: ignore[union-attr]
+                )
             )
             if minted or ctx.scope.prove_eq(inf, declared_dim):
                 # A minted symbol knows nothing: the declared int is the only fact.
@@ -271,7 +273,7 @@ def merge_declared_shape(
             dims.append(inf)
             out.append(decl if anchor else inf)
         else:
-            minted = _knows_nothing(ctx, inf, anchor)
+            minted = _knows_nothing(ctx, inf)
             if minted:
                 dims.append(declared_dim)
                 out.append(decl)
@@ -290,7 +292,7 @@ def merge_declared_shape(
                 # the inferred dim holds in every run and the declared text is a relation
                 # nothing implies (stale value_info: ``batch`` on the Flatten of
                 # ``[batch, seq_len]``, which is ``batch*seq_len``), as a declared int is.
-                # A data-dependent size in it (:func:`_data_dependent`) is one the
+                # A data-dependent size in it (:func:`_bounded`) is one the
                 # declared text cannot know better: not kept for it.
                 keep = relation == "Unknown" and any(
                     ctx.is_generated(name) and not _bounded(ctx, name)

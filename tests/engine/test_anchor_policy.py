@@ -195,3 +195,21 @@ def test_a_declared_output_false_beyond_the_grid_is_replaced_without_a_warning()
     assert not result.context.has_constraint("min(128,N)", "N")
     infos = [d.message for d in result.diagnostics if d.severity == "info"]
     assert any("differs at N=129 (only beyond the sizes first tried)" in i for i in infos)
+
+
+def test_subgraph_output_declared_on_a_data_dependent_count():
+    """Branch outputs declared [1, N] on NonZero counts: the If output is no N."""
+    inferred = check_against_ort(
+        HEADER
+        + """
+        g (float[N] x, bool c) => (int64[1, ?] w) {
+          y = If (c) <
+            then_branch: graph = tb () => (int64[1, N] a) { a = NonZero (x) },
+            else_branch: graph = eb () => (int64[1, N] b) { b = NonZero (x) }
+          >
+          w = Identity (y)
+        }""",
+        [{"N": n} for n in (2, 3, 5)],
+        feeds={"c": np.array(True), "x": lambda b: np.arange(b["N"], dtype=np.float32)},
+    )
+    assert inferred.shape("w") != [1, "N"]
