@@ -10,7 +10,11 @@ count named as the batch). Read as the author's labels they hide what inference 
 (``seq_len-1``) behind an opaque name. :func:`clear_exporter_output_names` empties them,
 on the main graph's outputs and on subgraph outputs where the exporter reused them, before
 inference, which then writes its own dims there (a fresh symbol where it computes
-none), as onnxruntime's symbolic shape inference does.
+none), as onnxruntime's symbolic shape inference does. The same texts on intermediate
+values (``value_info``, in the main graph and its subgraphs) are emptied too: there the
+exporter wrote them on values of sizes that differ (a ``Unique`` count and a ``NonZero``
+count both ``Uniquey_dim_0``), and read as a declared name they would bring the cleared
+name back on the outputs computed from them.
 
 Example::
 
@@ -60,28 +64,67 @@ def clear_exporter_output_names(model: ir.Model) -> int:
     the exporter reuses its names (a branch output of ``[Ifout0_dim_1, 8]``): a subgraph's
     declared output text is otherwise kept as the author's.
 
+    Then the texts cleared there, wherever the graphs' intermediate values (node outputs,
+    ``value_info``) carry them.
+
     Returns:
-        How many output shapes changed.
+        How many shapes changed.
     """
     graph = model.graph
     output_names = frozenset(value.name for value in graph.outputs if value.name)
     op_types: list[frozenset[str]] = []
-    changed = _clear(graph.outputs, graph, output_names, op_types)
+    cleared: set[str] = set()
+    changed = _clear(graph.outputs, graph, output_names, op_types, cleared)
     if op_types:  # a main output had such a name: the exporter may have reused it below
-        for node in ir.traversal.RecursiveGraphIterator(graph):
+        nodes = list(ir.traversal.RecursiveGraphIterator(graph))
+        for node in nodes:
             for attr in node.attributes.values():
                 if attr.type is ir.AttributeType.GRAPH:
-                    changed += _clear(attr.value.outputs, graph, output_names, op_types)
+                    changed += _clear(
+                        attr.value.outputs, graph, output_names, op_types, cleared
+                    )
                 elif attr.type is ir.AttributeType.GRAPHS:
                     for subgraph in attr.value:
-                        changed += _clear(subgraph.outputs, graph, output_names, op_types)
+                        changed += _clear(
+                            subgraph.outputs, graph, output_names, op_types, cleared
+                        )
+        if cleared:
+            changed += _clear_texts(nodes, cleared)
+    return changed
+
+
+def _clear_texts(nodes: list[ir.Node], texts: set[str]) -> int:
+    """Empties the dims spelled as one of ``texts`` on the nodes' outputs.
+
+    Not on a graph's outputs: those are cleared by name (:func:`_clear`) or are the
+    author's.
+    """
+    changed = 0
+    for node in nodes:
+        for value in node.outputs:
+            shape = value.shape
+            if shape is None or value.is_graph_output():
+                continue
+            gone = [isinstance(d, ir.SymbolicDim) and d.value in texts for d in shape.dims]
+            if any(gone):
+                dims = [None if g else d for d, g in zip(shape.dims, gone)]
+                logger.debug("value %s: exporter dim names %s cleared", value.name, shape)
+                value.shape = ir.Shape(dims)
+                changed += 1
     return changed
 
 
 def _clear(
-    values, graph: ir.Graph, output_names: frozenset[str], op_types: list[frozenset[str]]
+    values,
+    graph: ir.Graph,
+    output_names: frozenset[str],
+    op_types: list[frozenset[str]],
+    cleared: set[str],
 ) -> int:
-    """Empties the invented names on ``values``; ``op_types`` caches the graph's op types."""
+    """Empties the invented names on ``values``, adding them to ``cleared``.
+
+    ``op_types`` caches the graph's op types.
+    """
     changed = 0
     for value in values:
         shape = value.shape
@@ -101,6 +144,7 @@ def _clear(
             for d in shape.dims
         ]
         if any(invented):
+            cleared.update(d.value for d, gone in zip(shape.dims, invented) if gone)
             dims = [None if gone else d for d, gone in zip(shape.dims, invented)]
             logger.debug("output %s: exporter dim names %s cleared", value.name, shape)
             value.shape = ir.Shape(dims)

@@ -60,7 +60,13 @@ runs at ``W = 0``. A point within the bounds with a size below 2 where both diff
 *edge*: the model may fail there (a convolution whose window does not fit, which is why
 the engine records such facts), so it is no conflict (an ``info`` diagnostic, never an
 error in strict mode), but the declared formula is no fact either: the inferred dim is
-kept and no equality recorded. A declared expression over other names, or
+kept and no equality recorded. So is a point found only beyond that grid (sizes from 2
+up to about 100), around the expressions' integer constants (``c - 1``, ``c``, ``c + 1``,
+``2*c``) or at large sizes (``2**7`` to ``2**20``): ``N`` declared for ``x[:128]``, which
+is ``min(128, N)``, differs at ``N = 129`` only. A model may fail there too (a window of
+128 positions: attack5 ``gptneo_kv1_dynamo`` declares a formula that parts from the
+inferred one only where its attention mask no longer broadcasts), so such a point is an
+edge, not a conflict. A declared expression over other names, or
 over fewer (``total`` of ``past + seq``, ``e`` of ``broadcast(b+c, e)``), relates sizes:
 a relation the author states, recorded as before.
 
@@ -75,7 +81,7 @@ __all__ = ["declared_dims", "merge_value_with_anchor", "merge_with_anchor"]
 import itertools
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import onnx_ir as ir
@@ -159,11 +165,12 @@ def _plan(
     declared: Sequence[Dim | None],
     what: str,
     differs: Callable[[expr.DimExpr, int], bool] | None = None,
-    separated: Callable[[expr.DimExpr, expr.DimExpr], tuple[str, bool] | None] | None = None,
+    separated: Callable[[expr.DimExpr, expr.DimExpr], tuple[str, str] | None] | None = None,
 ) -> tuple[list[Dim | None], list[tuple[Dim, Dim]], list[str], tuple[list[str], list[int]]]:
     """Per-dim merge without side effects: (result, equalities, conflicts, edges).
 
-    ``edges``: the messages and the axes of the edges.
+    ``edges``: the messages and the axes of the edges (a point with a size below 2, or
+    one found only beyond the grid of sizes first tried: see the module docstring).
 
     ``differs(e, n)``: whether an inferred expression ``e`` may differ from a declared
     int ``n`` in a run (a conflict then). ``separated(e, f)``: a point (printed) where
@@ -202,10 +209,12 @@ def _plan(
         else:
             found = separated(inf, decl) if separated is not None else None
             if found is not None:
-                point, at_edge = found
+                point, kind = found
+                at_edge = kind != "conflict"
                 (edges if at_edge else conflicts).append(
                     f"{what} {axis}: declared {expr.to_onnx(decl)} but inferred "
                     f"{expr.to_onnx(inf)}, which differs at {point}"
+                    + (" (only beyond the sizes first tried)" if kind == "far" else "")
                 )
                 if at_edge:
                     edge_axes.append(axis)
@@ -229,18 +238,30 @@ _SMALLEST_SIZE_OF_A_CONFLICT = 2
 _EDGE_SIZES = (0, 1, 2, 3, 5, 8)
 #: Points tried for more symbols (a fixed walk: the diagnostic is the same every run).
 _MANY_SYMBOL_POINTS = 400
+#: Large sizes tried after the grid of :data:`_OFFSETS` (a clamp ``min(128, N)``, a
+#: division ``(N+127)//128`` or a remainder ``N % 101`` parts from ``N`` only there):
+#: ``2**7`` to ``2**20``.
+_LARGE_SIZES = tuple(2**k for k in range(7, 21))
+#: At most this many of an expression's integer constants are probed around (the largest).
+_MAX_CONSTANTS = 12
 
 
 def _separated(
     scope: expr.Scope, names: Sequence[str], e: expr.DimExpr, f: expr.DimExpr
-) -> tuple[str, bool] | None:
-    """A point where ``e`` and ``f`` differ and whether it is an edge, or None."""
+) -> tuple[str, str] | None:
+    """A point where ``e`` and ``f`` differ and its kind, or None.
+
+    The kind: ``"conflict"`` (the grid of sizes from 2 up, :data:`_OFFSETS`), ``"edge"``
+    (some size below 2) or ``"far"`` (only around the constants or at large sizes).
+    """
     if scope.prove_eq(e, f):
         return None
-    for at_edge in (False, True):
-        point = _separating_point(scope, names, e, f, at_edge=at_edge)
+    for kind in ("conflict", "edge", "far"):
+        point = _separating_point(
+            scope, names, e, f, at_edge=kind == "edge", far=kind == "far"
+        )
         if point is not None:
-            return point, at_edge
+            return point, kind
     return None
 
 
@@ -251,11 +272,13 @@ def _separating_point(
     f: expr.DimExpr,
     *,
     at_edge: bool = False,
+    far: bool = False,
 ) -> str | None:
     """``"H=5"``: a point within the symbols' bounds where ``e`` and ``f`` differ, or None.
 
     Every size is at least :data:`_SMALLEST_SIZE_OF_A_CONFLICT`, or with ``at_edge``, at
-    least 0 with some size below it (:data:`_EDGE_SIZES`). Points where either is
+    least 0 with some size below it (:data:`_EDGE_SIZES`). With ``far``, only points
+    beyond the grid of :data:`_OFFSETS` (:func:`_far_points`). Points where either is
     undefined (an exact division that does not divide, a broadcast that fails) are
     skipped: only a value both give can show them apart.
     """
@@ -276,14 +299,27 @@ def _separating_point(
         not all(ranges) or all(r[0] >= _SMALLEST_SIZE_OF_A_CONFLICT for r in ranges)
     ):
         return None  # the bounds leave no size below 2 (or none at all) to try
-    if len(names) <= 3:
+    names = tuple(names)
+    if far:
+        points = _far_points(scope, names, ranges, e, f)
+    elif len(names) <= 3:
         points = itertools.product(*ranges)
     else:
         walk = random.Random(len(names))
         points = (tuple(walk.choice(r) for r in ranges) for _ in range(_MANY_SYMBOL_POINTS))
     # Compiled: up to a thousand points, each evaluating two nested min/max expressions.
-    names = tuple(names)
     at_e, at_f = expr.evaluator(e, names), expr.evaluator(f, names)
+    return _differing_point(names, points, at_e, at_f, at_edge)
+
+
+def _differing_point(
+    names: tuple[str, ...],
+    points: Iterable[tuple[int, ...]],
+    at_e: Callable[..., int],
+    at_f: Callable[..., int],
+    at_edge: bool = False,
+) -> str | None:
+    """The first of ``points`` where both evaluators give a value and differ, printed."""
     for point in points:
         if at_edge and min(point) >= _SMALLEST_SIZE_OF_A_CONFLICT:
             continue
@@ -293,6 +329,63 @@ def _separating_point(
         except (ArithmeticError, expr.ExprError):
             continue
     return None
+
+
+def _far_points(
+    scope: expr.Scope,
+    names: tuple[str, ...],
+    ranges: list[list[int]],
+    e: expr.DimExpr,
+    f: expr.DimExpr,
+) -> Iterator[tuple[int, ...]]:
+    """Points beyond the grid of :data:`_OFFSETS`, within the symbols' bounds.
+
+    The sizes: ``c - 1``, ``c``, ``c + 1`` and ``2*c`` for each integer constant ``c``
+    of ``e`` and ``f`` (a clamp at 128, a remainder by 101 part there), then
+    :data:`_LARGE_SIZES`. Each symbol takes each size with the others at their first
+    grid value, then every symbol takes it at once: a few dozen points per symbol, not
+    the product (the grid's product holds the small sizes already).
+    """
+    constants: set[int] = set()
+    _constants(e, constants)
+    _constants(f, constants)
+    sizes: dict[int, None] = {}
+    for c in sorted(constants, reverse=True)[:_MAX_CONSTANTS]:
+        for v in (c - 1, c, c + 1, 2 * c):
+            sizes[v] = None
+    for v in _LARGE_SIZES:
+        sizes[v] = None
+    bounds = [scope.bounds(expr.sym(name)) for name in names]
+    base = [r[0] for r in ranges]
+    low = [max(lower or 0, _SMALLEST_SIZE_OF_A_CONFLICT) for lower, _ in bounds]
+    allowed = [
+        [v for v in sizes if v >= lo and (upper is None or v <= upper)]
+        for lo, (_, upper) in zip(low, bounds)
+    ]
+    for i, values in enumerate(allowed):
+        for v in values:
+            point = list(base)
+            point[i] = v
+            yield tuple(point)
+    if len(names) > 1:
+        for v in sizes:
+            if all(v in values for values in allowed):
+                yield (v,) * len(names)
+
+
+def _constants(d: expr.DimExpr, found: set[int]) -> None:
+    """Adds the absolute values (>= 2) of the integers in ``d`` to ``found``."""
+    for v in (d.const, *(c for _, c in d.terms)):
+        if abs(v) >= 2:
+            found.add(abs(v))
+    for mono, _ in d.terms:
+        for atom in mono:
+            for arg in atom.args:
+                if isinstance(arg, int):
+                    if abs(arg) >= 2:
+                        found.add(abs(arg))
+                elif not arg.is_unknown:
+                    _constants(arg, found)
 
 
 def _merge(
@@ -327,7 +420,7 @@ def _merge(
                     return False  # a size the engine could not name: the int tells it
                 return not scope.prove_eq(e, n)
 
-            def separated(e: expr.DimExpr, f: expr.DimExpr) -> tuple[str, bool] | None:
+            def separated(e: expr.DimExpr, f: expr.DimExpr) -> tuple[str, str] | None:
                 names = e.symbols()
                 if f.symbols() != names or any(generated(name) for name in names):
                     # A relation to other sizes (f names fewer or other sizes: e of
@@ -366,9 +459,9 @@ def _merge(
         ctx.add_diagnostic(
             node,
             "info",
-            f"{where}: declared {_printed(declared)} holds at sizes >= "
-            f"{_SMALLEST_SIZE_OF_A_CONFLICT} only, inferred {_printed(inferred)} is kept: "
-            + "; ".join(edges),
+            f"{where}: declared {_printed(declared)} holds at some sizes only (the model "
+            f"may fail at the others: sizes below {_SMALLEST_SIZE_OF_A_CONFLICT}, or beyond "
+            f"its limits), inferred {_printed(inferred)} is kept: " + "; ".join(edges),
         )
     for inf, decl in equalities:
         ctx.add_symbolic_constraint_with_leaf_derivation(inf, decl)

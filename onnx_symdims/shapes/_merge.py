@@ -13,18 +13,24 @@ are subgraph outputs, whose declared text is never changed):
   anchors): ``((batch*total_seq_len)//batch)`` becomes ``total_seq_len``;
 * two different ints: a conflict; the inferred int is used downstream and written;
 * a declared int against an inferred symbolic dim: the int wins only when the inferred
-  dim is a bare symbol the engine minted (it knows nothing) or is proven equal; else
-  the declared int is not implied: a conflict, the inferred dim is used and written;
+  dim is a bare symbol the engine minted and knows nothing about (no recorded bound or
+  range: an op without a hook, a hook that could not tell) or is proven equal; else
+  the declared int is not implied: a conflict, the inferred dim is used and written. A
+  minted symbol with a bound or range is a *data-dependent* size (``NonZero``'s count
+  ``<= N``, ``TopK`` with a runtime ``k``, an ``If`` whose branches differ): it changes
+  from run to run and a traced ``value_info`` (``[1, 3]``, ``[N]``) holds in the traced
+  run only;
 * a declared symbolic dim against an inferred int: the int is used downstream and
   written (except on anchors);
 * two different symbolic dims: written canonically when proven equal; a conflict (the
   inferred dim is written) when proven different (``N`` declared, ``N+1`` inferred);
   else the declared text stays only where the inferred dim holds a symbol the engine
-  minted (it may know less than the author): an inferred dim over the author's names
-  alone holds in every run, the declared text is not implied (a conflict, the inferred
-  dim is written: stale ``batch`` where ``batch*seq_len`` is inferred); downstream sees
-  the inferred dim, unless it is a bare symbol the engine minted, which knows less than
-  the declared one;
+  minted and knows nothing about (it may know less than the author): an inferred dim
+  over the author's names and data-dependent sizes alone holds in every run, the
+  declared text is not implied (a conflict, the inferred dim is written: stale ``batch``
+  where ``batch*seq_len`` is inferred, ``N`` on a ``NonZero`` count); downstream sees
+  the inferred dim, unless it is a bare symbol the engine minted and knows nothing
+  about, which knows less than the declared one;
 * a rank mismatch: a conflict; the inferred shape is used and written.
 
 Conflict messages name both shapes; the engine records them as ``warning``s (raising in
@@ -110,6 +116,38 @@ def _declares_nothing(d: ir.SymbolicDim, anchor: bool) -> bool:
         not text
         or is_anonymous_dim_text(text)
         or (not anchor and is_tool_minted_dim_text(text))
+    )
+
+
+def _bounded(ctx: ShapesContext, name: str) -> bool:
+    """Whether the scope holds a bound or a range for the symbol ``name``.
+
+    For a symbol the engine minted: a *data-dependent* size. A hook that mints a size it
+    cannot compute from the input shapes and records a bound or a range for it
+    (``NonZero``'s count ``<= numel``, ``TopK`` with a runtime ``k``, an ``If`` whose
+    branches differ, ``Slice`` of unknown sizes, a ``Loop``'s trip count ``>= 1``) has
+    found a size that changes from run to run: a traced export's ``value_info``
+    (``[1, 3]``, ``[N]``) holds for the traced run only.
+    """
+    scope = ctx.scope
+    if scope.upper_bounds(name):
+        return True
+    lower, upper = scope.bounds(expr.sym(name))
+    return upper is not None or (lower is not None and lower > 0)
+
+
+def _knows_nothing(ctx: ShapesContext, inf: expr.DimExpr) -> bool:
+    """Whether ``inf`` is a bare minted symbol inference knows nothing about.
+
+    Only there does a declared intermediate dim say more than inference (an op without
+    a hook, a hook that could not tell); a data-dependent size (:func:`_bounded`)
+    is no such dim, on a ``value_info`` or on a subgraph output (``If`` branches declared
+    ``[1, N]`` on a ``NonZero`` count gave the ``If`` output ``N``).
+    """
+    return (
+        inf.is_symbol
+        and ctx.is_generated(inf.name)  # type: ignore[arg-type]
+        and not _bounded(ctx, inf.name)  # type: ignore[arg-type]
     )
 
 
@@ -205,13 +243,18 @@ def merge_declared_shape(
             dims.append(inf)
             out.append(decl if anchor else inf)
         elif isinstance(declared_dim, int):
-            minted = inf.is_symbol and ctx.is_generated(inf.name)  # type: ignore[arg-type]
+            minted = _knows_nothing(ctx, inf)
             # A subgraph output (an anchor of its graph) takes the int where the size is
             # one the engine could not name, as a graph output does (shapes._anchors):
             # an expression of declared names only (``min(3, L)``) may be another size
             # in a run onnxruntime accepts (it only warns about a subgraph's outputs).
+            # Not a data-dependent size: the declared int holds in the traced run only.
             minted = minted or (
-                anchor and any(ctx.is_generated(name) for name in inf.symbols())  # type: ignore[union-attr]
+                anchor
+                and any(
+                    ctx.is_generated(name) and not _bounded(ctx, name)
+                    for name in inf.symbols()  # type: ignore[union-attr]
+                )
             )
             if minted or ctx.scope.prove_eq(inf, declared_dim):
                 # A minted symbol knows nothing: the declared int is the only fact.
@@ -230,7 +273,7 @@ def merge_declared_shape(
             dims.append(inf)
             out.append(decl if anchor else inf)
         else:
-            minted = inf.is_symbol and ctx.is_generated(inf.name)  # type: ignore[arg-type]
+            minted = _knows_nothing(ctx, inf)
             if minted:
                 dims.append(declared_dim)
                 out.append(decl)
@@ -249,8 +292,10 @@ def merge_declared_shape(
                 # the inferred dim holds in every run and the declared text is a relation
                 # nothing implies (stale value_info: ``batch`` on the Flatten of
                 # ``[batch, seq_len]``, which is ``batch*seq_len``), as a declared int is.
+                # A data-dependent size in it (:func:`_bounded`) is one the
+                # declared text cannot know better: not kept for it.
                 keep = relation == "Unknown" and any(
-                    ctx.is_generated(name)
+                    ctx.is_generated(name) and not _bounded(ctx, name)
                     for name in inf.symbols()  # type: ignore[union-attr]
                 )
                 if relation == "Unknown" and not keep:

@@ -1,7 +1,9 @@
 """Reproducers of wrong dims found hunting in the renaming of engine symbols (stop 43).
 
-Each test states the finding and is ``xfail(strict=True)`` until the engine is fixed
-(the fix then turns it into a pass, and strict makes the xfail fail: drop the mark).
+Each test states the finding; each was ``xfail(strict=True)`` until the engine was
+fixed (stop 44: a data-dependent size no longer takes a declared intermediate dim, see
+docs/engine.md §8; exporter names are cleared on ``value_info`` too; the conflict search
+probes around the expressions' constants and at large sizes).
 
 Finding 1 (below: 2, an exporter name back from value_info; 3, a declared output
 false only at sizes the conflict search does not try): a declared intermediate shape
@@ -57,13 +59,7 @@ STALE_VALUE_INFO = {
         }""",
 }
 
-WHY = (
-    "stale value_info trusted for a data-dependent minted dim (refine policy keeps the "
-    "declared dim where the inferred one is a bare minted symbol)"
-)
 
-
-@pytest.mark.xfail(strict=True, reason=WHY)
 @pytest.mark.parametrize("name", sorted(STALE_VALUE_INFO))
 def test_stale_value_info_on_data_dependent_count(name: str) -> None:
     case = oracle.case_from_text(HEADER + STALE_VALUE_INFO[name], BINDINGS)
@@ -89,7 +85,6 @@ IF_BRANCHES = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=WHY)
 def test_stale_value_info_on_if_of_differing_branches() -> None:
     check_against_ort(
         IF_BRANCHES,
@@ -114,11 +109,6 @@ EXPORTER_NAME_ON_VALUE_INFO = """
     }"""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an exporter-invented output dim name cleared on the output comes back from "
-    "value_info, on two values of different sizes",
-)
 def test_exporter_output_name_reused_on_value_info() -> None:
     case = oracle.case_from_text(HEADER + EXPORTER_NAME_ON_VALUE_INFO, BINDINGS)
     outcome = oracle.check_case_quietly(case)
@@ -152,11 +142,6 @@ MOD_BEYOND_PROBES = """
     }"""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a declared output dim false only above the probed sizes (N > 100) is "
-    "trusted and renamed into other values",
-)
 @pytest.mark.parametrize("graph", [SLICE_END_BEYOND_PROBES, MOD_BEYOND_PROBES])
 def test_declared_output_false_only_for_large_sizes(graph: str) -> None:
     bindings = [{"N": n} for n in (0, 1, 2, 3, 200)]
