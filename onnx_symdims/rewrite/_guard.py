@@ -10,7 +10,7 @@ says which value changed. The steps after it run on the model as it was before i
 refused attention fusion no longer costs the normalization and GELU fusions.
 
 The steps are onnxscript's own (``ort_fusions.fuse_xformers`` and ``optimize_for_ort``,
-``onnx_fusions.fuse``), in its order, with two differences:
+``onnx_fusions.fuse``), in its order, with these differences:
 
 - onnxscript's ``optimize()`` between them is replaced by the pipeline's own cleanup
   (``cleanup``: inlining of the intermediate fusion functions nothing consumed,
@@ -20,7 +20,9 @@ The steps are onnxscript's own (``ort_fusions.fuse_xformers`` and ``optimize_for
 - ``RemoveInitializersFromInputsPass`` is not run: declared graph inputs are never
   removed;
 - where one of onnxscript's rules is unsound on inputs or types it does not look at,
-  a stricter copy of it (:mod:`~onnx_symdims.rewrite._fusion_variants`) runs instead.
+  a stricter copy of it (:mod:`~onnx_symdims.rewrite._fusion_variants`) runs instead;
+- its three rotary steps are replaced by one of ours (:mod:`~onnx_symdims.rewrite._rotary`),
+  whose cache is each rope's own cos and sin.
 
 Every step starts from our shapes (the analysis after the previous step writes them), so
 a later fusion sees the shapes of the nodes an earlier one created. With an onnxscript

@@ -26,7 +26,8 @@ shape (:mod:`~onnx_symdims.rewrite._guard`).
 
 Declined: a cos or sin not proven ``Concat(c, c)`` of one half (a graph input), shapes
 not proven as above (a ``cos`` broadcast over the sequence), a head size not an even
-int, element types other than ``float`` (the CPU kernel's), opsets below 13.
+int, element types other than ``float`` (the CPU kernel's), opsets below 13 (below 15
+for a cache per batch row).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def _match(add: ir.Node, opset: int):
     """``(x, cos, sin, Bc is B)`` of a rope ending in ``add``, else ``None``.
 
     ``cos`` and ``sin`` are ``(op, f, _)``: their half is ``op(f)`` (``op`` ``None``:
-    ``f``). A cache per batch needs opset 14 (``Reshape``'s ``allowzero``).
+    ``f``). A cache per batch needs opset 15 (``Shape``'s ``start`` and ``end``).
     """
     if add.op_type != "Add" or add.domain != "" or len(add.inputs) != 2:
         return None
@@ -107,7 +108,7 @@ def _match(add: ir.Node, opset: int):
         if cos is None or sin is None:
             continue
         batch_of_cache = _fits(x, cos, sin, add.outputs[0])
-        if batch_of_cache is not None and (opset >= 14 or not batch_of_cache):
+        if batch_of_cache is not None and (opset >= 15 or not batch_of_cache):
             return x, cos, sin, batch_of_cache
     return None
 
