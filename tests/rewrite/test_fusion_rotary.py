@@ -319,3 +319,15 @@ def test_a_cos_broadcast_over_the_sequence_is_not_fused():
         return f
 
     _check(before, m, feeds, sizes=((2, 3), (1, 1), (0, 2)))
+
+
+@pytest.mark.parametrize("opset, fused", [(13, 0), (14, 0), (15, 2)])
+def test_a_cache_per_batch_row_needs_opset_15(opset, fused):
+    """The per-batch cache reads ``Shape(f, start, end)`` (opset 15): at opset 14 a rule
+    read the ``Shape`` without them and the model returned was invalid (found by fuzzing
+    the fusion). Declined below 15."""
+    m = model(_two_ropes(False), opset=opset)
+    before = proto(m)
+    result = OptimizePass(fusions="ort")(m)
+    assert result.fired["fusion.rotary_embedding"] == fused
+    _check(before, m, _two_rope_feeds, sizes=((2, 3), (0, 2)))
