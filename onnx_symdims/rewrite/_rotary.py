@@ -40,7 +40,6 @@ import onnx_ir as ir
 from onnx_symdims.rewrite._facts import constant_tensor
 
 _MS_DOMAIN = "com.microsoft"
-_INT64_MAX = 2**63 - 1
 #: Element types onnxruntime's CPU kernel of ``RotaryEmbedding`` is registered for that
 #: the fusion writes (float16 is a GPU type there).
 _TYPES = frozenset({ir.DataType.FLOAT})
@@ -52,7 +51,7 @@ def fuse_rotary_embeddings(model: ir.Model) -> int:
     if opset is None or opset < 13:
         return 0
     graph = model.graph
-    caches: dict[tuple[int, int], tuple[ir.Value, ir.Value, ir.Value]] = {}
+    caches: dict[tuple, tuple[ir.Value, ir.Value, ir.Value]] = {}
     halves: dict[tuple[str, int], ir.Value] = {}
     count = 0
     for node in list(graph):
@@ -60,7 +59,8 @@ def fuse_rotary_embeddings(model: ir.Model) -> int:
         if match is None:
             continue
         x, (cos_op, cos_src, _), (sin_op, sin_src, _), batch_of_cache = match
-        key = (id(cos_src), id(sin_src))
+        # the ops too: Concat(c, c) and Cos(Concat(c, c)) have halves c and Cos(c)
+        key = (cos_op, id(cos_src), sin_op, id(sin_src))
         if key not in caches:
             cos_half = _half(graph, node, halves, cos_op, cos_src)
             sin_half = _half(graph, node, halves, sin_op, sin_src)

@@ -331,3 +331,18 @@ def test_a_cache_per_batch_row_needs_opset_15(opset, fused):
     result = OptimizePass(fusions="ort")(m)
     assert result.fired["fusion.rotary_embedding"] == fused
     _check(before, m, _two_rope_feeds, sizes=((2, 3), (0, 2)))
+
+
+def test_ropes_of_one_frequency_tensor_but_other_cos_keep_their_caches():
+    """The query multiplied by ``Concat(f, f)`` itself (a "cos" that is no cosine), the
+    key by ``Cos(Concat(f, f))``: both halves come from ``f``, their caches differ
+    (``f`` and ``Cos(f)``); one cache keyed by ``f`` alone gave the key the query's."""
+    text = _two_ropes(False).replace("qr_c4 = Unsqueeze(qr_c,", "qr_c4 = Unsqueeze(qr_emb,")
+    for part in ("c", "s"):
+        text = text.replace(
+            f"kr_{part}4 = Unsqueeze(kr_{part},", f"kr_{part}4 = Unsqueeze(qr_{part},"
+        )
+    m = model(text)
+    before = proto(m)
+    assert OptimizePass(fusions="ort")(m).fired["fusion.rotary_embedding"] == 2
+    _check(before, m, _two_rope_feeds)
