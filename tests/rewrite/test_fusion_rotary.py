@@ -11,8 +11,10 @@ sequence 0 and 1 too (the guard's output check draws none of these).
 from __future__ import annotations
 
 import numpy as np
+import onnx_ir as ir
 import pytest
 
+import onnx_symdims
 from onnx_symdims.rewrite import OptimizePass
 from tests.rewrite._rewrite_testing import model, proto, session
 from tests.rewrite.test_packed_attention import _floats
@@ -346,3 +348,34 @@ def test_ropes_of_one_frequency_tensor_but_other_cos_keep_their_caches():
     before = proto(m)
     assert OptimizePass(fusions="ort")(m).fired["fusion.rotary_embedding"] == 2
     _check(before, m, _two_rope_feeds)
+
+
+def test_the_bundled_decoder_gets_a_rotary_embedding_per_rope():
+    """The bundled tiny decoder (a Llama-style KV-cache export: position ids per batch
+    row) gets its 4 ropes fused, outputs kept at batch 0 and 1, sequence 0 and 1 and
+    an empty cache, at positions of any row of its own (negative too)."""
+    m = ir.load(onnx_symdims.data_path("tiny_decoder.onnx"))
+    before = proto(m)
+    result = OptimizePass(fusions="ort")(m)
+    assert result.fired["fusion.rotary_embedding"] == 4
+    assert [n.op_type for n in m.graph].count("RotaryEmbedding") == 4
+    original, fused = session(before), session(m)
+    rng = np.random.default_rng(0)
+    for b, s, past in ((2, 3, 4), (1, 1, 0), (0, 3, 2), (2, 0, 3), (3, 2, 0), (0, 1, 0)):
+        sizes = {"batch": b, "seq_len": s, "past_seq_len": past, "total_seq_len": past + s}
+        feeds = {}
+        for spec in original.get_inputs():
+            shape = [sizes.get(d, d) for d in spec.shape]
+            if spec.name == "input_ids":
+                feeds[spec.name] = rng.integers(0, 2, shape).astype(np.int64)
+            elif spec.name == "attention_mask":
+                feeds[spec.name] = np.ones(shape, np.int64)
+            elif spec.name == "position_ids":
+                feeds[spec.name] = rng.integers(-5, 40, shape).astype(np.int64)
+            else:
+                feeds[spec.name] = rng.standard_normal(shape).astype(np.float32)
+        expected = original.run(None, feeds)
+        actual = fused.run(None, feeds)
+        for a, e in zip(actual, expected, strict=True):
+            assert a.shape == e.shape
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
