@@ -27,6 +27,7 @@ __all__ = [
     "mha_scale_without_bias",
     "plain_gemm_only",
     "rms_normalization_of_one_type",
+    "rotary_embedding_23_of_the_batch",
     "sdpa_keeping_nan_zeroing",
 ]
 
@@ -459,3 +460,73 @@ def gqa_keeping_attention_semantics() -> Callable[[ir.Model], int] | None:
         logger.debug("onnxscript's GQA fusion differs (%s): its own runs", e)
         return None
     return _fusion_utils.apply_fusion_rules(rules)
+
+
+def rotary_embedding_23_of_the_batch() -> Callable[[ir.Model], int] | None:
+    """The ONNX ``RotaryEmbedding`` fusion of onnxscript, with caches of the input's batch.
+
+    Its rule passes ``Cos(freqs)`` and ``Sin(freqs)`` as the caches, without position
+    ids, whatever ``freqs``' shape: ONNX's ``RotaryEmbedding-23`` then asks for caches of
+    ``(batch_size, sequence_length, head_size / 2)``, and a ``freqs`` of ``[1, S, D/2]``
+    (positions shared by the batch: gemma2 and GPT-NeoX exports) beside a batch of ``B``
+    broke the spec (found by hand). The copy fuses only ``freqs`` proven ``[B, S, D/2]``
+    or ``[1, S, D/2]`` beside ``x: [B, N, S, D]``, of ``x``'s element type, and expands
+    the caches of the second to ``x``'s batch. ``None`` with an onnxscript laid out
+    otherwise.
+    """
+    try:
+        from onnxscript.rewriter import _fusion_utils, pattern
+        from onnxscript.rewriter.rules.fusion._rotary_embedding import (
+            RotaryEmbedding23Fusion,
+        )
+    except ImportError:
+        return None
+
+    def batch_of(x, freqs) -> bool | None:
+        """Whether ``freqs`` has ``x``'s batch (True) or one shared (False); else None."""
+        shape, half = x.shape, freqs.shape
+        if shape is None or half is None or len(shape) != 4 or len(half) != 3:
+            return None
+        if freqs.dtype is None or freqs.dtype != x.dtype or not isinstance(shape[3], int):
+            return None
+        if half[2] != shape[3] // 2 or not _same_dim(half[1], shape[2]):
+            return None
+        if _same_dim(half[0], shape[0]):
+            return True
+        return False if half[0] == 1 else None
+
+    class RotaryEmbeddingOfTheBatch(RotaryEmbedding23Fusion):
+        def check(self, op, x, *args, **kwargs):
+            freqs = kwargs.get("freqs")
+            if x is None or freqs is None or batch_of(x, freqs) is None:
+                return pattern.MatchResult().fail("freqs not proven [B or 1, S, D/2]")
+            return super().check(op, x, *args, **kwargs)
+
+        def rewrite(self, op, x, freqs, **kwargs):
+            if batch_of(x, freqs):
+                return super().rewrite(op, x, freqs, **kwargs)
+            # [1, S, D/2] expanded by [B, 1, 1] to [B, S, D/2]
+            target = op.Concat(
+                op.Shape(x, start=0, end=1), op.Constant(value_ints=[1, 1]), axis=0
+            )
+            return op.RotaryEmbedding(
+                x,
+                op.Expand(op.Cos(freqs), target),
+                op.Expand(op.Sin(freqs), target),
+                interleaved=0,
+                num_heads=x.shape[1],
+            )
+
+    try:
+        rules = pattern.RewriteRuleSet([RotaryEmbeddingOfTheBatch.rule()])
+    except Exception as e:  # a RotaryEmbedding23Fusion taking other parameters
+        logger.debug("onnxscript's RotaryEmbedding fusion differs (%s): its own runs", e)
+        return None
+    return _fusion_utils.apply_fusion_rules(rules)
+
+
+def _same_dim(a, b) -> bool:
+    """Whether dims ``a`` and ``b`` are proven equal (an unknown dim equals nothing)."""
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    return a.value is not None and a.value == b.value

@@ -10,7 +10,7 @@ says which value changed. The steps after it run on the model as it was before i
 refused attention fusion no longer costs the normalization and GELU fusions.
 
 The steps are onnxscript's own (``ort_fusions.fuse_xformers`` and ``optimize_for_ort``,
-``onnx_fusions.fuse``), in its order, with two differences:
+``onnx_fusions.fuse``), in its order, with these differences:
 
 - onnxscript's ``optimize()`` between them is replaced by the pipeline's own cleanup
   (``cleanup``: inlining of the intermediate fusion functions nothing consumed,
@@ -20,7 +20,9 @@ The steps are onnxscript's own (``ort_fusions.fuse_xformers`` and ``optimize_for
 - ``RemoveInitializersFromInputsPass`` is not run: declared graph inputs are never
   removed;
 - where one of onnxscript's rules is unsound on inputs or types it does not look at,
-  a stricter copy of it (:mod:`~onnx_symdims.rewrite._fusion_variants`) runs instead.
+  a stricter copy of it (:mod:`~onnx_symdims.rewrite._fusion_variants`) runs instead;
+- its three rotary steps are replaced by one of ours (:mod:`~onnx_symdims.rewrite._rotary`),
+  whose cache is each rope's own cos and sin.
 
 Every step starts from our shapes (the analysis after the previous step writes them), so
 a later fusion sees the shapes of the nodes an earlier one created. With an onnxscript
@@ -49,6 +51,7 @@ from onnx_symdims.rewrite._fusion_check import (
     reference_runs,
     size_plan,
 )
+from onnx_symdims.rewrite._rotary import fuse_rotary_embeddings
 from onnx_symdims.rewrite._rules import constant_reshape_target
 
 logger = logging.getLogger(__name__)
@@ -64,11 +67,13 @@ _ORT_FUSE_STEPS = (
     ("rms_normalization", "fuse_rms_normalization", {}),
     ("skip_layer_normalization", "fuse_skip_layer_normalization", {}),
     ("skip_rms_normalization", "fuse_skip_rms_normalization", {}),
-    # Left out: rotary_embedding, cos_sin_cache, partial_rotary_embedding. onnxscript's
-    # cos_sin_cache sizes one cos/sin cache per inv_freq from the FIRST rope's position ids
-    # and reuses it for every rope of that inv_freq: a key rope whose positions run past
-    # the query's (a KV cache) reads out of range, and at batch 0 onnxruntime's kernel
-    # refuses the cache (tests/rewrite/test_fusion_rotary.py). The other two only feed it.
+    # In place of onnxscript's rotary_embedding, cos_sin_cache, partial_rotary_embedding:
+    # its cos_sin_cache sizes one cos/sin cache per inv_freq from the FIRST rope's position
+    # ids and reuses it for every rope of that inv_freq: a key rope whose positions run
+    # past the query's (a KV cache) reads out of range, and at batch 0 onnxruntime's kernel
+    # refuses the cache (tests/rewrite/test_fusion_rotary.py). Ours (rewrite/_rotary.py)
+    # gives each rope its own cos and sin as the cache.
+    ("rotary_embedding", None, {}),
     # onnxscript applies ONNX shape inference after this one (its rule adds nodes);
     # ours runs instead (see _with_our_shapes)
     ("sdpa", "fuse_sdpa", {}),
@@ -116,6 +121,9 @@ def _ort_steps(cleanup: Callable[[ir.Model], None]) -> list[Step] | None:
         ("shape_optimization", shape_rules.apply_to_model),
     ]
     for name, function_name, kwargs in _ORT_FUSE_STEPS:
+        if function_name is None:  # ours
+            steps.append((name, fuse_rotary_embeddings))
+            continue
         function = getattr(_core, function_name, None)
         if function is None:  # an onnxscript without this fusion
             logger.debug("onnxscript has no %s: step %s skipped", function_name, name)
@@ -284,6 +292,8 @@ def _onnx_steps() -> list[Step] | None:
             return None
         if name == "RMSNormalization":
             function = variants.rms_normalization_of_one_type() or function
+        elif name == "RotaryEmbedding":
+            function = variants.rotary_embedding_23_of_the_batch() or function
         elif name == "GQA":
             function = variants.gqa_keeping_attention_semantics() or function
         steps.append((name, _only_at_opset_23(function, version)))
