@@ -24,6 +24,7 @@ from onnx_symdims.cli import (
     check_model_output_name,
     check_output_args,
     check_output_paths,
+    check_weights_inside,
     check_weights_kept,
     model_symbols,
     parse_ranges,
@@ -108,6 +109,8 @@ def _infer_file(
     copies = output and (args.save_as_external_data or elsewhere)
     if verify or copies:
         check_external_data(model, path)
+    if verify or output:
+        check_weights_inside(model, path)
     checked_verify = verify_options(args, model) if verify else None  # before any write
     declared = model_symbols(model)
     for name in ranges:

@@ -54,6 +54,7 @@ from onnx_symdims.cli import (
     check_model_output_name,
     check_output_args,
     check_output_paths,
+    check_weights_inside,
     check_weights_kept,
     model_symbols,
     parse_input_shapes,
@@ -95,6 +96,7 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
     model = run.load(path)
     check_weights_kept(model, args)
     check_external_data(model, path)  # folding reads the weights; -o copies them
+    check_weights_inside(model, path)
     inputs = model_symbols(model, inputs_only=True)
     for name in args.symbol_ranges:
         if name not in inputs:

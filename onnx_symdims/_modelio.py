@@ -8,7 +8,8 @@ output name instead of ``SerdeError: Error calling _deserialize_graph with: g``)
 
 :func:`save_model` also keeps external weights loadable: when the output goes to another
 directory than the weights, they are written next to the output (onnx-ir would keep the
-old relative ``location``, which then points nowhere).
+old relative ``location``, which then points nowhere); weights outside the model's
+directory (``../w.bin``, which onnxruntime refuses) are a :class:`ModelSaveError`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ __all__ = [
     "ModelLoadError",
     "ModelSaveError",
     "SaveResult",
+    "duplicate_input",
     "load_model",
+    "outside_weights",
     "save_model",
     "unreadable_initializer",
 ]
@@ -158,7 +161,27 @@ def load_model(path: str | os.PathLike) -> ir.Model:
         raise ModelLoadError(path, f"not an ONNX model ({what})")
     if not model.ir_version:
         logger.warning("%s: the model does not set ir_version", path)
+    if (duplicate := duplicate_input(model)) is not None:
+        raise ModelLoadError(path, f"invalid model: {duplicate}")
     return model
+
+
+def duplicate_input(model: ir.Model) -> str | None:
+    """A graph input name declared twice, as a sentence; ``None`` when all are distinct.
+
+    onnx-ir loads ``(X, X)`` as two values of one name, and the optimizer's name fixing
+    then renamed one to ``X_1`` (a declared input name changed, the nodes reading the
+    other); onnxruntime refuses such a model ("Duplicate definition-site"), so it is one
+    invalid model error instead.
+    """
+    for graph in model.graphs():
+        seen: set[str | None] = set()
+        for value in graph.inputs:
+            if value.name in seen:
+                where = "" if graph is model.graph else f" of subgraph {graph.name!r}"
+                return f"graph input {value.name!r}{where} is declared twice"
+            seen.add(value.name)
+    return None
 
 
 def deserialize_proto(proto) -> ir.Model:
@@ -166,9 +189,12 @@ def deserialize_proto(proto) -> ir.Model:
     import onnx_ir as ir
 
     try:
-        return ir.serde.deserialize_model(proto)
+        model = ir.serde.deserialize_model(proto)
     except Exception as e:
         raise ModelLoadError("<ModelProto>", f"invalid model: {root_cause(e)}") from e
+    if (duplicate := duplicate_input(model)) is not None:
+        raise ModelLoadError("<ModelProto>", f"invalid model: {duplicate}")
+    return model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +223,25 @@ def _external_tensors(model: ir.Model) -> Iterator[ir.ExternalTensor]:
 
 def _data_path(tensor: ir.ExternalTensor) -> str:
     return os.path.realpath(os.path.join(tensor.base_dir or ".", tensor.location))
+
+
+def outside_weights(model: ir.Model) -> str | None:
+    """The first external weight stored outside its model's directory, as a sentence.
+
+    onnxruntime refuses a ``location`` that leaves the model's directory (``../w.bin``:
+    "External data path escapes model directory"), and onnx-ir refuses to read it (a
+    path traversal guard), so such weights can be neither kept nor copied next to an
+    output: saving kept ``../w.bin``, a model onnxruntime would not load.
+    """
+    for tensor in _external_tensors(model):
+        location = tensor.location
+        if os.path.isabs(location) or ".." in re.split(r"[\\/]", location):
+            return (
+                f"initializer {tensor.name!r} keeps its weights in {location!r}, outside "
+                "the model's directory: onnxruntime and onnx-ir refuse such a path (move "
+                "the file next to the model and give its plain name as the location)"
+            )
+    return None
 
 
 def check_writable(path: str | os.PathLike) -> None:
@@ -241,6 +286,8 @@ def save_model(
         raise ModelSaveError(
             path, f"external data {external_data!r} must be a plain file name"
         )
+    if (outside := outside_weights(model)) is not None:
+        raise ModelSaveError(path, outside)
     external = list(_external_tensors(model))
     note = ""
     if external_data is None and external:

@@ -34,6 +34,7 @@ __all__ = [
     "add_output_args",
     "add_verify_args",
     "check_output_args",
+    "check_weights_inside",
     "check_weights_kept",
     "main",
     "verify_options",
@@ -351,6 +352,19 @@ def check_external_data(model: ir.Model, path: str) -> None:
                     f"{value.name!r}): put the data file back next to the model as "
                     f"{tensor.location!r}"
                 )
+
+
+def check_weights_inside(model: ir.Model, path: str) -> None:
+    """Fails (exit 1) before any work when a weight lies outside the model's directory.
+
+    Called when the command writes a model or runs onnxruntime: neither can use weights
+    at ``../w.bin`` (onnxruntime refuses the path, onnx-ir will not read it to copy
+    them), and the written model kept that location.
+    """
+    from onnx_symdims._modelio import outside_weights
+
+    if (outside := outside_weights(model)) is not None:
+        raise CliError(f"{path}: {outside}")
 
 
 def add_output_args(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
