@@ -19,6 +19,7 @@ __all__ = [
     "ModelLoadError",
     "ModelSaveError",
     "SaveResult",
+    "bad_data_name",
     "duplicate_input",
     "load_model",
     "outside_weights",
@@ -225,6 +226,25 @@ def _data_path(tensor: ir.ExternalTensor) -> str:
     return os.path.realpath(os.path.join(tensor.base_dir or ".", tensor.location))
 
 
+def bad_data_name(out_dir: str, name: str) -> str | None:
+    """Why ``name`` cannot be the external data file of a model in ``out_dir`` (or ``None``).
+
+    It is a file name relative to the model's directory that stays inside it (onnxruntime
+    refuses ``../w.bin`` and absolute paths) in a directory that exists. ``.`` or a
+    directory left a stray temporary directory of onnx-ir's beside the output and failed
+    as "OUT: is a directory"; ``sub/w.data`` without ``sub`` as "OUT: no such file".
+    """
+    parts = re.split(r"[\\/]", name)
+    if os.path.isabs(name) or ".." in parts:
+        return f"external data {name!r} must be a file name inside the output's directory"
+    target = os.path.join(out_dir, name)
+    if not parts[-1] or parts[-1] == "." or os.path.isdir(target):
+        return f"external data {name!r} is a directory, not a file name"
+    if not os.path.isdir(os.path.dirname(target)):
+        return f"external data {name!r}: directory {os.path.dirname(target)} does not exist"
+    return None
+
+
 def outside_weights(model: ir.Model) -> str | None:
     """The first external weight stored outside its model's directory, as a sentence.
 
@@ -280,12 +300,8 @@ def save_model(
     path = os.fspath(path)
     check_writable(path)
     out_dir = os.path.dirname(os.path.abspath(path))
-    if external_data is not None and (
-        os.path.isabs(external_data) or os.path.normpath(external_data).startswith("..")
-    ):
-        raise ModelSaveError(
-            path, f"external data {external_data!r} must be a plain file name"
-        )
+    if external_data is not None and (bad := bad_data_name(out_dir, external_data)):
+        raise ModelSaveError(path, bad)
     if (outside := outside_weights(model)) is not None:
         raise ModelSaveError(path, outside)
     external = list(_external_tensors(model))

@@ -290,6 +290,12 @@ def check_output_args(args: argparse.Namespace) -> None:
     output = args.model if args.in_place else args.output
     if args.save_as_external_data and not output:
         raise CliError("--save-as-external-data needs -o OUT or -i (nothing is written)", 2)
+    if output and args.save_as_external_data:
+        from onnx_symdims._modelio import bad_data_name
+
+        out_dir = os.path.dirname(os.path.abspath(output))
+        if bad := bad_data_name(out_dir, args.save_as_external_data):
+            raise CliError(f"--save-as-external-data: {bad}", 2)
     data = _data_file(output, args.save_as_external_data)
     model = (f"the input model {args.model}", args.model)
     out = (f"the model output {output}", output)
@@ -601,11 +607,26 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     return _cli_optimize.run_optimize(args)
 
 
+#: Why ``simplify`` has no canonical form to print, by ``DimExpr.unknown_reason``.
+_UNKNOWN_REASONS = {
+    "size": "its canonical form exceeds the expression size limits",
+    "overflow": "a number in its canonical form is outside int64",
+}
+
+
 def _cmd_simplify(args: argparse.Namespace) -> int:
     from onnx_symdims import expr
 
     try:
-        print(expr.to_onnx(expr.parse_expr(args.expr)))
+        dim = expr.parse_expr(args.expr)
+        reason = getattr(dim, "unknown_reason", None)
+        if reason is not None:
+            # The canonical form outgrew the engine's limits (17 distinct factors, a
+            # product of sums; a coefficient past int64): it was "cannot print an
+            # unknown (size)".
+            why = _UNKNOWN_REASONS.get(reason, f"the expression engine gave up ({reason})")
+            raise CliError(f"cannot simplify {args.expr!r}: {why}", 2)
+        print(expr.to_onnx(dim))
     except (expr.ExprError, ArithmeticError) as e:
         raise CliError(str(e), 2) from e
     return 0

@@ -11,7 +11,7 @@ from onnx import helper as h
 import onnx_symdims
 from onnx_symdims import ModelLoadError, cli
 from onnx_symdims._modelio import ModelSaveError, save_model
-from tests.cli._cli_testing import assert_one_line_error
+from tests.cli._cli_testing import assert_one_line_error, write_external_model
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -134,3 +134,58 @@ def test_save_model_refuses_weights_outside_the_model_directory(tmp_path):
     with pytest.raises(ModelSaveError, match=r"'\.\./w\.bin', outside the model's directory"):
         save_model(model, tmp_path / "out.onnx")
     assert not (tmp_path / "out.onnx").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "cause"),
+    [
+        # Left onnx-ir's temporary directory '...xxxx' beside the output; "OUT: is a
+        # directory" after all the work.
+        (".", "'.' is a directory, not a file name"),
+        ("sub", "'sub' is a directory, not a file name"),
+        ("w/", "'w/' is a directory, not a file name"),
+        # Was "error: out.onnx: no such file".
+        ("nodir/w.data", "'nodir/w.data': directory"),
+        # Were exit 1 after the work.
+        ("sub/../w.data", "must be a file name inside the output's directory"),
+        ("../w.data", "must be a file name inside the output's directory"),
+    ],
+)
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+def test_a_bad_external_data_name_is_a_usage_error_before_any_work(
+    command, name, cause, tmp_path, capsys
+):
+    path = write_external_model(tmp_path)
+    (tmp_path / "sub").mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    out = str(tmp_path / "out.onnx")
+    argv = [command, path, "-o", out, "--save-as-external-data", name, "-q"]
+    assert cli.main(argv) == 2
+    assert_one_line_error(capsys.readouterr().err, "--save-as-external-data", cause)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_external_data_in_a_subdirectory_loads_in_onnxruntime(tmp_path, capsys):
+    path = write_external_model(tmp_path)
+    (tmp_path / "b" / "w").mkdir(parents=True)
+    out = tmp_path / "b" / "out.onnx"
+    argv = ["optimize", path, "-o", str(out), "--save-as-external-data", "w/x.data", "-q"]
+    assert cli.main(argv) == 0
+    assert (tmp_path / "b" / "w" / "x.data").stat().st_size == 64 * 64 * 4
+    x = np.ones((2, 64), np.float32)
+    got = ort.InferenceSession(str(out)).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, ort.InferenceSession(path).run(None, {"x": x})[0])
+
+
+@pytest.mark.parametrize(
+    ("text", "cause"),
+    [
+        ("*".join(f"x{i}" for i in range(17)), "exceeds the expression size limits"),
+        ("(a+b+c+d)*(e+f+g+h)*(i+j+k+l)*(m+n+o+p)", "exceeds the expression size limits"),
+        ("a*9223372036854775807*2", "a number in its canonical form is outside int64"),
+    ],
+)
+def test_simplify_of_an_expression_past_the_engine_limits_says_why(text, cause, capsys):
+    # Was "error: cannot print an unknown (size)".
+    assert cli.main(["simplify", text]) == 2
+    assert_one_line_error(capsys.readouterr().err, f"cannot simplify {text!r}", cause)
