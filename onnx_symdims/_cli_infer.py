@@ -166,9 +166,14 @@ def _infer_file(
             for name in model_symbols(model, inputs_only=True):
                 lower, upper = symbol_ranges.get(name, (None, None))
                 symbol_ranges[name] = (max(lower or 0, 1), upper)
-        status = run_verify(
-            run, model, report, checked_verify, ctx.constraint_dims(), symbol_ranges
-        )
+        try:
+            status = run_verify(
+                run, model, report, checked_verify, ctx.constraint_dims(), symbol_ranges
+            )
+        except CliError:
+            if args.json:  # the report says what was written and why verify failed
+                run.write_json(report, args.json)
+            raise
     if args.json:
         run.write_json(report, args.json)
     if not output:
@@ -215,6 +220,16 @@ def run_verify(
             "--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2
         ) from e
     except VerifyError as e:
+        report["verify"] = {
+            "runs": 0,
+            "checked_dims": 0,
+            "unchecked_dims": 0,
+            "mismatches": [],
+            "errors": [str(e)],
+            "relations": [],
+            "edges": [],
+            "departures": [],
+        }
         raise CliError(f"{report['model']['path']}: {e}") from e
     report["verify"] = {
         "runs": result.runs,

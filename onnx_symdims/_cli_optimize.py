@@ -153,7 +153,12 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
         # Without fusions and --inexact-floats every float output must be bit for bit
         # the original's; fused kernels and folded float math round differently.
         exact = args.fusions is None and not args.inexact_floats
-        status = _verify(run, original, model, checked, report, exact)
+        try:
+            status = _verify(run, original, model, checked, report, exact)
+        except CliError:
+            if args.json:  # the report says what was written and why verify failed
+                run.write_json(report, args.json)
+            raise
     if args.json:
         run.write_json(report, args.json)
     if not output:
@@ -307,6 +312,13 @@ def _verify(run: Run, original, model, options: dict[str, Any], report, exact: b
             "--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2
         ) from e
     except VerifyError as e:
+        report["verify"] = {
+            "runs": 0,
+            "compared_outputs": 0,
+            "differences": [],
+            "errors": [str(e)],
+            "relations": [],
+        }
         raise CliError(f"{report['model']['path']}: {e}") from e
     report["verify"] = {
         "runs": compared.runs,

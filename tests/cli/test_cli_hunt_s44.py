@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import pytest
@@ -189,3 +191,29 @@ def test_simplify_of_an_expression_past_the_engine_limits_says_why(text, cause, 
     # Was "error: cannot print an unknown (size)".
     assert cli.main(["simplify", text]) == 2
     assert_one_line_error(capsys.readouterr().err, f"cannot simplify {text!r}", cause)
+
+
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+def test_the_report_is_written_when_onnxruntime_refuses_the_model(command, tmp_path, capsys):
+    # The model was written but --json was not: a script found no report to read why.
+    graph = h.make_graph(
+        [h.make_node("Foo", ["X"], ["Y"], domain="my.domain", name="foo")],
+        "g",
+        [h.make_tensor_value_info("X", TensorProto.FLOAT, ["N"])],
+        [h.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+    )
+    opsets = [h.make_opsetid("", 18), h.make_opsetid("my.domain", 1)]
+    path = tmp_path / "custom.onnx"
+    path.write_bytes(h.make_model(graph, opset_imports=opsets).SerializeToString())
+    out, report = tmp_path / "out.onnx", tmp_path / "r.json"
+    argv = [command, str(path), "-o", str(out), "--json", str(report), "--verify", "1", "-q"]
+    assert cli.main(argv) == 1
+    assert_one_line_error(capsys.readouterr().err, "onnxruntime cannot load the model")
+    written = json.loads(report.read_text())
+    assert written["written"] == {
+        "model": str(out),
+        "external_data": None,
+        "json": str(report),
+    }
+    assert written["verify"]["runs"] == 0
+    assert "my.domain:Foo" in written["verify"]["errors"][0]
