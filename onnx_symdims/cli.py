@@ -554,6 +554,14 @@ def verify_options(args: argparse.Namespace, model: ir.Model) -> dict[str, Any]:
     Call before writing anything: a bad value is a :class:`CliError` (exit 2).
     """
     sizes = parse_sizes(args.verify_sizes)
+    if args.verify_runs == 0 and not sizes:
+        # No draw and no given size: no run at all, which failed after the work as "no
+        # onnxruntime run succeeded ... give sizes that run", blaming the model.
+        raise CliError(
+            "--verify-runs 0 draws no sizes and no --verify-sizes is given: nothing would "
+            "be checked (give sizes with --verify-sizes NAME=V,... or a count >= 1)",
+            2,
+        )
     relations = parse_relations(args.verify_bind)
     inputs = model_symbols(model, inputs_only=True)
     for assignment in sizes:

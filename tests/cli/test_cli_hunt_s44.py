@@ -217,3 +217,18 @@ def test_the_report_is_written_when_onnxruntime_refuses_the_model(command, tmp_p
     }
     assert written["verify"]["runs"] == 0
     assert "my.domain:Foo" in written["verify"]["errors"][0]
+
+
+@pytest.mark.parametrize("runs", [["--verify-runs", "0"], ["--verify", "0"], ["--verify=0"]])
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+def test_verify_of_zero_draws_without_sizes_is_a_usage_error(command, runs, tmp_path, capsys):
+    # Ran nothing and failed (exit 1) after the work with "no onnxruntime run succeeded".
+    path = write_external_model(tmp_path)
+    out = tmp_path / "out.onnx"
+    assert cli.main([command, path, "-o", str(out), *runs]) == 2
+    assert_one_line_error(
+        capsys.readouterr().err, "--verify-runs 0", "nothing would be checked"
+    )
+    assert not out.exists()
+    argv = [command, path, "--verify-runs", "0", "--verify-sizes", "N=3", "-q"]
+    assert cli.main(argv) == 0
