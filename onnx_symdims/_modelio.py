@@ -25,6 +25,7 @@ __all__ = [
     "outside_weights",
     "save_model",
     "unreadable_initializer",
+    "weights_file",
 ]
 
 import dataclasses
@@ -236,7 +237,10 @@ def bad_data_name(out_dir: str, name: str) -> str | None:
     """
     parts = re.split(r"[\\/]", name)
     if os.path.isabs(name) or ".." in parts:
-        return f"external data {name!r} must be a file name inside the output's directory"
+        return (
+            f"external data {name!r} must be a plain file name (inside the output's "
+            "directory: onnxruntime refuses '../' and absolute paths)"
+        )
     target = os.path.join(out_dir, name)
     if not parts[-1] or parts[-1] == "." or os.path.isdir(target):
         return f"external data {name!r} is a directory, not a file name"
@@ -276,6 +280,48 @@ def check_writable(path: str | os.PathLike) -> None:
         raise ModelSaveError(path, f"directory {directory} is not writable")
 
 
+def _plan_weights(
+    model: ir.Model, path: str, external_data: str | None
+) -> tuple[str | None, str]:
+    """The data file :func:`save_model` writes (relative to ``path``'s directory) and its note."""
+    out_dir = os.path.dirname(os.path.abspath(path))
+    external = list(_external_tensors(model))
+    note = ""
+    if external_data is None and external:
+        stays = all(
+            _data_path(t) == os.path.realpath(os.path.join(out_dir, t.location))
+            for t in external
+        )
+        if not stays:
+            external_data = os.path.basename(path) + ".data"
+            note = (
+                f"the weights were external: wrote them to {external_data} next to the output"
+            )
+    if external_data is not None:
+        target = os.path.realpath(os.path.join(out_dir, external_data))
+        if any(_data_path(t) == target for t in external):
+            # Rewriting the file the tensors are read from would corrupt them; the
+            # references already point at it.
+            note = f"the weights stay in {external_data}"
+            external_data = None
+        elif not note:
+            note = f"wrote the weights to {external_data}"
+    return external_data, note
+
+
+def weights_file(
+    model: ir.Model, path: str | os.PathLike, external_data: str | None = None
+) -> str | None:
+    """The external data file :func:`save_model` would write for ``path``, or ``None``.
+
+    For a check before the work: another output of the run (a JSON report) on this file
+    would overwrite the weights just written.
+    """
+    path = os.fspath(path)
+    name, _ = _plan_weights(model, path, external_data)
+    return None if name is None else os.path.join(os.path.dirname(os.path.abspath(path)), name)
+
+
 def save_model(
     model: ir.Model, path: str | os.PathLike, *, external_data: str | None = None
 ) -> SaveResult:
@@ -304,27 +350,7 @@ def save_model(
         raise ModelSaveError(path, bad)
     if (outside := outside_weights(model)) is not None:
         raise ModelSaveError(path, outside)
-    external = list(_external_tensors(model))
-    note = ""
-    if external_data is None and external:
-        stays = all(
-            _data_path(t) == os.path.realpath(os.path.join(out_dir, t.location))
-            for t in external
-        )
-        if not stays:
-            external_data = os.path.basename(path) + ".data"
-            note = (
-                f"the weights were external: wrote them to {external_data} next to the output"
-            )
-    if external_data is not None:
-        target = os.path.realpath(os.path.join(out_dir, external_data))
-        if any(_data_path(t) == target for t in external):
-            # Rewriting the file the tensors are read from would corrupt them; the
-            # references already point at it.
-            note = f"the weights stay in {external_data}"
-            external_data = None
-        elif not note:
-            note = f"wrote the weights to {external_data}"
+    external_data, note = _plan_weights(model, path, external_data)
     stem, suffix = os.path.splitext(os.path.basename(path))
     tmp = os.path.join(out_dir, f".{stem}.tmp-{os.getpid()}{suffix or '.onnx'}")
     try:

@@ -295,7 +295,8 @@ def check_output_args(args: argparse.Namespace) -> None:
 
         out_dir = os.path.dirname(os.path.abspath(output))
         if bad := bad_data_name(out_dir, args.save_as_external_data):
-            raise CliError(f"--save-as-external-data: {bad}", 2)
+            # Exit 1 as before (the save failed, after the work): now before it.
+            raise CliError(f"--save-as-external-data: {bad}")
     data = _data_file(output, args.save_as_external_data)
     model = (f"the input model {args.model}", args.model)
     out = (f"the model output {output}", output)
@@ -320,7 +321,19 @@ def check_weights_kept(model: ir.Model, args: argparse.Namespace) -> None:
     """
     import onnx_ir as ir
 
+    from onnx_symdims._modelio import weights_file
+
     output = args.model if args.in_place else args.output
+    if output and args.json:
+        written = weights_file(model, output, args.save_as_external_data)
+        if written and _same_file(args.json, written):
+            # Written after the model: the report replaced the weights just copied
+            # next to the output (OUT.data), and the model no longer loaded.
+            raise CliError(
+                f"the report (--json {args.json}) would overwrite the weights file written "
+                f"with the model output ({written}): give another name",
+                2,
+            )
     targets = [("the model output", output), ("the report (--json)", args.json)]
     for graph in model.graphs():
         for value in graph.initializers.values():
