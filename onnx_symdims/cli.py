@@ -324,16 +324,15 @@ def check_weights_kept(model: ir.Model, args: argparse.Namespace) -> None:
     from onnx_symdims._modelio import weights_file
 
     output = args.model if args.in_place else args.output
-    if output and args.json:
-        written = weights_file(model, output, args.save_as_external_data)
-        if written and _same_file(args.json, written):
-            # Written after the model: the report replaced the weights just copied
-            # next to the output (OUT.data), and the model no longer loaded.
-            raise CliError(
-                f"the report (--json {args.json}) would overwrite the weights file written "
-                f"with the model output ({written}): give another name",
-                2,
-            )
+    written = weights_file(model, output, args.save_as_external_data) if output else None
+    if written and args.json and _same_file(args.json, written):
+        # Written after the model: the report replaced the weights just copied next to
+        # the output (OUT.data), and the model no longer loaded.
+        raise CliError(
+            f"the report (--json {args.json}) would overwrite the weights file written "
+            f"with the model output ({written}): give another name",
+            2,
+        )
     targets = [("the model output", output), ("the report (--json)", args.json)]
     for graph in model.graphs():
         for value in graph.initializers.values():
