@@ -143,7 +143,12 @@ def load_model(path: str | os.PathLike) -> ir.Model:
     if size == 0:
         raise ModelLoadError(path, "empty file (0 bytes), not an ONNX model")
     try:
-        model = ir.load(path)
+        # ``ir.load``'s steps, with the proto kept to see what onnx-ir drops.
+        import onnx
+
+        proto = onnx.load(path, load_external_data=False)
+        model = ir.serde.deserialize_model(proto)
+        ir.external_data.set_base_dir(model.graph, os.path.dirname(path))
     except OSError as e:
         raise ModelLoadError(path, _os_cause(e)) from e
     except Exception as e:  # protobuf DecodeError, onnx-ir SerdeError, ...
@@ -163,9 +168,47 @@ def load_model(path: str | os.PathLike) -> ir.Model:
         raise ModelLoadError(path, f"not an ONNX model ({what})")
     if not model.ir_version:
         logger.warning("%s: the model does not set ir_version", path)
+    _check_dropped(proto, path)
     if (duplicate := duplicate_input(model)) is not None:
         raise ModelLoadError(path, f"invalid model: {duplicate}")
     return model
+
+
+def _graph_protos(graph) -> Iterator:
+    """``graph`` and every subgraph in its nodes' attributes (``onnx.GraphProto``)."""
+    yield graph
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("g"):
+                yield from _graph_protos(attribute.g)
+            for sub in attribute.graphs:
+                yield from _graph_protos(sub)
+
+
+def _check_dropped(proto, path: str) -> None:
+    """Refuses what onnx-ir drops while loading and a written model would miss.
+
+    A sparse initializer vanished: its node read a dangling value, the written model
+    was one onnxruntime refuses ("Node input 'S' is not a graph input, initializer, or
+    output of a previous node") and the command exited 0. Training info and quantization
+    annotations are dropped with a warning: the inference graph is whole without them.
+    """
+    for graph in _graph_protos(proto.graph):
+        if graph.sparse_initializer:
+            sparse = graph.sparse_initializer[0]
+            name = sparse.values.name or sparse.indices.name
+            raise ModelLoadError(
+                path,
+                f"sparse initializer {name!r} is not supported (onnx-ir drops sparse "
+                "initializers; a written model would miss it): store it as a dense "
+                "initializer",
+            )
+    if proto.training_info:
+        logger.warning("%s: the model's training_info is dropped (not supported)", path)
+    if any(g.quantization_annotation for g in _graph_protos(proto.graph)):
+        logger.warning(
+            "%s: the graph's quantization_annotation is dropped (not supported)", path
+        )
 
 
 def duplicate_input(model: ir.Model) -> str | None:
@@ -194,6 +237,7 @@ def deserialize_proto(proto) -> ir.Model:
         model = ir.serde.deserialize_model(proto)
     except Exception as e:
         raise ModelLoadError("<ModelProto>", f"invalid model: {root_cause(e)}") from e
+    _check_dropped(proto, "<ModelProto>")
     if (duplicate := duplicate_input(model)) is not None:
         raise ModelLoadError("<ModelProto>", f"invalid model: {duplicate}")
     return model

@@ -253,3 +253,55 @@ def test_the_report_over_the_weights_copied_next_to_the_output_is_refused(
     x = np.ones((2, 64), np.float32)
     got = ort.InferenceSession(str(out)).run(None, {"x": x})[0]
     np.testing.assert_array_equal(got, ort.InferenceSession(path).run(None, {"x": x})[0])
+
+
+def _sparse_model(path) -> str:
+    """``Y = Add(X, S)`` with ``S`` a sparse initializer (onnxruntime loads it)."""
+    sparse = onnx.SparseTensorProto(dims=[4])
+    sparse.values.CopyFrom(onnx.numpy_helper.from_array(np.array([1.0], np.float32), "S"))
+    sparse.indices.CopyFrom(onnx.numpy_helper.from_array(np.array([2], np.int64), "S_i"))
+    graph = h.make_graph(
+        [h.make_node("Add", ["X", "S"], ["Y"], name="add")],
+        "g",
+        [h.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 4])],
+        [h.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 4])],
+        sparse_initializer=[sparse],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    path.write_bytes(model.SerializeToString())
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+def test_a_sparse_initializer_is_one_error_line(command, tmp_path, capsys):
+    # onnx-ir drops it: the written model read an undefined 'S' (onnxruntime: "Node
+    # input 'S' is not a graph input, initializer, or output of a previous node"), exit 0.
+    path = _sparse_model(tmp_path / "sparse.onnx")
+    ort.InferenceSession(path)
+    out = tmp_path / "out.onnx"
+    assert cli.main([command, path, "-o", str(out), "-q"]) == 1
+    assert_one_line_error(capsys.readouterr().err, path, "sparse initializer 'S'")
+    assert not out.exists()
+
+
+def test_the_api_refuses_a_sparse_initializer(tmp_path):
+    path = _sparse_model(tmp_path / "sparse.onnx")
+    for model in (path, onnx.load(path)):
+        with pytest.raises(ModelLoadError, match="sparse initializer 'S' is not supported"):
+            onnx_symdims.optimize(model)
+
+
+def test_dropped_training_info_is_a_warning(tmp_path, capsys):
+    graph = h.make_graph(
+        [h.make_node("Relu", ["X"], ["Y"], name="relu")],
+        "g",
+        [h.make_tensor_value_info("X", TensorProto.FLOAT, ["N"])],
+        [h.make_tensor_value_info("Y", TensorProto.FLOAT, ["N"])],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    model.training_info.add().algorithm.name = "step"
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    assert cli.main(["infer", str(path), "-o", str(tmp_path / "out.onnx")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"warning: {path}: the model's training_info is dropped (not supported)"]
