@@ -370,6 +370,18 @@ def check_external_data(model: ir.Model, path: str) -> None:
                     f"{value.name!r}): put the data file back next to the model as "
                     f"{tensor.location!r}"
                 )
+            try:
+                end = (tensor.offset or 0) + (tensor.length or tensor.nbytes)
+            except Exception:  # no byte size for the dtype (strings): onnx-ir decides
+                continue
+            if os.path.getsize(data) < end:
+                # Failed later naming the output ("b/o.onnx: External data file ... is
+                # shorter than expected") or inside onnxruntime.
+                raise CliError(
+                    f"{path}: its external weights file {data} is truncated: initializer "
+                    f"{value.name!r} needs bytes up to {end}, the file has "
+                    f"{os.path.getsize(data)}"
+                )
 
 
 def check_weights_inside(model: ir.Model, path: str) -> None:

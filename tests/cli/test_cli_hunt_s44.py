@@ -305,3 +305,20 @@ def test_dropped_training_info_is_a_warning(tmp_path, capsys):
     assert cli.main(["infer", str(path), "-o", str(tmp_path / "out.onnx")]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"warning: {path}: the model's training_info is dropped (not supported)"]
+
+
+@pytest.mark.parametrize("command", ["infer", "optimize"])
+def test_a_truncated_weights_file_is_named_before_any_work(command, tmp_path, capsys):
+    # Was "error: b/out.onnx: External data file ... is shorter than expected", naming
+    # the output, after the work.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    path = write_external_model(tmp_path / "a")
+    with open(tmp_path / "a" / "m.onnx.data", "r+b") as f:
+        f.truncate(1000)
+    out = tmp_path / "b" / "out.onnx"
+    assert cli.main([command, path, "-o", str(out), "-q"]) == 1
+    assert_one_line_error(
+        capsys.readouterr().err, path, "is truncated: initializer 'w' needs bytes up to 16384"
+    )
+    assert list((tmp_path / "b").iterdir()) == []
