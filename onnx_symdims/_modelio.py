@@ -33,7 +33,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -174,17 +174,6 @@ def load_model(path: str | os.PathLike) -> ir.Model:
     return model
 
 
-def _graph_protos(graph) -> Iterator:
-    """``graph`` and every subgraph in its nodes' attributes (``onnx.GraphProto``)."""
-    yield graph
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.HasField("g"):
-                yield from _graph_protos(attribute.g)
-            for sub in attribute.graphs:
-                yield from _graph_protos(sub)
-
-
 def _check_dropped(proto, path: str) -> None:
     """Refuses what onnx-ir drops while loading and a written model would miss.
 
@@ -192,40 +181,40 @@ def _check_dropped(proto, path: str) -> None:
     was one onnxruntime refuses ("Node input 'S' is not a graph input, initializer, or
     output of a previous node") and the command exited 0. Training info and quantization
     annotations are dropped with a warning: the inference graph is whole without them.
+    Only the main graph is looked at: walking every node's attributes for subgraphs cost
+    a 100k-node model a large part of its load time.
     """
-    for graph in _graph_protos(proto.graph):
-        if graph.sparse_initializer:
-            sparse = graph.sparse_initializer[0]
-            name = sparse.values.name or sparse.indices.name
-            raise ModelLoadError(
-                path,
-                f"sparse initializer {name!r} is not supported (onnx-ir drops sparse "
-                "initializers; a written model would miss it): store it as a dense "
-                "initializer",
-            )
+    graph = proto.graph
+    if graph.sparse_initializer:
+        sparse = graph.sparse_initializer[0]
+        name = sparse.values.name or sparse.indices.name
+        raise ModelLoadError(
+            path,
+            f"sparse initializer {name!r} is not supported (onnx-ir drops sparse "
+            "initializers; a written model would miss it): store it as a dense initializer",
+        )
     if proto.training_info:
         logger.warning("%s: the model's training_info is dropped (not supported)", path)
-    if any(g.quantization_annotation for g in _graph_protos(proto.graph)):
+    if graph.quantization_annotation:
         logger.warning(
             "%s: the graph's quantization_annotation is dropped (not supported)", path
         )
 
 
 def duplicate_input(model: ir.Model) -> str | None:
-    """A graph input name declared twice, as a sentence; ``None`` when all are distinct.
+    """A main-graph input name declared twice, as a sentence; ``None`` when all differ.
 
     onnx-ir loads ``(X, X)`` as two values of one name, and the optimizer's name fixing
     then renamed one to ``X_1`` (a declared input name changed, the nodes reading the
     other); onnxruntime refuses such a model ("Duplicate definition-site"), so it is one
-    invalid model error instead.
+    invalid model error instead. Subgraphs are not walked: that costs a 100k-node model
+    about a second, and their inputs are no interface a user feeds.
     """
-    for graph in model.graphs():
-        seen: set[str | None] = set()
-        for value in graph.inputs:
-            if value.name in seen:
-                where = "" if graph is model.graph else f" of subgraph {graph.name!r}"
-                return f"graph input {value.name!r}{where} is declared twice"
-            seen.add(value.name)
+    seen: set[str | None] = set()
+    for value in model.graph.inputs:
+        if value.name in seen:
+            return f"graph input {value.name!r} is declared twice"
+        seen.add(value.name)
     return None
 
 
@@ -301,7 +290,11 @@ def outside_weights(model: ir.Model) -> str | None:
     path traversal guard), so such weights can be neither kept nor copied next to an
     output: saving kept ``../w.bin``, a model onnxruntime would not load.
     """
-    for tensor in _external_tensors(model):
+    return _outside(_external_tensors(model))
+
+
+def _outside(external: Iterable[ir.ExternalTensor]) -> str | None:
+    for tensor in external:
         location = tensor.location
         if os.path.isabs(location) or ".." in re.split(r"[\\/]", location):
             return (
@@ -325,11 +318,16 @@ def check_writable(path: str | os.PathLike) -> None:
 
 
 def _plan_weights(
-    model: ir.Model, path: str, external_data: str | None
+    external: list[ir.ExternalTensor], path: str, external_data: str | None
 ) -> tuple[str | None, str]:
-    """The data file :func:`save_model` writes (relative to ``path``'s directory) and its note."""
+    """The data file :func:`save_model` writes (relative to ``path``'s directory) and its note.
+
+    Args:
+        external: The model's external tensors.
+        path: The output file.
+        external_data: The name asked for, if any.
+    """
     out_dir = os.path.dirname(os.path.abspath(path))
-    external = list(_external_tensors(model))
     note = ""
     if external_data is None and external:
         stays = all(
@@ -362,7 +360,7 @@ def weights_file(
     would overwrite the weights just written.
     """
     path = os.fspath(path)
-    name, _ = _plan_weights(model, path, external_data)
+    name, _ = _plan_weights(list(_external_tensors(model)), path, external_data)
     return None if name is None else os.path.join(os.path.dirname(os.path.abspath(path)), name)
 
 
@@ -392,9 +390,10 @@ def save_model(
     out_dir = os.path.dirname(os.path.abspath(path))
     if external_data is not None and (bad := bad_data_name(out_dir, external_data)):
         raise ModelSaveError(path, bad)
-    if (outside := outside_weights(model)) is not None:
+    external = list(_external_tensors(model))
+    if (outside := _outside(external)) is not None:
         raise ModelSaveError(path, outside)
-    external_data, note = _plan_weights(model, path, external_data)
+    external_data, note = _plan_weights(external, path, external_data)
     stem, suffix = os.path.splitext(os.path.basename(path))
     tmp = os.path.join(out_dir, f".{stem}.tmp-{os.getpid()}{suffix or '.onnx'}")
     try:

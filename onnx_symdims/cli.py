@@ -324,8 +324,10 @@ def check_weights_kept(model: ir.Model, args: argparse.Namespace) -> None:
     from onnx_symdims._modelio import weights_file
 
     output = args.model if args.in_place else args.output
-    written = weights_file(model, output, args.save_as_external_data) if output else None
-    if written and args.json and _same_file(args.json, written):
+    written = None
+    if output and args.json:
+        written = weights_file(model, output, args.save_as_external_data)
+    if written and _same_file(args.json, written):
         # Written after the model: the report replaced the weights just copied next to
         # the output (OUT.data), and the model no longer loaded.
         raise CliError(
