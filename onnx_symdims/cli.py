@@ -409,7 +409,8 @@ def add_output_args(parser: argparse.ArgumentParser, *, required: bool = False) 
     parser.add_argument(
         "--save-as-external-data",
         metavar="FILE",
-        help="write the weights to FILE next to the output (a name, not a path); by "
+        help="write the weights to FILE next to the output (a name relative to the "
+        "output's directory that stays inside it, e.g. w.data or weights/w.data); by "
         "default external weights stay where they are, or are written to OUT.data when "
         "the output goes to another directory",
     )
