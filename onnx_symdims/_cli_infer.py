@@ -24,6 +24,7 @@ from onnx_symdims.cli import (
     check_model_output_name,
     check_output_args,
     check_output_paths,
+    check_weights_inside,
     check_weights_kept,
     model_symbols,
     parse_ranges,
@@ -108,6 +109,8 @@ def _infer_file(
     copies = output and (args.save_as_external_data or elsewhere)
     if verify or copies:
         check_external_data(model, path)
+    if verify or output:
+        check_weights_inside(model, path)
     checked_verify = verify_options(args, model) if verify else None  # before any write
     declared = model_symbols(model)
     for name in ranges:
@@ -163,9 +166,14 @@ def _infer_file(
             for name in model_symbols(model, inputs_only=True):
                 lower, upper = symbol_ranges.get(name, (None, None))
                 symbol_ranges[name] = (max(lower or 0, 1), upper)
-        status = run_verify(
-            run, model, report, checked_verify, ctx.constraint_dims(), symbol_ranges
-        )
+        try:
+            status = run_verify(
+                run, model, report, checked_verify, ctx.constraint_dims(), symbol_ranges
+            )
+        except CliError:
+            if args.json:  # the report says what was written and why verify failed
+                run.write_json(report, args.json)
+            raise
     if args.json:
         run.write_json(report, args.json)
     if not output:
@@ -212,6 +220,16 @@ def run_verify(
             "--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2
         ) from e
     except VerifyError as e:
+        report["verify"] = {
+            "runs": 0,
+            "checked_dims": 0,
+            "unchecked_dims": 0,
+            "mismatches": [],
+            "errors": [str(e)],
+            "relations": [],
+            "edges": [],
+            "departures": [],
+        }
         raise CliError(f"{report['model']['path']}: {e}") from e
     report["verify"] = {
         "runs": result.runs,

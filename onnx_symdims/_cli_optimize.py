@@ -54,6 +54,7 @@ from onnx_symdims.cli import (
     check_model_output_name,
     check_output_args,
     check_output_paths,
+    check_weights_inside,
     check_weights_kept,
     model_symbols,
     parse_input_shapes,
@@ -95,6 +96,7 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
     model = run.load(path)
     check_weights_kept(model, args)
     check_external_data(model, path)  # folding reads the weights; -o copies them
+    check_weights_inside(model, path)
     inputs = model_symbols(model, inputs_only=True)
     for name in args.symbol_ranges:
         if name not in inputs:
@@ -151,7 +153,12 @@ def _optimize_file(run: Run, args: argparse.Namespace, path: str, output: str | 
         # Without fusions and --inexact-floats every float output must be bit for bit
         # the original's; fused kernels and folded float math round differently.
         exact = args.fusions is None and not args.inexact_floats
-        status = _verify(run, original, model, checked, report, exact)
+        try:
+            status = _verify(run, original, model, checked, report, exact)
+        except CliError:
+            if args.json:  # the report says what was written and why verify failed
+                run.write_json(report, args.json)
+            raise
     if args.json:
         run.write_json(report, args.json)
     if not output:
@@ -305,6 +312,13 @@ def _verify(run: Run, original, model, options: dict[str, Any], report, exact: b
             "--verify needs onnxruntime: pip install 'onnx-symdims[verify]'", 2
         ) from e
     except VerifyError as e:
+        report["verify"] = {
+            "runs": 0,
+            "compared_outputs": 0,
+            "differences": [],
+            "errors": [str(e)],
+            "relations": [],
+        }
         raise CliError(f"{report['model']['path']}: {e}") from e
     report["verify"] = {
         "runs": compared.runs,

@@ -8,7 +8,8 @@ output name instead of ``SerdeError: Error calling _deserialize_graph with: g``)
 
 :func:`save_model` also keeps external weights loadable: when the output goes to another
 directory than the weights, they are written next to the output (onnx-ir would keep the
-old relative ``location``, which then points nowhere).
+old relative ``location``, which then points nowhere); weights outside the model's
+directory (``../w.bin``, which onnxruntime refuses) are a :class:`ModelSaveError`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ __all__ = [
     "ModelLoadError",
     "ModelSaveError",
     "SaveResult",
+    "bad_data_name",
+    "duplicate_input",
     "load_model",
+    "outside_weights",
     "save_model",
     "unreadable_initializer",
+    "weights_file",
 ]
 
 import dataclasses
@@ -28,7 +33,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -138,7 +143,12 @@ def load_model(path: str | os.PathLike) -> ir.Model:
     if size == 0:
         raise ModelLoadError(path, "empty file (0 bytes), not an ONNX model")
     try:
-        model = ir.load(path)
+        # ``ir.load``'s steps, with the proto kept to see what onnx-ir drops.
+        import onnx
+
+        proto = onnx.load(path, load_external_data=False)
+        model = ir.serde.deserialize_model(proto)
+        ir.external_data.set_base_dir(model.graph, os.path.dirname(path))
     except OSError as e:
         raise ModelLoadError(path, _os_cause(e)) from e
     except Exception as e:  # protobuf DecodeError, onnx-ir SerdeError, ...
@@ -158,7 +168,54 @@ def load_model(path: str | os.PathLike) -> ir.Model:
         raise ModelLoadError(path, f"not an ONNX model ({what})")
     if not model.ir_version:
         logger.warning("%s: the model does not set ir_version", path)
+    _check_dropped(proto, path)
+    if (duplicate := duplicate_input(model)) is not None:
+        raise ModelLoadError(path, f"invalid model: {duplicate}")
     return model
+
+
+def _check_dropped(proto, path: str) -> None:
+    """Refuses what onnx-ir drops while loading and a written model would miss.
+
+    A sparse initializer vanished: its node read a dangling value, the written model
+    was one onnxruntime refuses ("Node input 'S' is not a graph input, initializer, or
+    output of a previous node") and the command exited 0. Training info and quantization
+    annotations are dropped with a warning: the inference graph is whole without them.
+    Only the main graph is looked at: walking every node's attributes for subgraphs cost
+    a 100k-node model a large part of its load time.
+    """
+    graph = proto.graph
+    if graph.sparse_initializer:
+        sparse = graph.sparse_initializer[0]
+        name = sparse.values.name or sparse.indices.name
+        raise ModelLoadError(
+            path,
+            f"sparse initializer {name!r} is not supported (onnx-ir drops sparse "
+            "initializers; a written model would miss it): store it as a dense initializer",
+        )
+    if proto.training_info:
+        logger.warning("%s: the model's training_info is dropped (not supported)", path)
+    if graph.quantization_annotation:
+        logger.warning(
+            "%s: the graph's quantization_annotation is dropped (not supported)", path
+        )
+
+
+def duplicate_input(model: ir.Model) -> str | None:
+    """A main-graph input name declared twice, as a sentence; ``None`` when all differ.
+
+    onnx-ir loads ``(X, X)`` as two values of one name, and the optimizer's name fixing
+    then renamed one to ``X_1`` (a declared input name changed, the nodes reading the
+    other); onnxruntime refuses such a model ("Duplicate definition-site"), so it is one
+    invalid model error instead. Subgraphs are not walked: that costs a 100k-node model
+    about a second, and their inputs are no interface a user feeds.
+    """
+    seen: set[str | None] = set()
+    for value in model.graph.inputs:
+        if value.name in seen:
+            return f"graph input {value.name!r} is declared twice"
+        seen.add(value.name)
+    return None
 
 
 def deserialize_proto(proto) -> ir.Model:
@@ -166,9 +223,13 @@ def deserialize_proto(proto) -> ir.Model:
     import onnx_ir as ir
 
     try:
-        return ir.serde.deserialize_model(proto)
+        model = ir.serde.deserialize_model(proto)
     except Exception as e:
         raise ModelLoadError("<ModelProto>", f"invalid model: {root_cause(e)}") from e
+    _check_dropped(proto, "<ModelProto>")
+    if (duplicate := duplicate_input(model)) is not None:
+        raise ModelLoadError("<ModelProto>", f"invalid model: {duplicate}")
+    return model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,6 +260,51 @@ def _data_path(tensor: ir.ExternalTensor) -> str:
     return os.path.realpath(os.path.join(tensor.base_dir or ".", tensor.location))
 
 
+def bad_data_name(out_dir: str, name: str) -> str | None:
+    """Why ``name`` cannot be the external data file of a model in ``out_dir`` (or ``None``).
+
+    It is a file name relative to the model's directory that stays inside it (onnxruntime
+    refuses ``../w.bin`` and absolute paths) in a directory that exists. ``.`` or a
+    directory left a stray temporary directory of onnx-ir's beside the output and failed
+    as "OUT: is a directory"; ``sub/w.data`` without ``sub`` as "OUT: no such file".
+    """
+    parts = re.split(r"[\\/]", name)
+    if os.path.isabs(name) or ".." in parts:
+        return (
+            f"external data {name!r} must be a plain file name (inside the output's "
+            "directory: onnxruntime refuses '../' and absolute paths)"
+        )
+    target = os.path.join(out_dir, name)
+    if not parts[-1] or parts[-1] == "." or os.path.isdir(target):
+        return f"external data {name!r} is a directory, not a file name"
+    if not os.path.isdir(os.path.dirname(target)):
+        return f"external data {name!r}: directory {os.path.dirname(target)} does not exist"
+    return None
+
+
+def outside_weights(model: ir.Model) -> str | None:
+    """The first external weight stored outside its model's directory, as a sentence.
+
+    onnxruntime refuses a ``location`` that leaves the model's directory (``../w.bin``:
+    "External data path escapes model directory"), and onnx-ir refuses to read it (a
+    path traversal guard), so such weights can be neither kept nor copied next to an
+    output: saving kept ``../w.bin``, a model onnxruntime would not load.
+    """
+    return _outside(_external_tensors(model))
+
+
+def _outside(external: Iterable[ir.ExternalTensor]) -> str | None:
+    for tensor in external:
+        location = tensor.location
+        if os.path.isabs(location) or ".." in re.split(r"[\\/]", location):
+            return (
+                f"initializer {tensor.name!r} keeps its weights in {location!r}, outside "
+                "the model's directory: onnxruntime and onnx-ir refuse such a path (move "
+                "the file next to the model and give its plain name as the location)"
+            )
+    return None
+
+
 def check_writable(path: str | os.PathLike) -> None:
     """Raises :class:`ModelSaveError` unless ``path`` can be created (checked up front)."""
     path = os.fspath(path)
@@ -209,6 +315,53 @@ def check_writable(path: str | os.PathLike) -> None:
         raise ModelSaveError(path, f"directory {directory} does not exist")
     if not os.access(directory, os.W_OK):
         raise ModelSaveError(path, f"directory {directory} is not writable")
+
+
+def _plan_weights(
+    external: list[ir.ExternalTensor], path: str, external_data: str | None
+) -> tuple[str | None, str]:
+    """The data file :func:`save_model` writes (relative to ``path``'s directory) and its note.
+
+    Args:
+        external: The model's external tensors.
+        path: The output file.
+        external_data: The name asked for, if any.
+    """
+    out_dir = os.path.dirname(os.path.abspath(path))
+    note = ""
+    if external_data is None and external:
+        stays = all(
+            _data_path(t) == os.path.realpath(os.path.join(out_dir, t.location))
+            for t in external
+        )
+        if not stays:
+            external_data = os.path.basename(path) + ".data"
+            note = (
+                f"the weights were external: wrote them to {external_data} next to the output"
+            )
+    if external_data is not None:
+        target = os.path.realpath(os.path.join(out_dir, external_data))
+        if any(_data_path(t) == target for t in external):
+            # Rewriting the file the tensors are read from would corrupt them; the
+            # references already point at it.
+            note = f"the weights stay in {external_data}"
+            external_data = None
+        elif not note:
+            note = f"wrote the weights to {external_data}"
+    return external_data, note
+
+
+def weights_file(
+    model: ir.Model, path: str | os.PathLike, external_data: str | None = None
+) -> str | None:
+    """The external data file :func:`save_model` would write for ``path``, or ``None``.
+
+    For a check before the work: another output of the run (a JSON report) on this file
+    would overwrite the weights just written.
+    """
+    path = os.fspath(path)
+    name, _ = _plan_weights(list(_external_tensors(model)), path, external_data)
+    return None if name is None else os.path.join(os.path.dirname(os.path.abspath(path)), name)
 
 
 def save_model(
@@ -235,33 +388,12 @@ def save_model(
     path = os.fspath(path)
     check_writable(path)
     out_dir = os.path.dirname(os.path.abspath(path))
-    if external_data is not None and (
-        os.path.isabs(external_data) or os.path.normpath(external_data).startswith("..")
-    ):
-        raise ModelSaveError(
-            path, f"external data {external_data!r} must be a plain file name"
-        )
+    if external_data is not None and (bad := bad_data_name(out_dir, external_data)):
+        raise ModelSaveError(path, bad)
     external = list(_external_tensors(model))
-    note = ""
-    if external_data is None and external:
-        stays = all(
-            _data_path(t) == os.path.realpath(os.path.join(out_dir, t.location))
-            for t in external
-        )
-        if not stays:
-            external_data = os.path.basename(path) + ".data"
-            note = (
-                f"the weights were external: wrote them to {external_data} next to the output"
-            )
-    if external_data is not None:
-        target = os.path.realpath(os.path.join(out_dir, external_data))
-        if any(_data_path(t) == target for t in external):
-            # Rewriting the file the tensors are read from would corrupt them; the
-            # references already point at it.
-            note = f"the weights stay in {external_data}"
-            external_data = None
-        elif not note:
-            note = f"wrote the weights to {external_data}"
+    if (outside := _outside(external)) is not None:
+        raise ModelSaveError(path, outside)
+    external_data, note = _plan_weights(external, path, external_data)
     stem, suffix = os.path.splitext(os.path.basename(path))
     tmp = os.path.join(out_dir, f".{stem}.tmp-{os.getpid()}{suffix or '.onnx'}")
     try:

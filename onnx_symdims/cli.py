@@ -34,6 +34,7 @@ __all__ = [
     "add_output_args",
     "add_verify_args",
     "check_output_args",
+    "check_weights_inside",
     "check_weights_kept",
     "main",
     "verify_options",
@@ -289,6 +290,13 @@ def check_output_args(args: argparse.Namespace) -> None:
     output = args.model if args.in_place else args.output
     if args.save_as_external_data and not output:
         raise CliError("--save-as-external-data needs -o OUT or -i (nothing is written)", 2)
+    if output and args.save_as_external_data:
+        from onnx_symdims._modelio import bad_data_name
+
+        out_dir = os.path.dirname(os.path.abspath(output))
+        if bad := bad_data_name(out_dir, args.save_as_external_data):
+            # Exit 1 as before (the save failed, after the work): now before it.
+            raise CliError(f"--save-as-external-data: {bad}")
     data = _data_file(output, args.save_as_external_data)
     model = (f"the input model {args.model}", args.model)
     out = (f"the model output {output}", output)
@@ -313,7 +321,20 @@ def check_weights_kept(model: ir.Model, args: argparse.Namespace) -> None:
     """
     import onnx_ir as ir
 
+    from onnx_symdims._modelio import weights_file
+
     output = args.model if args.in_place else args.output
+    written = None
+    if output and args.json:
+        written = weights_file(model, output, args.save_as_external_data)
+    if written and _same_file(args.json, written):
+        # Written after the model: the report replaced the weights just copied next to
+        # the output (OUT.data), and the model no longer loaded.
+        raise CliError(
+            f"the report (--json {args.json}) would overwrite the weights file written "
+            f"with the model output ({written}): give another name",
+            2,
+        )
     targets = [("the model output", output), ("the report (--json)", args.json)]
     for graph in model.graphs():
         for value in graph.initializers.values():
@@ -351,6 +372,31 @@ def check_external_data(model: ir.Model, path: str) -> None:
                     f"{value.name!r}): put the data file back next to the model as "
                     f"{tensor.location!r}"
                 )
+            try:
+                end = (tensor.offset or 0) + (tensor.length or tensor.nbytes)
+            except Exception:  # no byte size for the dtype (strings): onnx-ir decides
+                continue
+            if os.path.getsize(data) < end:
+                # Failed later naming the output ("b/o.onnx: External data file ... is
+                # shorter than expected") or inside onnxruntime.
+                raise CliError(
+                    f"{path}: its external weights file {data} is truncated: initializer "
+                    f"{value.name!r} needs bytes up to {end}, the file has "
+                    f"{os.path.getsize(data)}"
+                )
+
+
+def check_weights_inside(model: ir.Model, path: str) -> None:
+    """Fails (exit 1) before any work when a weight lies outside the model's directory.
+
+    Called when the command writes a model or runs onnxruntime: neither can use weights
+    at ``../w.bin`` (onnxruntime refuses the path, onnx-ir will not read it to copy
+    them), and the written model kept that location.
+    """
+    from onnx_symdims._modelio import outside_weights
+
+    if (outside := outside_weights(model)) is not None:
+        raise CliError(f"{path}: {outside}")
 
 
 def add_output_args(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
@@ -363,7 +409,8 @@ def add_output_args(parser: argparse.ArgumentParser, *, required: bool = False) 
     parser.add_argument(
         "--save-as-external-data",
         metavar="FILE",
-        help="write the weights to FILE next to the output (a name, not a path); by "
+        help="write the weights to FILE next to the output (a name relative to the "
+        "output's directory that stays inside it, e.g. w.data or weights/w.data); by "
         "default external weights stay where they are, or are written to OUT.data when "
         "the output goes to another directory",
     )
@@ -534,6 +581,14 @@ def verify_options(args: argparse.Namespace, model: ir.Model) -> dict[str, Any]:
     Call before writing anything: a bad value is a :class:`CliError` (exit 2).
     """
     sizes = parse_sizes(args.verify_sizes)
+    if args.verify_runs == 0 and not sizes:
+        # No draw and no given size: no run at all, which failed after the work as "no
+        # onnxruntime run succeeded ... give sizes that run", blaming the model.
+        raise CliError(
+            "--verify-runs 0 draws no sizes and no --verify-sizes is given: nothing would "
+            "be checked (give sizes with --verify-sizes NAME=V,... or a count >= 1)",
+            2,
+        )
     relations = parse_relations(args.verify_bind)
     inputs = model_symbols(model, inputs_only=True)
     for assignment in sizes:
@@ -587,11 +642,26 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     return _cli_optimize.run_optimize(args)
 
 
+#: Why ``simplify`` has no canonical form to print, by ``DimExpr.unknown_reason``.
+_UNKNOWN_REASONS = {
+    "size": "its canonical form exceeds the expression size limits",
+    "overflow": "a number in its canonical form is outside int64",
+}
+
+
 def _cmd_simplify(args: argparse.Namespace) -> int:
     from onnx_symdims import expr
 
     try:
-        print(expr.to_onnx(expr.parse_expr(args.expr)))
+        dim = expr.parse_expr(args.expr)
+        reason = getattr(dim, "unknown_reason", None)
+        if reason is not None:
+            # The canonical form outgrew the engine's limits (17 distinct factors, a
+            # product of sums; a coefficient past int64): it was "cannot print an
+            # unknown (size)".
+            why = _UNKNOWN_REASONS.get(reason, f"the expression engine gave up ({reason})")
+            raise CliError(f"cannot simplify {args.expr!r}: {why}", 2)
+        print(expr.to_onnx(dim))
     except (expr.ExprError, ArithmeticError) as e:
         raise CliError(str(e), 2) from e
     return 0
