@@ -221,10 +221,28 @@ def infer_qgemm(ctx: NodeContext, node: ir.Node) -> None:
 @register(MS, ("DynamicQuantizeMatMul", "MatMulIntegerToFloat"), since=1)
 def infer_integer_matmul_to_float(ctx: NodeContext, node: ir.Node) -> None:
     """``numpy.matmul`` of A (0) and B (1); float like A (or like a_scale)."""
-    ctx.require_input(0)
-    ctx.require_input(1)
-    shape = matmul_shape(ctx, ctx.input_shape(0), ctx.input_shape(1))
-    source = 0 if node.op_type == "DynamicQuantizeMatMul" else 2
+    inputs = node._inputs  # the slot behind node.inputs (see passes/_inference.py)
+    a = inputs[0] if inputs else None
+    b = inputs[1] if len(inputs) > 1 else None
+    if a is None or b is None:
+        ctx.require_input(0)
+        ctx.require_input(1)  # one of them fails the node
+    facts = ctx.ctx
+    a_shape = facts.shape_of(a)
+    b_shape = facts.shape_of(b)
+    if (
+        a_shape is not None
+        and b_shape is not None
+        and len(b_shape) == 2
+        and len(a_shape) >= 2
+        and a_shape[-1] == b_shape[0]  # ints by value, dims by identity: no check
+    ):
+        # Activations times a weight matrix (every layer's projection): what
+        # matmul_shape gives, as in infer_matmul, without its call.
+        shape = (*a_shape[:-1], b_shape[1])
+    else:
+        shape = matmul_shape(ctx, a_shape, b_shape)
+    source = 0 if node._op_type == "DynamicQuantizeMatMul" else 2
     ctx.set_output(0, shape, ctx.input_dtype(source))
 
 

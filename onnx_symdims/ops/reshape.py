@@ -437,7 +437,19 @@ def infer_reshape(ctx: NodeContext, node: ir.Node) -> None:
         and "allowzero" in node._attributes.data
         and bool(ctx.attr_int("allowzero"))
     )
-    _set_reshaped(ctx, data_value, ctx.ctx.value_of(target_value), allowzero)
+    facts = ctx.ctx
+    target = facts.value_of(target_value)
+    if target.__class__ is not tuple:  # unknown (or not a tuple): the general path
+        _set_reshaped(ctx, data_value, target, allowzero)
+        return
+    # _set_reshaped of a known target (value_of gives a tuple), inline: every layer
+    # reshapes its heads in and out.
+    data = facts.shape_of(data_value)
+    dtype = facts.dtype_of(data_value)
+    key = ("Reshape", data, target, allowzero)
+    dims = facts.shape_under_facts(key, reshape_dims, ctx, data, target, allowzero)
+    ctx.set_output(0, dims, dtype)
+    ctx.set_output_value(0, facts.value_of(data_value))
 
 
 @register("", "Reshape")

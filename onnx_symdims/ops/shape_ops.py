@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 Dim = expr.Dim
 INT64 = ir.DataType.INT64
+_INT_ATTRIBUTE = ir.AttributeType.INT
 
 
 def _axes_input_or_attr(
@@ -134,7 +135,12 @@ def infer_concat(ctx: NodeContext, node: ir.Node) -> None:
         present = [value for value in present if value is not None]
     if not present:
         ctx.fail("needs at least one input")
-    axis = ctx.attr_int("axis")
+    # ctx.attr_int("axis"), inline for its usual outcome (a plain INT attribute).
+    attr = node._attributes.data.get("axis")
+    if attr is not None and attr._ref_attr_name is None and attr._type is _INT_ATTRIBUTE:
+        axis = attr._value
+    else:
+        axis = ctx.attr_int("axis")
     if axis is None:
         if ctx.opset >= 4:
             ctx.fail("missing attribute 'axis'")
@@ -259,14 +265,39 @@ def infer_gather(ctx: NodeContext, node: ir.Node) -> None:
         return
     if not data:
         ctx.fail("cannot gather from a scalar")
-    # has_attr first (inline: the dict in onnx-ir's slot).
-    axis = ctx.normalize_axis(
-        ctx.attr_int("axis") if "axis" in node._attributes.data else 0, len(data)
-    )
+    # ctx.attr_int("axis", 0), inline for its usual outcomes (none, a plain INT).
+    attr = node._attributes.data.get("axis")
+    if attr is None:
+        axis = 0
+    elif attr._ref_attr_name is None and attr._type is _INT_ATTRIBUTE:
+        axis = attr._value
+    else:
+        axis = ctx.attr_int("axis")  # type: ignore[assignment]
+    rank = len(data)
+    if not -rank <= axis < rank:
+        ctx.normalize_axis(axis, rank)  # fails the node
+    axis = axis + rank if axis < 0 else axis  # normalize_axis, inline
     out = (*data[:axis], *indices, *data[axis + 1 :])
     ctx.set_output(0, out, dtype)
     elements = facts.value_of(data_value)
-    if elements is None or not is_static(data) or not is_static(indices):
+    if elements is None:
+        return
+    bound = data[0]
+    if not indices and len(data) == 1 and bound.__class__ is int:
+        # One element of a static vector (Shape -> Gather of a scalar index, the usual
+        # case): what the general path below gives, without its checks' calls.
+        index_values = facts.value_of(indices_value)
+        if index_values is None:
+            return
+        if len(index_values) == 1:
+            j = index_values[0]
+            if j.__class__ is int:
+                if not -bound <= j < bound:
+                    ctx.fail(f"index {j} is out of range for axis {axis} of size {bound}")
+                if len(elements) == bound:
+                    ctx.set_output_value(0, (elements[j],))
+                    return
+    if not is_static(data) or not is_static(indices):
         return
     index_values = facts.value_of(indices_value)
     if index_values is None:
@@ -301,6 +332,21 @@ def infer_unsqueeze(ctx: NodeContext, node: ir.Node) -> None:
     facts = ctx.ctx
     data = facts.shape_of(data_value)
     dtype = facts.dtype_of(data_value)
+    if data is not None and len(inputs) == 2 and ctx.opset >= 13:
+        # The usual form: one constant axis in input 1. What _axes_input_or_attr and
+        # the one-axis case below give, without the call and the tuple it returns.
+        axes_value = inputs[1]
+        axes = None if axes_value is None else facts.value_of(axes_value)
+        if axes is not None and len(axes) == 1:
+            k = axes[0]
+            if k.__class__ is int:
+                rank = len(data) + 1
+                if not -rank <= k < rank:
+                    ctx.normalize_axis(k, rank)  # fails the node
+                k = k + rank if k < 0 else k
+                ctx.set_output(0, (*data[:k], 1, *data[k:]), dtype)
+                ctx.set_output_value(0, facts.value_of(data_value))
+                return
     given, axes = _axes_input_or_attr(ctx, 13)
     if not given:
         ctx.fail("missing axes")
@@ -876,7 +922,13 @@ def infer_range(ctx: NodeContext, node: ir.Node) -> None:
             length = max(math.ceil((limit - start) / delta), 0)  # type: ignore[operator]
     elif isinstance(delta, int) and _is_dim(start) and _is_dim(limit):
         span = expr.sub(limit, start) if delta > 0 else expr.sub(start, limit)  # type: ignore[arg-type]
-        length = expr.dmax(expr.ceildiv(span, abs(delta)), 0, scope=ctx.ctx.scope)
+        # ceildiv(span, 1) is span (floordiv(add(span, 0), 1)) unless span is unknown:
+        # the usual step of 1 (arange(seq)) skips the two calls.
+        if delta == 1 and (span.__class__ is int or not span.is_unknown):  # type: ignore[union-attr]
+            count = span
+        else:
+            count = expr.ceildiv(span, abs(delta))
+        length = expr.dmax(count, 0, scope=ctx.ctx.scope)
     ctx.set_output(0, [length], dtype)
     if (
         isinstance(length, int)
