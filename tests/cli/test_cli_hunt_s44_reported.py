@@ -10,44 +10,9 @@ import pytest
 
 import onnx_symdims
 from onnx_symdims import cli
-from tests.cli._cli_testing import model_from_text, write_text_model
+from tests.cli._cli_testing import model_from_text
 
 ort = pytest.importorskip("onnxruntime")
-
-#: A valid model (onnx.checker and onnxruntime accept it): input ``X`` passed through
-#: to two outputs.
-PASS_THROUGH_TWICE = "g (float[N] X) => (float[N] X, float[N] X) { }"
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="rewrite/_pipeline.py _tail: onnx-ir's OutputFixPass renames input X to X_orig "
-    "for an input that is two outputs, and _keep_passed_through_inputs restores it as "
-    "X_alias_1: a declared input name changed, feeding 'X' fails",
-)
-def test_optimize_keeps_an_input_passed_through_to_two_outputs(tmp_path, capsys):
-    path = write_text_model(tmp_path / "m.onnx", PASS_THROUGH_TWICE)
-    out = tmp_path / "out.onnx"
-    assert cli.main(["optimize", path, "-o", str(out), "-q"]) == 0
-    x = np.arange(3, dtype=np.float32)
-    expected = ort.InferenceSession(path).run(None, {"X": x})
-    session = ort.InferenceSession(str(out))
-    assert [i.name for i in session.get_inputs()] == ["X"]
-    assert [o.name for o in session.get_outputs()] == ["X", "X"]
-    for got, want in zip(session.run(None, {"X": x}), expected, strict=True):
-        np.testing.assert_array_equal(got, want)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="rewrite/_pipeline.py _tail: OutputFixPass + NameFixPass rename the second of "
-    "two outputs of one name to Y_alias_1 (a declared output name changed)",
-)
-def test_optimize_keeps_two_outputs_of_one_name():
-    model = model_from_text("g (float[N] X) => (float[N] Y, float[N] Y) { Y = Relu(X) }")
-    onnx_symdims.optimize(model)
-    assert [v.name for v in model.graph.outputs] == ["Y", "Y"]
-
 
 @pytest.mark.xfail(
     strict=True,

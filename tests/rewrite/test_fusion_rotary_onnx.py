@@ -8,11 +8,17 @@ shared by the batch, as gemma2 and GPT-NeoX exports compute them) beside a batch
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import numpy as np
 import pytest
 
 from onnx_symdims.rewrite import OptimizePass, analyze
 from tests.rewrite._rewrite_testing import model, proto, session
+
+#: onnxscript before 0.7 writes its ONNX-op rotary fusion in a form onnxruntime refuses
+#: (the guard undoes it: sound, but nothing to test here); measured with 0.5.0.
+_OLD_ONNXSCRIPT = tuple(int(p) for p in version("onnxscript").split(".")[:2]) < (0, 7)
 
 _INV_FREQ = ", ".join(f"{1 / 10000 ** (i / 4):.6f}" for i in range(4))
 
@@ -52,6 +58,7 @@ def _rope(positions: str) -> str:
     """
 
 
+@pytest.mark.skipif(_OLD_ONNXSCRIPT, reason="onnxscript < 0.7 fuses it into a refused form")
 @pytest.mark.parametrize(
     "positions", ["int64[S] p", "int64[B, S] p"], ids=["shared", "per_batch"]
 )
