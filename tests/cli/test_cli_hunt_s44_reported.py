@@ -14,6 +14,7 @@ from tests.cli._cli_testing import model_from_text
 
 ort = pytest.importorskip("onnxruntime")
 
+
 @pytest.mark.xfail(
     strict=True,
     reason="_api.py optimize(ir.Model) skips the load-time duplicate_input check "
