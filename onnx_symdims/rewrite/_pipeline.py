@@ -41,7 +41,6 @@ from onnx_symdims.rewrite._facts import (
     clear_computed_shapes,
     constant_tensor,
     int_attribute,
-    ints_attribute,
     overridable_defaults_hidden,
 )
 from onnx_symdims.rewrite._fixed_dims import fix_dims, fixed_sizes
@@ -1024,11 +1023,13 @@ def _pool_indices_at_risk(
 
     onnx-ir's ``RemoveUnusedNodesPass`` (run by onnxscript's rewriter and by our tail)
     drops unused optional outputs. onnxruntime runs a ``MaxPool`` with its ``Indices``
-    output on another kernel than one without, and only the one with indices accepts the
-    negative padding ``auto_pad = SAME_*`` computes when a stride exceeds the kernel's
-    extent (``kernel_shape = [1], strides = [2]``): the single-output node fails to run
-    where the original ran (fuzz seed 19180). :func:`_restore_pool_indices` puts such an
-    output back at the end.
+    output on another kernel than one without, and the two differ: only the one with
+    indices accepts the negative padding ``auto_pad = SAME_*`` computes when a stride
+    exceeds the kernel's extent (``kernel_shape = [1], strides = [2]``: the single-output
+    node fails to run where the original ran, fuzz seed 19180), and the single-output
+    float kernel starts its maximum at ``-FLT_MAX`` and skips NaN (a window of ``-inf`` or
+    NaN gives ``-3.4e38``, fuzz seed 233032). Every such output stays:
+    :func:`_restore_pool_indices` puts it back at the end.
     """
     return [
         (node, node.outputs[1].name or "indices", node.outputs[1].type)
@@ -1037,7 +1038,6 @@ def _pool_indices_at_risk(
         if node.op_type == "MaxPool"
         and node.domain in ("", "ai.onnx")
         and len(node.outputs) > 1
-        and _may_pad_negatively(node)
     ]
 
 
@@ -1061,32 +1061,6 @@ def _restore_pool_indices(
         node.resize_outputs(2)
         restored = node.outputs[1]
         restored.name, restored.type = name, type_
-
-
-def _may_pad_negatively(node: ir.Node) -> bool:
-    """True unless every pad of the pooling ``node`` is provably ``>= 0`` (any input size).
-
-    ``SAME_*`` pads an axis by ``(ceil(n / s) - 1) * s + (k - 1) * d + 1 - n`` in all, at
-    least ``(k - 1) * d + 1 - s`` (``n`` a multiple of ``s``); explicit ``pads`` are read
-    as given. A malformed attribute counts as possibly negative.
-    """
-    auto_pad = node.attributes.get("auto_pad")
-    mode = auto_pad.value if auto_pad is not None else "NOTSET"
-    if mode not in ("SAME_UPPER", "SAME_LOWER"):
-        pads = ints_attribute(node, "pads", ())
-        return pads is None or any(p < 0 for p in pads)
-    kernel = ints_attribute(node, "kernel_shape")
-    if not kernel:
-        return True
-    strides = ints_attribute(node, "strides", (1,) * len(kernel))
-    dilations = ints_attribute(node, "dilations", (1,) * len(kernel))
-    if (
-        strides is None
-        or dilations is None
-        or not len(kernel) == len(strides) == len(dilations)
-    ):
-        return True
-    return any((k - 1) * d + 1 < s for k, s, d in zip(kernel, strides, dilations))
 
 
 def _constants_as_nodes(graph: ir.Graph) -> None:

@@ -818,18 +818,19 @@ def test_an_unreadable_model_proto_is_a_model_load_error():
 
 
 @pytest.mark.parametrize(
-    ("attributes", "kept"),
+    "attributes",
     [
         # SAME_* pads by (k - 1) * d + 1 - s at least: negative where the stride is longer
-        ('auto_pad = "SAME_LOWER", kernel_shape = [1], strides = [2]', True),
-        ('auto_pad = "SAME_UPPER", kernel_shape = [2], strides = [3]', True),
-        ('auto_pad = "SAME_UPPER", kernel_shape = [2], strides = [3], dilations = [2]', False),
-        ('auto_pad = "SAME_LOWER", kernel_shape = [2], strides = [2]', False),
-        ("kernel_shape = [2], strides = [3]", False),
+        'auto_pad = "SAME_LOWER", kernel_shape = [1], strides = [2]',
+        'auto_pad = "SAME_UPPER", kernel_shape = [2], strides = [3]',
+        'auto_pad = "SAME_UPPER", kernel_shape = [2], strides = [3], dilations = [2]',
+        'auto_pad = "SAME_LOWER", kernel_shape = [2], strides = [2]',
+        "kernel_shape = [2], strides = [3]",
     ],
 )
-def test_max_pool_indices_stay_where_the_padding_may_be_negative(attributes, kept):
-    """onnxruntime's MaxPool without Indices refuses negative pads; with them it runs."""
+def test_max_pool_indices_stay(attributes):
+    """onnxruntime's MaxPool without Indices refuses negative pads (with them it runs) and
+    computes floats on another kernel (tests/rewrite/test_max_pool_indices.py): kept."""
     m = model(
         f"""
         g (float[1, 2, N] x) => (float[1, 2, ?] y) {{
@@ -840,7 +841,7 @@ def test_max_pool_indices_stay_where_the_padding_may_be_negative(attributes, kep
     before = proto(m)
     onnx_symdims.optimize(m)
     (pool,) = m.graph
-    assert len(pool.outputs) == (2 if kept else 1)
+    assert len(pool.outputs) == 2
     optimized = ir.serde.serialize_model(m)
     onnx.checker.check_model(optimized)
     for n in (1, 5, 6, 7):
