@@ -389,7 +389,8 @@ def ambiguous_labels(
     of ``renamable``) and a size inference could not compute at all (a label of
     ``unverified``: declared where the inferred rank or dim is unknown) prove nothing
     against a declared size and nothing for it: a label naming one of them and a
-    computed size claims an equality nothing checks, and is not used either.
+    computed size claims an equality nothing checks, and is not used either; so does a
+    label naming two of them (one name on two ``NonZero`` counts).
     ``unverified`` is read only when some label has a partner (it may be a generator).
 
     Returns:
@@ -449,8 +450,11 @@ def ambiguous_labels(
         differing = named.get(group, {})
         counts = minted.get(group, {})
         unchecked = counts or any(m.name in unverified for m in members)  # type: ignore[union-attr]
-        # TorchScript's ``Uniqueout4_dim_0`` on a unique count and on the batch.
-        if len(differing) >= 2 or (differing and unchecked):
+        # TorchScript's ``Uniqueout4_dim_0`` on a unique count and on the batch; one
+        # label on two counts (two NonZero outputs declared ``[1, k]``): nothing says
+        # they are equal, and onnxruntime gives 3 and 4.
+        two_counts = sum(1 for c in counts.values() if c.is_symbol) >= 2  # type: ignore[union-attr]
+        if len(differing) >= 2 or (differing and unchecked) or two_counts:
             sizes_named = [*differing.values(), *counts.values()]
             for label in members:
                 result[label.name] = tuple(sorted(sizes_named, key=_order))  # type: ignore[union-attr]

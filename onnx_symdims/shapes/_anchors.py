@@ -44,8 +44,17 @@ An int declared where inference computes an expression of the inputs' declared n
 that it cannot prove equal to it (``Y: [B, 3]`` of ``x[:, -3:]``, which is
 ``min(3, L)``) is false in every run where they differ, and onnxruntime runs them (it
 does not check declared output shapes): a conflict, so the inferred dim is written. An
-expression with a symbol the engine minted (a ``NonZero`` count) says nothing against
-the declared int, which stays the fact it is.
+expression with a symbol the engine minted and knows nothing about (an op without a
+hook) says nothing against the declared int, which stays the fact it is. A
+*data-dependent* size (a minted symbol with a recorded bound or range: a ``NonZero``
+count, ``TopK`` with a runtime ``k``; ``shapes._merge._bounded``) is no such symbol: it
+changes from run to run, and a declared int (a trace's ``int64[1, 3]``) is a conflict
+unless proven, as against an expression of declared names. A declared name of a graph
+input (``N``, the input's length, on a count would say ``nnz == N``) or an expression on
+a data-dependent size records nothing and keeps its text (the output's), while
+downstream sees the inferred dim. Only the author's own name for the size
+(:func:`_on_data_dependent`) is recorded (the anchor pass renames the symbol, its bound
+kept, and replaces a name reused on sizes that differ).
 
 The same for a declared expression over exactly the names of an inferred one that holds
 in every run: torch.export declares a ``ceil_mode`` pooling's output ``H//3`` where it is
@@ -89,6 +98,7 @@ import onnx_ir as ir
 from onnx_symdims import expr
 from onnx_symdims.shapes._context import _memo_under_facts, is_anonymous_dim_text
 from onnx_symdims.shapes._diagnostics import ShapeInferenceError
+from onnx_symdims.shapes._merge import _bounded, _data_dependent
 
 if TYPE_CHECKING:
     from onnx_symdims.shapes._context import ShapesContext
@@ -166,11 +176,16 @@ def _plan(
     what: str,
     differs: Callable[[expr.DimExpr, int], bool] | None = None,
     separated: Callable[[expr.DimExpr, expr.DimExpr], tuple[str, str] | None] | None = None,
-) -> tuple[list[Dim | None], list[tuple[Dim, Dim]], list[str], tuple[list[str], list[int]]]:
+) -> tuple[
+    list[Dim | None], list[tuple[Dim, Dim]], list[str], tuple[list[str], list[int], list[str]]
+]:
     """Per-dim merge without side effects: (result, equalities, conflicts, edges).
 
     ``edges``: the messages and the axes of the edges (a point with a size below 2, or
-    one found only beyond the grid of sizes first tried: see the module docstring).
+    one found only beyond the grid of sizes first tried: see the module docstring), and
+    the messages of declared dims on a data-dependent size that record nothing
+    (``separated`` gave the kind ``"data-dependent"`` and, in place of a point, why;
+    the kind ``"named"``: recorded, the inferred dim kept downstream).
 
     ``differs(e, n)``: whether an inferred expression ``e`` may differ from a declared
     int ``n`` in a run (a conflict then). ``separated(e, f)``: a point (printed) where
@@ -183,6 +198,7 @@ def _plan(
     conflicts: list[str] = []
     edges: list[str] = []
     edge_axes: list[int] = []
+    unrelated: list[str] = []
     for axis, (inf, decl) in enumerate(zip(inferred, declared)):
         inf, decl = _usable(inf), _usable(decl)
         if decl is None:
@@ -208,6 +224,21 @@ def _plan(
             result.append(decl)
         else:
             found = separated(inf, decl) if separated is not None else None
+            if found is not None and found[1] == "named":
+                # The author's name for a data-dependent size: recorded (the anchor pass
+                # renames the symbol), while downstream keeps the symbol and its bound.
+                equalities.append((inf, decl))
+                result.append(inf)
+                continue
+            if found is not None and found[1] == "data-dependent":
+                # Not recorded (the declared text holds in some runs only); the anchor
+                # keeps its text, downstream the inferred dim (see the module docstring).
+                unrelated.append(
+                    f"{what} {axis}: declared {expr.to_onnx(decl)} on inferred "
+                    f"{expr.to_onnx(inf)}, {found[0]}"
+                )
+                result.append(inf)
+                continue
             if found is not None:
                 point, kind = found
                 at_edge = kind != "conflict"
@@ -222,7 +253,7 @@ def _plan(
                 continue
             equalities.append((inf, decl))
             result.append(decl)
-    return result, equalities, conflicts, (edges, edge_axes)
+    return result, equalities, conflicts, (edges, edge_axes, unrelated)
 
 
 #: Values tried per symbol above its lower bound, itself at least 2 (all combinations up
@@ -410,18 +441,23 @@ def _merge(
         result: Sequence[Dim | None] = inferred
         equalities: list[tuple[Dim, Dim]] = []
         edges: list[str] = []
+        unrelated: list[str] = []
     else:
         differs = separated = None
         if what == "axis":
             generated, scope = ctx.is_generated, ctx.scope
 
             def differs(e: expr.DimExpr, n: int) -> bool:
-                if any(generated(name) for name in e.symbols()):
+                if any(generated(name) and not _bounded(ctx, name) for name in e.symbols()):
                     return False  # a size the engine could not name: the int tells it
+                # Declared names only, or data-dependent sizes (a NonZero count): an int
+                # holds in the runs that give it only (a trace's ``3``).
                 return not scope.prove_eq(e, n)
 
             def separated(e: expr.DimExpr, f: expr.DimExpr) -> tuple[str, str] | None:
                 names = e.symbols()
+                if _data_dependent(ctx, e):
+                    return _on_data_dependent(ctx, node, e, f)
                 if f.symbols() != names or any(generated(name) for name in names):
                     # A relation to other sizes (f names fewer or other sizes: e of
                     # broadcast(b+c, e) says b+c is e), or a size the engine minted.
@@ -435,7 +471,7 @@ def _merge(
                     _memo_under_facts(scope, key, found)
                 return found  # type: ignore[return-value]
 
-        result, equalities, conflicts, (edges, axes) = _plan(
+        result, equalities, conflicts, (edges, axes, unrelated) = _plan(
             inferred, declared, what, differs, separated
         )
         if edge_axes is not None:
@@ -463,9 +499,59 @@ def _merge(
             f"may fail at the others: sizes below {_SMALLEST_SIZE_OF_A_CONFLICT}, or beyond "
             f"its limits), inferred {_printed(inferred)} is kept: " + "; ".join(edges),
         )
+    if unrelated:
+        ctx.add_diagnostic(
+            node,
+            "info",
+            f"{where}: declared {_printed(declared)} keeps its text, but a data-dependent "
+            f"size holds it in some runs only: nothing is recorded, inferred "
+            f"{_printed(inferred)} is used: " + "; ".join(unrelated),
+        )
     for inf, decl in equalities:
         ctx.add_symbolic_constraint_with_leaf_derivation(inf, decl)
     return tuple(result)
+
+
+def _on_data_dependent(
+    ctx: ShapesContext, node: ir.Node | None, e: expr.DimExpr, f: expr.DimExpr
+) -> tuple[str, str] | None:
+    """Whether a declared ``f`` on data-dependent ``e`` is recorded: ``(why not, kind)``.
+
+    The kind: ``"named"`` (``e == f`` is recorded; downstream keeps ``e``, with its
+    bound, until the anchor pass renames it) or ``"data-dependent"`` (nothing recorded).
+
+    ``f`` names the size when its names are the author's for it: none is a graph
+    input's (``N``, the input's length, on a ``NonZero`` count would say ``nnz == N``),
+    and ``f`` is a bare name or one name that ``e`` gives back when put in its place
+    (``2*dnz`` on ``2*nnz``; not ``2*k`` on ``nnz``, which would make the count even). A
+    name the author reuses on sizes that differ (two counts, a count and a batch) is
+    found by the anchor pass (``ambiguous_labels``), which writes the inferred dims.
+    """
+    graph = node.graph if node is not None else None
+    if graph is None:
+        return "no graph to read", "data-dependent"
+    names = f.symbols()
+    if _input_symbols(ctx, graph) & names:
+        return "a name of a graph input", "data-dependent"
+    if f.is_symbol:
+        return "", "named"
+    minted = [name for name in e.symbols() if ctx.is_generated(name)]
+    if len(names) == 1 and len(minted) == 1:
+        (name,) = names
+        if expr.substitute(f, {name: expr.sym(minted[0])}) is e:
+            return "", "named"
+    return "an expression", "data-dependent"
+
+
+def _input_symbols(ctx: ShapesContext, graph: ir.Graph) -> frozenset[str]:
+    """The symbols of ``graph``'s inputs' dim texts (read for data-dependent sizes only)."""
+    found: set[str] = set()
+    for value in graph.inputs:
+        if value.shape is not None:
+            for d in value.shape.dims:
+                if not isinstance(d, int) and d.value:
+                    found |= ctx.text_symbols(d.value)
+    return frozenset(found)
 
 
 def merge_with_anchor(

@@ -185,7 +185,9 @@ def _text_names(text: str) -> tuple[frozenset[str], bool]:
         parsed = expr.parse_dim(text)
         names = {text}
         opaque = False
-        if isinstance(parsed, expr.DimExpr):
+        if _is_numeric_name(parsed):
+            opaque = True
+        elif isinstance(parsed, expr.DimExpr):
             names.update(parsed.symbols())
             opaque = (
                 parsed.is_symbol
@@ -196,6 +198,17 @@ def _text_names(text: str) -> tuple[frozenset[str], bool]:
             _TEXT_NAMES.clear()
         found = _TEXT_NAMES[text] = (frozenset(names), opaque)
     return found
+
+
+def _is_numeric_name(parsed: Dim) -> bool:
+    """Whether a ``dim_param`` text parsed to a size (``4``, ``0``, `` 4``, ``2*3``).
+
+    ONNX's ``dim_param`` is a name: onnxruntime runs any size for an input declared
+    ``'4'``. Such a text is read as an opaque symbol (``d4``, a name that does not read
+    back as an int) as any odd text is. A negative one stays a number: producers'
+    "unknown" (``-1``), which declares nothing.
+    """
+    return isinstance(parsed, int) and parsed >= 0
 
 
 #: dim text -> its dim, for the texts that are not opaque (their dim is their parse,
@@ -417,7 +430,7 @@ class ShapesContext:
                     isinstance(found, expr.DimExpr)
                     and found.is_symbol
                     and not _READABLE_NAME.fullmatch(found.name)  # type: ignore[arg-type]
-                ):
+                ) or _is_numeric_name(found):
                     found = expr.sym(self._opaque_name(text))
                     if self._text_dims is _NO_ENTRIES:
                         self._text_dims = {}

@@ -22,6 +22,10 @@ are subgraph outputs, whose declared text is never changed):
   run only;
 * a declared symbolic dim against an inferred int: the int is used downstream and
   written (except on anchors);
+* on anchors, a declared symbolic dim against an inferred symbolic one stays as text,
+  except over a data-dependent size (minted symbols, all with a bound or range), where
+  the inferred dim is written (an ``If`` branch declaring ``[1, N]`` on a ``NonZero``
+  count gets the count; the anchor pass renames it where the graph outputs name it);
 * two different symbolic dims: written canonically when proven equal; a conflict (the
   inferred dim is written) when proven different (``N`` declared, ``N+1`` inferred);
   else the declared text stays only where the inferred dim holds a symbol the engine
@@ -149,6 +153,12 @@ def _knows_nothing(ctx: ShapesContext, inf: expr.DimExpr) -> bool:
         and ctx.is_generated(inf.name)  # type: ignore[arg-type]
         and not _bounded(ctx, inf.name)  # type: ignore[arg-type]
     )
+
+
+def _data_dependent(ctx: ShapesContext, inf: expr.DimExpr) -> bool:
+    """Whether ``inf`` has minted symbols, all data-dependent (:func:`_bounded`)."""
+    minted = [name for name in inf.symbols() if ctx.is_generated(name)]
+    return bool(minted) and all(_bounded(ctx, name) for name in minted)
 
 
 def _printed(dims) -> str:
@@ -279,7 +289,11 @@ def merge_declared_shape(
                 out.append(decl)
             elif anchor:
                 dims.append(inf)
-                out.append(decl)
+                # A declared text on a data-dependent size (``If`` branches declaring
+                # ``[1, N]`` on a ``NonZero`` count) holds in some runs only: the
+                # inferred dim is written, without a warning (where the main graph's
+                # anchors name the count ``N``, the anchor pass renames it to ``N``).
+                out.append(writer.dim(inf) if _data_dependent(ctx, inf) else decl)
             else:
                 relation = ctx.scope.compare(inf, declared_dim)
                 if relation in ("Greater", "Smaller"):

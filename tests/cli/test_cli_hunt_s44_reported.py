@@ -50,12 +50,6 @@ def test_infer_symbolic_shapes_refuses_a_malformed_symbol_range(ranges):
         onnx_symdims.infer_symbolic_shapes(model_from_text(SLICE_TO_3), symbol_ranges=ranges)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="shapes/_context.py read_dim_text parses a dim_param text that is an integer "
-    "('4', '0') as that size, but onnxruntime takes dim_param '4' as a symbol and runs "
-    "any size: y written [M+4, 4] while a run with x of 3 rows gives 5 rows",
-)
 @pytest.mark.parametrize("text", ["4", "0"])
 def test_a_numeric_dim_param_is_not_read_as_a_size(text, tmp_path):
     import onnx

@@ -27,6 +27,11 @@ from tests.engine._engine_testing import assert_verified, dims, infer, model
         ("99999999999999999999", "d99999999999999999999"),
         ("min(", "min_1"),  # never a function name of the grammar
         ("héllo", "h_llo"),
+        # ONNX's dim_param is a name: onnxruntime runs an input declared '4' at any size
+        ("4", "d4"),
+        ("0", "d0"),
+        (" 4", "d4"),
+        ("2*3", "d2_3"),
     ],
 )
 def test_opaque_text_reads_as_a_readable_symbol(text, name):
@@ -41,7 +46,7 @@ def test_opaque_text_reads_as_a_readable_symbol(text, name):
     assert ctx.new_symbol(name).name != name  # never minted again
 
 
-@pytest.mark.parametrize("text", ["N", "seq.len", "2*N+1", "unk__3", "3"])
+@pytest.mark.parametrize("text", ["N", "seq.len", "2*N+1", "unk__3", "-1"])
 def test_expressions_read_as_themselves(text):
     ctx = ShapesContext()
     assert ctx.read_dim_text(text) == expr.parse_dim(text)

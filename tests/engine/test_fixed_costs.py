@@ -98,7 +98,7 @@ def test_read_dim_text_reads_plain_text_alike_and_opaque_text_per_context():
     for ctx in (first, second, ShapesContext()):
         assert ctx.read_dim_text("N") is expr.parse_dim("N")
         assert ctx.read_dim_text("2*M + K") is expr.parse_dim("2*M + K")
-        assert ctx.read_dim_text("12") == 12
+        assert ctx.read_dim_text("-1") == -1  # "12" is a name (opaque, per context)
     # An opaque text's name depends on the context's reserved names: never shared.
     assert first.read_dim_text("7/:2").name == "d7_2"
     assert second.read_dim_text("7/:2").name == "d7_2_1"
