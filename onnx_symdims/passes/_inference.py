@@ -725,6 +725,8 @@ class InferenceEngine:
         # ctx.set_shape, set_value and _note_dims, inline: every input of every graph
         # walked (loop bodies once per probing round).
         table = ctx._shapes
+        dtype_table = ctx._dtypes
+        values = ctx._values
         for i, value in enumerate(graph_values(graph.inputs)):
             if constants and shapes is None and value in constants:
                 # A weight listed as an input (old IR): its tensor is the fact.
@@ -742,10 +744,12 @@ class InferenceEngine:
             else:
                 ctx.set_shape(value, ctx.read_declared_shape(value))
                 shape = table[value]
-            if dtypes is not None and i < len(dtypes) and dtypes[i] is not None:
-                ctx.set_dtype(value, dtypes[i])
+            if dtypes is not None and i < len(dtypes):
+                dtype = dtypes[i]
+                if dtype is not None:
+                    dtype_table[value] = dtype  # set_dtype, inline
             # A graph input may be fed at runtime even if an initializer backs it.
-            ctx._values[value] = None
+            values[value] = None
             if facts and shape is not None and not (_PLAIN.get(shape) or _all_plain(shape)):
                 self._note_compound_dims(shape)
 
@@ -885,7 +889,20 @@ class InferenceEngine:
             # to refine), settling reduces to noting compound dims, done here without a
             # call per output; after, _settle_refining reuses what it settled before.
             scope = ctx.scope
-            if ctx.conditional_depth or scope.__class__ is not FactScope:
+            if ctx.conditional_depth and scope.__class__ is FactScope:
+                # In a subgraph (_settle notes nothing there): only a shape or elements
+                # with a compound dim, under some fact, has something to refine; plain
+                # tuples (known to _PLAIN) are passed over without the call.
+                if scope.version:
+                    for value in outputs:
+                        shape = shapes.get(value)
+                        elements = values.get(value)
+                        if (shape is not None and not _PLAIN.get(shape)) or (
+                            elements is not None and not _PLAIN.get(elements)
+                        ):
+                            self._settle(node, outputs)
+                            break
+            elif ctx.conditional_depth or scope.__class__ is not FactScope:
                 self._settle(node, outputs)
             elif scope.version:
                 # _settle_refining's usual case, inline: one output whose shape and
@@ -1038,7 +1055,13 @@ class InferenceEngine:
             if inferred is not None:
                 shape = written.get(inferred)
                 value._shape = self._writer.shape(inferred) if shape is None else shape
-            value._type = new_tensor_type(dtype)
+            if _FAST_TENSOR_TYPE:  # new_tensor_type(dtype), without its call
+                type_ = _new_object(_TENSOR_TYPE)
+                type_._dtype = dtype
+                type_.denotation = None
+                value._type = type_
+            else:
+                value._type = new_tensor_type(dtype)
             self.modified = True
 
     def _constant_fast_path(self, node: ir.Node) -> bool:
@@ -1115,6 +1138,30 @@ class InferenceEngine:
                     values[value] = elements
                 if dtype is not MISSING:
                     dtypes[value] = dtype
+            if len(outputs) == 1 and not ctx._other_types:
+                # _commit_outputs' common case, inline: one output, nothing declared (no
+                # shape, no type), its facts just restored.
+                value = outputs[0]
+                if value._shape is None and value._type is None:
+                    inferred = shapes.get(value)
+                    if inferred is None:
+                        shapes[value] = None  # set_shape(value, None)
+                    dtype = dtypes.get(value)
+                    if dtype is None:
+                        return  # no valid value_info without a type (see _commit_outputs)
+                    if inferred is not None:
+                        writer = self._writer
+                        shape = writer._shapes.get(inferred)
+                        value._shape = writer.shape(inferred) if shape is None else shape
+                    if _FAST_TENSOR_TYPE:  # new_tensor_type(dtype), without its call
+                        type_ = _new_object(_TENSOR_TYPE)
+                        type_._dtype = dtype
+                        type_.denotation = None
+                        value._type = type_
+                    else:
+                        value._type = new_tensor_type(dtype)
+                    self.modified = True
+                    return
             self._commit_outputs(node, outputs)
             return
         for value, value_facts in zip(outputs, facts):
@@ -1327,7 +1374,11 @@ class InferenceEngine:
             nodes = orders.get(graph)
             if nodes is None:
                 problems: list[tuple[ir.Node, str]] = []
-                nodes = topological_order(graph, None, False, problems)
+                # The snapshot's walk listed the graph's nodes (a graph it did not walk,
+                # e.g. one a hook made, is listed here).
+                snapshot = self.snapshot
+                listed = None if snapshot is None else snapshot.subgraph_nodes.get(graph)
+                nodes = topological_order(graph, listed, False, problems)
                 if problems:  # said again on every walk, as the graph is walked
                     for node, message in problems:  # strict mode raises at the first
                         self.ctx.add_diagnostic(node, "error", f"invalid graph: {message}")
