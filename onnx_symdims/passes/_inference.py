@@ -1262,34 +1262,27 @@ class InferenceEngine:
             # A reference attribute (only in function bodies) has value None here;
             # function bodies are never memoized (they are inferred inside a call).
             parts = []
+            add = parts.append
             for name, attr in data.items():
                 kind = attr._type
                 if kind in _SCALAR_ATTRIBUTES:
-                    parts.append((name, kind, attr._value))
+                    add((name, kind, attr._value))
                 elif kind in _LIST_ATTRIBUTES:
-                    parts.append((name, kind, tuple(attr._value)))
+                    add((name, kind, tuple(attr._value)))
                 else:
                     return None  # tensors, graphs: not worth keying
             attributes = tuple(parts)
         ctx = self.ctx
-        key: list[object] = [
-            node._op_type,
-            node._domain,
-            opset,
-            ctx.scope.version,
-            len(node._outputs),
-            attributes,
-        ]
         # The shape, value as shape and dtype of each input as a hook reads them, one
         # entry per input (every memoized node, so inline); the facts are interned, so
         # keys hash fast. A node with a non-tensor input (sequence, optional, map) has none.
-        shapes, values, dtypes, others = (
-            ctx._shapes,
-            ctx._values,
-            ctx._dtypes,
-            ctx._other_types,
-        )
-        append = key.append
+        shapes = ctx._shapes
+        values = ctx._values
+        dtypes = ctx._dtypes
+        others = ctx._other_types
+        missing = MISSING  # a local: read twice per input
+        facts: list[object] = []
+        append = facts.append
         for value in node._inputs:
             if value is None:
                 append(None)
@@ -1299,11 +1292,11 @@ class InferenceEngine:
                 others and value in others
             ):
                 return None  # a sequence, optional or map: not keyed
-            shape = shapes.get(value, MISSING)
-            if shape is MISSING:
+            shape = shapes.get(value, missing)
+            if shape is missing:
                 shape = ctx.shape_of(value)
-            elements = values.get(value, MISSING)
-            if elements is MISSING:
+            elements = values.get(value, missing)
+            if elements is missing:
                 if value._const_value is None:
                     # What value_of finds for a value no hook gave elements to.
                     elements = values[value] = None
@@ -1313,11 +1306,20 @@ class InferenceEngine:
             if dtype is None:
                 # dtype_of's read of a declared dtype, inline (graph inputs, initializers:
                 # read from the IR once, kept by dtype_of).
-                dtype = ctx._declared_dtypes.get(value, MISSING)
-                if dtype is MISSING:
+                dtype = ctx._declared_dtypes.get(value, missing)
+                if dtype is missing:
                     dtype = ctx.dtype_of(value)
             append((shape, elements, dtype))
-        return tuple(key)
+        # One tuple, built in one step (no list of the head to copy).
+        return (
+            node._op_type,
+            node._domain,
+            opset,
+            ctx.scope.version,
+            len(node._outputs),
+            attributes,
+            *facts,
+        )
 
     def _fallback_after_bug(self, node_ctx: NodeContext) -> None:
         """Coverage never drops below ONNX's: a crashed hook hands over to the fallback."""
@@ -1387,7 +1389,14 @@ class InferenceEngine:
             self._walk_nodes(nodes)
         finally:
             self.ctx.exit_subgraph()
-        return [self.ctx.shape_of(value) for value in graph_values(graph.outputs)]
+        # shape_of's hit, inline: a body's outputs were inferred (or seeded) just now.
+        ctx = self.ctx
+        table = ctx._shapes
+        shapes = []
+        for value in graph_values(graph.outputs):
+            shape = table.get(value, MISSING)
+            shapes.append(ctx.shape_of(value) if shape is MISSING else shape)
+        return shapes
 
     # ------------------------------------------------------------------------------------
     def _commit(self, node: ir.Node, value: ir.Value) -> None:
