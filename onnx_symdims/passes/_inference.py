@@ -889,21 +889,23 @@ class InferenceEngine:
             # to refine), settling reduces to noting compound dims, done here without a
             # call per output; after, _settle_refining reuses what it settled before.
             scope = ctx.scope
-            if ctx.conditional_depth and scope.__class__ is FactScope:
-                # In a subgraph (_settle notes nothing there): only a shape or elements
-                # with a compound dim, under some fact, has something to refine; plain
-                # tuples (known to _PLAIN) are passed over without the call.
-                if scope.version:
-                    for value in outputs:
-                        shape = shapes.get(value)
-                        elements = values.get(value)
-                        if (shape is not None and not _PLAIN.get(shape)) or (
-                            elements is not None and not _PLAIN.get(elements)
-                        ):
-                            self._settle(node, outputs)
-                            break
-            elif ctx.conditional_depth or scope.__class__ is not FactScope:
-                self._settle(node, outputs)
+            if ctx.conditional_depth or scope.__class__ is not FactScope:
+                if ctx.conditional_depth and scope.__class__ is FactScope:
+                    # In a subgraph (_settle notes nothing there): only a shape or
+                    # elements with a compound dim, under some fact, has something to
+                    # refine; plain tuples (known to _PLAIN) are passed over without the
+                    # call. (Tested here, not before the main graph's test: every node.)
+                    if scope.version:
+                        for value in outputs:
+                            shape = shapes.get(value)
+                            elements = values.get(value)
+                            if (shape is not None and not _PLAIN.get(shape)) or (
+                                elements is not None and not _PLAIN.get(elements)
+                            ):
+                                self._settle(node, outputs)
+                                break
+                else:
+                    self._settle(node, outputs)
             elif scope.version:
                 # _settle_refining's usual case, inline: one output whose shape and
                 # elements (if any) were settled at this scope version already.
