@@ -725,6 +725,8 @@ class InferenceEngine:
         # ctx.set_shape, set_value and _note_dims, inline: every input of every graph
         # walked (loop bodies once per probing round).
         table = ctx._shapes
+        dtype_table = ctx._dtypes
+        values = ctx._values
         for i, value in enumerate(graph_values(graph.inputs)):
             if constants and shapes is None and value in constants:
                 # A weight listed as an input (old IR): its tensor is the fact.
@@ -742,10 +744,12 @@ class InferenceEngine:
             else:
                 ctx.set_shape(value, ctx.read_declared_shape(value))
                 shape = table[value]
-            if dtypes is not None and i < len(dtypes) and dtypes[i] is not None:
-                ctx.set_dtype(value, dtypes[i])
+            if dtypes is not None and i < len(dtypes):
+                dtype = dtypes[i]
+                if dtype is not None:
+                    dtype_table[value] = dtype  # set_dtype, inline
             # A graph input may be fed at runtime even if an initializer backs it.
-            ctx._values[value] = None
+            values[value] = None
             if facts and shape is not None and not (_PLAIN.get(shape) or _all_plain(shape)):
                 self._note_compound_dims(shape)
 
@@ -886,7 +890,22 @@ class InferenceEngine:
             # call per output; after, _settle_refining reuses what it settled before.
             scope = ctx.scope
             if ctx.conditional_depth or scope.__class__ is not FactScope:
-                self._settle(node, outputs)
+                if ctx.conditional_depth and scope.__class__ is FactScope:
+                    # In a subgraph (_settle notes nothing there): only a shape or
+                    # elements with a compound dim, under some fact, has something to
+                    # refine; plain tuples (known to _PLAIN) are passed over without the
+                    # call. (Tested here, not before the main graph's test: every node.)
+                    if scope.version:
+                        for value in outputs:
+                            shape = shapes.get(value)
+                            elements = values.get(value)
+                            if (shape is not None and not _PLAIN.get(shape)) or (
+                                elements is not None and not _PLAIN.get(elements)
+                            ):
+                                self._settle(node, outputs)
+                                break
+                else:
+                    self._settle(node, outputs)
             elif scope.version:
                 # _settle_refining's usual case, inline: one output whose shape and
                 # elements (if any) were settled at this scope version already.
@@ -1038,7 +1057,13 @@ class InferenceEngine:
             if inferred is not None:
                 shape = written.get(inferred)
                 value._shape = self._writer.shape(inferred) if shape is None else shape
-            value._type = new_tensor_type(dtype)
+            if _FAST_TENSOR_TYPE:  # new_tensor_type(dtype), without its call
+                type_ = _new_object(_TENSOR_TYPE)
+                type_._dtype = dtype
+                type_.denotation = None
+                value._type = type_
+            else:
+                value._type = new_tensor_type(dtype)
             self.modified = True
 
     def _constant_fast_path(self, node: ir.Node) -> bool:
@@ -1115,6 +1140,30 @@ class InferenceEngine:
                     values[value] = elements
                 if dtype is not MISSING:
                     dtypes[value] = dtype
+            if len(outputs) == 1 and not ctx._other_types:
+                # _commit_outputs' common case, inline: one output, nothing declared (no
+                # shape, no type), its facts just restored.
+                value = outputs[0]
+                if value._shape is None and value._type is None:
+                    inferred = shapes.get(value)
+                    if inferred is None:
+                        shapes[value] = None  # set_shape(value, None)
+                    dtype = dtypes.get(value)
+                    if dtype is None:
+                        return  # no valid value_info without a type (see _commit_outputs)
+                    if inferred is not None:
+                        writer = self._writer
+                        shape = writer._shapes.get(inferred)
+                        value._shape = writer.shape(inferred) if shape is None else shape
+                    if _FAST_TENSOR_TYPE:  # new_tensor_type(dtype), without its call
+                        type_ = _new_object(_TENSOR_TYPE)
+                        type_._dtype = dtype
+                        type_.denotation = None
+                        value._type = type_
+                    else:
+                        value._type = new_tensor_type(dtype)
+                    self.modified = True
+                    return
             self._commit_outputs(node, outputs)
             return
         for value, value_facts in zip(outputs, facts):
@@ -1215,34 +1264,27 @@ class InferenceEngine:
             # A reference attribute (only in function bodies) has value None here;
             # function bodies are never memoized (they are inferred inside a call).
             parts = []
+            add = parts.append
             for name, attr in data.items():
                 kind = attr._type
                 if kind in _SCALAR_ATTRIBUTES:
-                    parts.append((name, kind, attr._value))
+                    add((name, kind, attr._value))
                 elif kind in _LIST_ATTRIBUTES:
-                    parts.append((name, kind, tuple(attr._value)))
+                    add((name, kind, tuple(attr._value)))
                 else:
                     return None  # tensors, graphs: not worth keying
             attributes = tuple(parts)
         ctx = self.ctx
-        key: list[object] = [
-            node._op_type,
-            node._domain,
-            opset,
-            ctx.scope.version,
-            len(node._outputs),
-            attributes,
-        ]
         # The shape, value as shape and dtype of each input as a hook reads them, one
         # entry per input (every memoized node, so inline); the facts are interned, so
         # keys hash fast. A node with a non-tensor input (sequence, optional, map) has none.
-        shapes, values, dtypes, others = (
-            ctx._shapes,
-            ctx._values,
-            ctx._dtypes,
-            ctx._other_types,
-        )
-        append = key.append
+        shapes = ctx._shapes
+        values = ctx._values
+        dtypes = ctx._dtypes
+        others = ctx._other_types
+        missing = MISSING  # a local: read twice per input
+        facts: list[object] = []
+        append = facts.append
         for value in node._inputs:
             if value is None:
                 append(None)
@@ -1252,11 +1294,11 @@ class InferenceEngine:
                 others and value in others
             ):
                 return None  # a sequence, optional or map: not keyed
-            shape = shapes.get(value, MISSING)
-            if shape is MISSING:
+            shape = shapes.get(value, missing)
+            if shape is missing:
                 shape = ctx.shape_of(value)
-            elements = values.get(value, MISSING)
-            if elements is MISSING:
+            elements = values.get(value, missing)
+            if elements is missing:
                 if value._const_value is None:
                     # What value_of finds for a value no hook gave elements to.
                     elements = values[value] = None
@@ -1266,11 +1308,20 @@ class InferenceEngine:
             if dtype is None:
                 # dtype_of's read of a declared dtype, inline (graph inputs, initializers:
                 # read from the IR once, kept by dtype_of).
-                dtype = ctx._declared_dtypes.get(value, MISSING)
-                if dtype is MISSING:
+                dtype = ctx._declared_dtypes.get(value, missing)
+                if dtype is missing:
                     dtype = ctx.dtype_of(value)
             append((shape, elements, dtype))
-        return tuple(key)
+        # One tuple, built in one step (no list of the head to copy).
+        return (
+            node._op_type,
+            node._domain,
+            opset,
+            ctx.scope.version,
+            len(node._outputs),
+            attributes,
+            *facts,
+        )
 
     def _fallback_after_bug(self, node_ctx: NodeContext) -> None:
         """Coverage never drops below ONNX's: a crashed hook hands over to the fallback."""
@@ -1327,7 +1378,11 @@ class InferenceEngine:
             nodes = orders.get(graph)
             if nodes is None:
                 problems: list[tuple[ir.Node, str]] = []
-                nodes = topological_order(graph, None, False, problems)
+                # The snapshot's walk listed the graph's nodes (a graph it did not walk,
+                # e.g. one a hook made, is listed here).
+                snapshot = self.snapshot
+                listed = None if snapshot is None else snapshot.subgraph_nodes.get(graph)
+                nodes = topological_order(graph, listed, False, problems)
                 if problems:  # said again on every walk, as the graph is walked
                     for node, message in problems:  # strict mode raises at the first
                         self.ctx.add_diagnostic(node, "error", f"invalid graph: {message}")
@@ -1336,7 +1391,14 @@ class InferenceEngine:
             self._walk_nodes(nodes)
         finally:
             self.ctx.exit_subgraph()
-        return [self.ctx.shape_of(value) for value in graph_values(graph.outputs)]
+        # shape_of's hit, inline: a body's outputs were inferred (or seeded) just now.
+        ctx = self.ctx
+        table = ctx._shapes
+        shapes = []
+        for value in graph_values(graph.outputs):
+            shape = table.get(value, MISSING)
+            shapes.append(ctx.shape_of(value) if shape is MISSING else shape)
+        return shapes
 
     # ------------------------------------------------------------------------------------
     def _commit(self, node: ir.Node, value: ir.Value) -> None:

@@ -16,9 +16,10 @@ __all__ = [
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain, repeat
 from operator import itemgetter
+from types import MappingProxyType
 
 import onnx_ir as ir
 
@@ -38,6 +39,8 @@ _GRAPHS = ir.AttributeType.GRAPHS
 _new_tuple = tuple.__new__
 _GRAPH_AND_NODES = itemgetter(0, 2)  # of a _subgraphs_with_depth entry
 _DEPTH = itemgetter(1)
+#: The subgraph_nodes of a snapshot of a model without subgraphs or functions (shared).
+_NO_SUBGRAPHS: Mapping = MappingProxyType({})
 
 
 def _subgraphs(nodes: Iterable[ir.Node]) -> list[ir.Graph]:
@@ -166,6 +169,8 @@ class ModelSnapshot(tuple):
             nesting bound is 0, see :func:`onnx_symdims.passes._deep.nesting_bound`).
         nesting: The model's :func:`~onnx_symdims.passes._deep.nesting_bound`, found in
             the same walk (``None``: not known, compute it).
+        subgraph_nodes: The nodes of each subgraph and function, in graph order (walked
+            once: the engine infers a subgraph's nodes from this list).
     """
 
     __slots__ = ()
@@ -178,6 +183,7 @@ class ModelSnapshot(tuple):
     main_sorted: bool = property(itemgetter(5))  # type: ignore[assignment]
     nested: bool = property(itemgetter(6))  # type: ignore[assignment]
     nesting: int | None = property(itemgetter(7))  # type: ignore[assignment]
+    subgraph_nodes: Mapping[ir.Graph | ir.Function, list[ir.Node]] = property(itemgetter(8))  # type: ignore[assignment]
 
     def __new__(  # noqa: PYI034  # typing.Self needs Python 3.11
         cls,
@@ -189,6 +195,7 @@ class ModelSnapshot(tuple):
         main_sorted: bool = False,
         nested: bool = True,
         nesting: int | None = None,
+        subgraph_nodes: Mapping[ir.Graph | ir.Function, list[ir.Node]] = _NO_SUBGRAPHS,
     ) -> ModelSnapshot:
         fields = (
             model,
@@ -199,6 +206,7 @@ class ModelSnapshot(tuple):
             main_sorted,
             nested,
             nesting,
+            subgraph_nodes,
         )
         return _new_tuple(cls, fields)
 
@@ -307,6 +315,7 @@ class ModelSnapshot(tuple):
             main_sorted,
             bool(nested),
             bound,
+            dict(nested) if nested else _NO_SUBGRAPHS,
         )
         return _new_tuple(cls, fields)  # what the constructor does, without its call
 
