@@ -13,6 +13,7 @@ __all__ = [
     "Policy",
     "SymbolicShapeInferencePass",
     "SymbolicShapeInferenceResult",
+    "checked_symbol_ranges",
     "without_gc",
 ]
 
@@ -24,6 +25,7 @@ from onnx_symdims.passes._inference import (
     Policy,
     SymbolicShapeInferencePass,
     SymbolicShapeInferenceResult,
+    checked_symbol_ranges,
 )
 
 if TYPE_CHECKING:

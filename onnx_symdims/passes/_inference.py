@@ -234,7 +234,7 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         self.context = context
         self.progress = progress
         self.nonempty_inputs = nonempty_inputs
-        self.symbol_ranges = dict(symbol_ranges or {})
+        self.symbol_ranges = checked_symbol_ranges(symbol_ranges)
         self.value_info_anchors = value_info_anchors
         self.constant_initializers = constant_initializers
         self.known_nodes = known_nodes
@@ -308,6 +308,42 @@ class SymbolicShapeInferencePass(ir.passes.InPlacePass):
         return SymbolicShapeInferenceResult(
             model, engine.modified, ctx, ctx.diagnostics[first_diagnostic:], engine.snapshot
         )
+
+
+def checked_symbol_ranges(
+    ranges: Mapping[str, tuple[int | None, int | None]] | None,
+) -> dict[str, tuple[int | None, int | None]]:
+    """``ranges`` as a dict, each ``(lower, upper)`` with ``0 <= lower <= upper``.
+
+    An empty range promises nothing, yet every proof would take it as a fact (``(5, 1)``
+    made a slice of up to 3 elements ``[0]``), and a malformed one (the text ``"1:"``)
+    would be read as something else.
+
+    Raises:
+        TypeError: a range is not a pair of ints or ``None``.
+        ValueError: a range outside ``0 <= lower <= upper``.
+    """
+    checked = {}
+    for name, bounds in (ranges or {}).items():
+        if (
+            not isinstance(bounds, (tuple, list))
+            or len(bounds) != 2
+            or not all(
+                b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds
+            )
+        ):
+            raise TypeError(
+                f"symbol_ranges[{name!r}] = {bounds!r}: expected (lower, upper), ints or None"
+            )
+        lower, upper = bounds
+        if (lower is not None and lower < 0) or (
+            upper is not None and (upper < 0 or (lower is not None and lower > upper))
+        ):
+            raise ValueError(
+                f"symbol_ranges[{name!r}] = {(lower, upper)}: expected 0 <= lower <= upper"
+            )
+        checked[name] = (lower, upper)
+    return checked
 
 
 def _has_axis_suffix(model: ir.Model) -> bool:

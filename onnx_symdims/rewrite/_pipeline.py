@@ -31,7 +31,11 @@ import numpy as np
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
-from onnx_symdims.passes import AnchorConstraintPropagationPass, SymbolicShapeInferencePass
+from onnx_symdims.passes import (
+    AnchorConstraintPropagationPass,
+    SymbolicShapeInferencePass,
+    checked_symbol_ranges,
+)
 from onnx_symdims.rewrite._around_elementwise import ReshapesAroundElementwisePass
 from onnx_symdims.rewrite._broadcast import BroadcastScalarOperandsPass
 from onnx_symdims.rewrite._expand import DropExpandBeforeBroadcastPass
@@ -177,15 +181,8 @@ class OptimizePass(ir.passes.InPlacePass):
         self.inline = inline
         self.max_constant_elements = max_constant_elements
         self.exact_floats = exact_floats
-        self.symbol_ranges = dict(symbol_ranges or {})
-        for name, (lower, upper) in self.symbol_ranges.items():
-            # an empty range promises nothing, yet every rule would take it as proven
-            if (lower is not None and lower < 0) or (
-                upper is not None and (upper < 0 or (lower is not None and lower > upper))
-            ):
-                raise ValueError(
-                    f"symbol_ranges[{name!r}] = {(lower, upper)}: expected 0 <= lower <= upper"
-                )
+        # an empty range promises nothing, yet every rule would take it as proven
+        self.symbol_ranges = checked_symbol_ranges(symbol_ranges)
         self.input_shapes = dict(input_shapes or {})
         self.verify_fusions = verify_fusions
         # The last round's facts, which the next round's analysis builds on.
