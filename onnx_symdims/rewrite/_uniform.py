@@ -298,12 +298,12 @@ def _arithmetic_bounds(
 #: why: ``exp(±0) = cos(±0) = 1``, ``sigmoid(±0) = 0.5``, ``|±0| = +0``; comparisons and
 #: ``IsNaN``/``IsInf`` treat ``-0.0 == +0.0``; ``Softmax``/``LogSoftmax`` read an element
 #: only through ``x - max`` (``±0 - ±0`` feeds ``exp`` one value, and an output zero is
-#: ``x - x = +0`` whatever the sign of ``x``). tests/rewrite/test_signed_zero_rules.py
-#: runs each on ``±0.0`` in onnxruntime.
+#: ``x - x = +0`` whatever the sign of ``x``); ``Shape`` and ``Size`` read no element.
+#: tests/rewrite/test_signed_zero_rules.py runs each on ``±0.0`` in onnxruntime.
 _ZERO_SIGN_BLIND = frozenset(
     {
         "Exp", "Cos", "Sigmoid", "Abs", "Softmax", "LogSoftmax", "IsNaN", "IsInf",
-        "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+        "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Shape", "Size",
     }
 )  # fmt: skip
 #: Ops whose output differs at most in the sign of a zero when the listed inputs do
@@ -312,13 +312,18 @@ _ZERO_SIGN_BLIND = frozenset(
 #: ``a = ±0``; ``Neg`` and ``Relu`` map a zero to a zero; ``Where`` copies its branches;
 #: ``±0 * b`` and ``±0 / b`` are a zero, or a NaN (``0 * inf``, ``0 / 0``: the CPU's
 #: default NaN whatever the signs; NaN ``b``: ``b``), so ``MatMul`` and ``Gemm`` (sums of
-#: such products) change at most a zero's sign too. ``b / ±0`` is ``±inf``: ``Div`` only
-#: as the numerator.
+#: such products) change at most a zero's sign too, and so do ``Conv`` and the sums
+#: ``ReduceSum``/``ReduceMean``; ``LayerNormalization`` (a mean that changes at most in
+#: a zero's sign, squares that do not, ``(x - mean) * inv_std * scale + bias``);
+#: ``Tanh``, ``Erf``, ``Gelu`` map ``±0`` to a zero (``gelu(x) = x * (...)``). ``b / ±0``
+#: is ``±inf``: ``Div`` only as the numerator.
 _ZERO_SIGN_CARRIERS = {
     "Reshape": (0,), "Transpose": (0,), "Squeeze": (0,), "Unsqueeze": (0,),
     "Identity": (0,), "Flatten": (0,), "Slice": (0,), "Gather": (0,), "Expand": (0,),
     "Split": (0,), "Concat": None, "Add": None, "Sub": None, "Neg": (0,), "Relu": (0,),
     "Where": (1, 2), "Mul": None, "Div": (0,), "MatMul": None, "Gemm": None,
+    "Conv": None, "ReduceSum": (0,), "ReduceMean": (0,), "LayerNormalization": None,
+    "Tanh": (0,), "Erf": (0,), "Gelu": (0,),
 }  # fmt: skip
 #: How many ops past the value the proof looks at, at most.
 _MAX_SIGN_USES = 32
