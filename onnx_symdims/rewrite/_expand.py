@@ -167,6 +167,7 @@ class DropExpandBeforeBroadcastPass(FactsPass):
             self.declined = Counter()
             return ir.passes.PassResult(model, modified=False)
         self._order = {node: i for i, node in enumerate(model.graph)}
+        self._sign_memo: dict[ir.Value, str] = {}
         return super().call(model)
 
     def visit(self, graph: ir.Graph, node: ir.Node) -> None:
@@ -274,7 +275,7 @@ class DropExpandBeforeBroadcastPass(FactsPass):
             or zero_signs(self.facts, c) == {_EXACT_ZERO_SIGN[node.op_type]}
         ):
             return x
-        why = zero_sign_unseen(self.facts, node.outputs[0], node.graph)
+        why = zero_sign_unseen(self.facts, node.outputs[0], node.graph, self._sign_memo)
         return f"float x + 0.0 is +0.0 at x = -0.0 and {why}" if why else x
 
     def _may_fail(self, node: ir.Node) -> bool:

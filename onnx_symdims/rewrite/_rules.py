@@ -86,6 +86,8 @@ class _FactsRule(pattern.RewriteRuleClassBase):
         #: The model's main graph, when known (set by :class:`ShapeRulesPass`; onnxscript
         #: gives it in the match context).
         self.main_graph: ir.Graph | None = None
+        #: Answers of ``zero_sign_unseen`` shared by the rules of one pass (see there).
+        self.sign_memo: dict[ir.Value, str] | None = None
         self.declined: Counter = Counter()
 
     def _fail(self, reason: str) -> MatchResult:
@@ -367,7 +369,7 @@ class NeutralElement(_FactsRule):
             return result  # x + (-0.0), x - (+0.0): every sign kept
         model = getattr(context, "model", None)
         main = model.graph if model is not None else self.main_graph
-        why = zero_sign_unseen(self.facts, y, main)
+        why = zero_sign_unseen(self.facts, y, main, self.sign_memo)
         if why:
             return self._fail(f"float x + 0.0 is +0.0 at x = -0.0 and {why}")
         return result
@@ -541,8 +543,10 @@ class ShapeRulesPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         fired = 0
         by_op = self._by_op
+        memo: dict[ir.Value, str] = {}
         for rule in self.rules:
             rule.main_graph = model.graph
+            rule.sign_memo = memo
         nodes = list(model.graph)
         if direct_subgraphs(nodes):  # their nodes too, each after the node holding it
             nodes = list(ir.traversal.RecursiveGraphIterator(model.graph))
