@@ -402,3 +402,13 @@ def test_an_expanding_add_of_zero_keeps_the_sign_a_division_sees(use, out, exact
         _assert_same(before, m, feeds, bit_for_bit=False)
     if not fires:
         assert any("+0.0 at x = -0.0" in r for r in drop.declined)
+
+
+@pytest.mark.parametrize("driver", RULE_DRIVERS)
+def test_both_rule_drivers_fire_on_a_graph_output(driver):
+    """Both know the main graph (onnxscript's match context, the pass's model)."""
+    m = model(_graph("Add(x, z)", "0.0", "y = Reshape(a, flat)"))
+    before = proto(m)
+    rules = apply_rules(m, driver=driver)
+    assert rules["AddByZero"].fired == 1
+    _assert_same(before, m, _feeds(m), bit_for_bit=False)
