@@ -66,6 +66,7 @@ from __future__ import annotations
 
 __all__ = ["DropExpandBeforeBroadcastPass"]
 
+import dataclasses
 import heapq
 import logging
 from collections import Counter
@@ -80,7 +81,7 @@ from onnx_symdims.rewrite._facts import (
     int_attribute,
     set_type,
 )
-from onnx_symdims.rewrite._uniform import uniform_value
+from onnx_symdims.rewrite._uniform import uniform_value, zero_sign_unseen, zero_signs
 
 logger = logging.getLogger(__name__)
 
@@ -132,22 +133,32 @@ _NEUTRAL = {
     "Or": (False, (0, 1)),
 }
 
+#: The sign bit of the zero that keeps every sign: ``x + (-0.0)``, ``x - (+0.0)`` are ``x``
+#: bit for bit; ``x + (+0.0)`` turns ``-0.0`` into ``+0.0``.
+_EXACT_ZERO_SIGN = {"Add": True, "Sub": False}
+
 #: Ops recreated per dropped Expand at most: the walk stays local (no cone of one
 #: Expand is walked twice over a long graph).
 _MAX_RECOMPUTED = 16
 
 
+@dataclasses.dataclass
 class DropExpandBeforeBroadcastPass(FactsPass):
     """Removes ``Expand(x, s)`` when the element-wise ops reading it give the same outputs from ``x``.
 
     Args:
         facts: The proven facts of the model (see :func:`~onnx_symdims.rewrite.analyze`).
 
+        exact_floats: Keep the sign of every zero an output can see: a float ``x + 0.0``
+            (``x - (-0.0)``) is taken for ``x`` only where no output sees the sign of a
+            zero of its result (:func:`~._uniform.zero_sign_unseen`).
+
     Attributes:
         fired: ``{"drop_expand_before_broadcast": n}`` (``Expand`` nodes removed).
         declined: Why an ``Expand`` was kept, counted by reason.
     """
 
+    exact_floats: bool = True
     op_types = frozenset({"Expand", *_NEUTRAL})
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
@@ -156,6 +167,7 @@ class DropExpandBeforeBroadcastPass(FactsPass):
             self.declined = Counter()
             return ir.passes.PassResult(model, modified=False)
         self._order = {node: i for i, node in enumerate(model.graph)}
+        self._sign_memo: dict[ir.Value, str] = {}
         return super().call(model)
 
     def visit(self, graph: ir.Graph, node: ir.Node) -> None:
@@ -165,6 +177,9 @@ class DropExpandBeforeBroadcastPass(FactsPass):
         if node.op_type != "Expand":
             x = self._expanded_operand(node)
             if x is None:
+                return
+            if isinstance(x, str):
+                self.declined[x] += 1
                 return
         x_shape = self.facts.shape(x)
         if x_shape is None:
@@ -233,11 +248,13 @@ class DropExpandBeforeBroadcastPass(FactsPass):
             return "no op absorbs the expansion"
         return recomputed, absorbing
 
-    def _expanded_operand(self, node: ir.Node) -> ir.Value | None:
+    def _expanded_operand(self, node: ir.Node) -> ir.Value | str | None:
         """``x`` of ``op(x, c)`` whose ``c`` is all the op's neutral element, else ``None``.
 
         Every output element is then an element of ``x`` (``x + 0``, ``x * 1``, ``x and
-        true``, …): the op is ``Expand(x)`` to the broadcast shape.
+        true``, …): the op is ``Expand(x)`` to the broadcast shape. A float ``x + 0.0``
+        turns ``-0.0`` into ``+0.0``: with :attr:`exact_floats` it counts only when no
+        output sees the sign of a zero of the result (else the reason, a ``str``).
         """
         neutral, positions = _NEUTRAL[node.op_type]
         for i in positions:
@@ -246,8 +263,20 @@ class DropExpandBeforeBroadcastPass(FactsPass):
             if uniform is not None and bool(uniform == neutral):
                 x = node.inputs[1 - i]
                 if self.facts.dtype(x) == self.facts.dtype(node.outputs[0]):
-                    return x
+                    return self._sign_kept(node, x, c)
         return None
+
+    def _sign_kept(self, node: ir.Node, x: ir.Value, c: ir.Value) -> ir.Value | str:
+        """``x``, or why a float ``x + 0.0`` may show an output another sign of zero."""
+        if (
+            not self.exact_floats
+            or node.op_type not in _EXACT_ZERO_SIGN
+            or self.facts.dtype(x) in INTEGER_AND_BOOL_TYPES
+            or zero_signs(self.facts, c) == {_EXACT_ZERO_SIGN[node.op_type]}
+        ):
+            return x
+        why = zero_sign_unseen(self.facts, node.outputs[0], node.graph, self._sign_memo)
+        return f"float x + 0.0 is +0.0 at x = -0.0 and {why}" if why else x
 
     def _may_fail(self, node: ir.Node) -> bool:
         """Whether ``node`` can fail on some element (an index out of range, ``x // 0``)."""

@@ -10,10 +10,14 @@ The rules are bound to the facts of one model; :func:`shape_rules` builds the se
 Values created by a rewrite have no facts; a rule asking about them declines, and the
 pipeline analyzes again before its next round.
 
-Float convention: like onnxruntime's ``NoopElimination``, ``x + 0`` and ``x - 0`` are
-``x`` also for floats, where ``-0.0 + 0.0`` is ``+0.0``: outputs stay equal under IEEE
-comparison (``-0.0 == 0.0``), signs of zeros may differ. ``x * 1`` and ``x / 1`` are
-exact for every value.
+Float convention: ``x * 1``, ``x / 1``, ``x + (-0.0)`` and ``x - (+0.0)`` are ``x`` bit
+for bit. ``x + (+0.0)`` and ``x - (-0.0)`` are not: ``-0.0 + 0.0`` is ``+0.0``, and
+``1 / that`` is ``+inf`` where ``1 / x`` is ``-inf``. With ``exact_floats`` (the default)
+they become ``x`` only where no output sees the sign of a zero
+(:func:`~onnx_symdims.rewrite._uniform.zero_sign_unseen`: the result reaches only graph
+outputs, ``Softmax``, comparisons, ... through moving ops); with ``exact_floats=False``
+always, like onnxruntime's ``NoopElimination`` (outputs equal under IEEE comparison,
+``-0.0 == 0.0``, until an op such as ``Div`` tells the signs apart).
 """
 
 from __future__ import annotations
@@ -45,12 +49,13 @@ from onnxscript.rewriter._basics import MatchResult
 
 from onnx_symdims import expr
 from onnx_symdims.rewrite._facts import (
+    INTEGER_AND_BOOL_TYPES,
     ShapeFacts,
     constant_tensor,
     int_attribute,
     keep_output_type,
 )
-from onnx_symdims.rewrite._uniform import uniform_value
+from onnx_symdims.rewrite._uniform import uniform_value, zero_sign_unseen, zero_signs
 from onnx_symdims.shapes import direct_subgraphs
 
 logger = logging.getLogger(__name__)
@@ -78,6 +83,11 @@ class _FactsRule(pattern.RewriteRuleClassBase):
         super().__init__(type(self).__name__)
         self.facts = facts
         self.fired = 0
+        #: The model's main graph, when known (set by :class:`ShapeRulesPass`; onnxscript
+        #: gives it in the match context).
+        self.main_graph: ir.Graph | None = None
+        #: Answers of ``zero_sign_unseen`` shared by the rules of one pass (see there).
+        self.sign_memo: dict[ir.Value, str] | None = None
         self.declined: Counter = Counter()
 
     def _fail(self, reason: str) -> MatchResult:
@@ -305,12 +315,26 @@ class NeutralElement(_FactsRule):
     Also the boolean ``And(x, true)`` and ``Or(x, false)``, either operand order (``x and
     true`` is ``x``, ``x or false`` is ``x``, for every element). The output shape must be
     proven equal to ``x``'s (the constant broadcasts away).
+
+    Float ``x + 0.0`` and ``x - (-0.0)`` turn ``-0.0`` into ``+0.0``; with
+    ``exact_floats`` they become ``x`` only when no output sees the sign of a zero of the
+    result (:func:`~onnx_symdims.rewrite._uniform.zero_sign_unseen`). ``x + (-0.0)`` and
+    ``x - 0.0`` are ``x`` bit for bit, as are ``x * 1`` and ``x / 1``.
     """
 
     _NEUTRAL = {"Mul": 1, "Div": 1, "Add": 0, "Sub": 0, "And": True, "Or": False}
+    #: The sign bit of the zero that keeps every sign (``x + (-0.0)``, ``x - (+0.0)``).
+    _EXACT_ZERO_SIGN = {"Add": True, "Sub": False}
 
-    def __init__(self, facts: ShapeFacts, op_type: str, constant_first: bool = False) -> None:
+    def __init__(
+        self,
+        facts: ShapeFacts,
+        op_type: str,
+        constant_first: bool = False,
+        exact_floats: bool = True,
+    ) -> None:
         super().__init__(facts)
+        self.exact_floats = exact_floats
         self._op_type = op_type
         self._constant_first = constant_first
         self.op_types = (op_type,)
@@ -336,7 +360,19 @@ class NeutralElement(_FactsRule):
         neutral = self._NEUTRAL[self._op_type]
         if not _all_equal_to(self.facts, c, neutral):
             return self._fail(f"the other operand is not proven to be all {neutral}")
-        return self._same_shape_as_input(x, y)
+        result = self._same_shape_as_input(x, y)
+        if not result or not self.exact_floats or self._op_type not in ("Add", "Sub"):
+            return result
+        if self.facts.dtype(y) in INTEGER_AND_BOOL_TYPES:
+            return result
+        if zero_signs(self.facts, c) == {self._EXACT_ZERO_SIGN[self._op_type]}:
+            return result  # x + (-0.0), x - (+0.0): every sign kept
+        model = getattr(context, "model", None)
+        main = model.graph if model is not None else self.main_graph
+        why = zero_sign_unseen(self.facts, y, main, self.sign_memo)
+        if why:
+            return self._fail(f"float x + 0.0 is +0.0 at x = -0.0 and {why}")
+        return result
 
 
 def _all_equal_to(facts: ShapeFacts, value: ir.Value, target: int) -> bool:
@@ -427,8 +463,12 @@ class MaterializeReshapeTarget(_FactsRule):
         return True
 
 
-def rule_objects(facts: ShapeFacts) -> list[_FactsRule]:
-    """One object per shape-driven rule, bound to ``facts``, in the order they are tried."""
+def rule_objects(facts: ShapeFacts, exact_floats: bool = True) -> list[_FactsRule]:
+    """One object per shape-driven rule, bound to ``facts``, in the order they are tried.
+
+    ``exact_floats=False`` lets float ``x + 0.0`` become ``x`` wherever the sign of a
+    zero may then differ (see :class:`NeutralElement`).
+    """
     return [
         ExpandToOwnShape(facts),
         TileToOwnShape(facts),
@@ -441,22 +481,25 @@ def rule_objects(facts: ShapeFacts) -> list[_FactsRule]:
         PadByZeros(facts),
         CastToOwnType(facts),
         WhereOnProvenCondition(facts),
-        *(NeutralElement(facts, op) for op in ("Mul", "Div", "Add", "Sub")),
+        *(
+            NeutralElement(facts, op, exact_floats=exact_floats)
+            for op in ("Mul", "Div", "Add", "Sub")
+        ),
         *(NeutralElement(facts, op) for op in ("And", "Or")),
         *(
-            NeutralElement(facts, op, constant_first=True)
+            NeutralElement(facts, op, constant_first=True, exact_floats=exact_floats)
             for op in ("Mul", "Add", "And", "Or")
         ),
         MaterializeReshapeTarget(facts),
     ]
 
 
-def shape_rules(facts: ShapeFacts) -> pattern.RewriteRuleSet:
+def shape_rules(facts: ShapeFacts, exact_floats: bool = True) -> pattern.RewriteRuleSet:
     """The shape-driven rules bound to ``facts``, as one onnxscript ``RewriteRuleSet``.
 
     The rule objects are reachable as ``ruleset.rule_objects`` (fired and declined counts).
     """
-    objects = rule_objects(facts)
+    objects = rule_objects(facts, exact_floats)
     ruleset = pattern.RewriteRuleSet([_as_rule(o) for o in objects])
     ruleset.rule_objects = objects  # type: ignore[attr-defined]
     return ruleset
@@ -482,14 +525,16 @@ class ShapeRulesPass(ir.passes.InPlacePass):
 
     Args:
         facts: The proven facts of the model.
+        exact_floats: Keep the sign of every zero an output can see (see
+            :class:`NeutralElement`).
 
     Attributes:
         rules: The rule objects (fired and declined counts).
     """
 
-    def __init__(self, facts: ShapeFacts) -> None:
+    def __init__(self, facts: ShapeFacts, exact_floats: bool = True) -> None:
         super().__init__()
-        self.rules = rule_objects(facts)
+        self.rules = rule_objects(facts, exact_floats)
         self._by_op: dict[str, list[_FactsRule]] = {}
         for rule in self.rules:
             for op_type in rule.op_types:
@@ -498,6 +543,10 @@ class ShapeRulesPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         fired = 0
         by_op = self._by_op
+        memo: dict[ir.Value, str] = {}
+        for rule in self.rules:
+            rule.main_graph = model.graph
+            rule.sign_memo = memo
         nodes = list(model.graph)
         if direct_subgraphs(nodes):  # their nodes too, each after the node holding it
             nodes = list(ir.traversal.RecursiveGraphIterator(model.graph))

@@ -35,7 +35,7 @@ the life of the facts object. The walk up the producers stops after 32 steps.
 
 from __future__ import annotations
 
-__all__ = ["element_bounds", "uniform_value"]
+__all__ = ["element_bounds", "uniform_value", "zero_sign_unseen", "zero_signs"]
 
 import numpy as np
 import onnx_ir as ir
@@ -289,3 +289,180 @@ def _arithmetic_bounds(
     if lo < type_min or hi > type_max:
         return None, None
     return lo, hi
+
+
+# ------------------------------------------------------------------------------------
+# Signs of zeros
+# ------------------------------------------------------------------------------------
+#: Ops whose output is the same for a ``-0.0`` and a ``+0.0`` input element, each with
+#: why: ``exp(±0) = cos(±0) = 1``, ``sigmoid(±0) = 0.5``, ``|±0| = +0``; comparisons and
+#: ``IsNaN``/``IsInf`` treat ``-0.0 == +0.0``; ``Softmax``/``LogSoftmax`` read an element
+#: only through ``x - max`` (``±0 - ±0`` feeds ``exp`` one value, and an output zero is
+#: ``x - x = +0`` whatever the sign of ``x``); ``Shape`` and ``Size`` read no element.
+#: tests/rewrite/test_signed_zero_rules.py runs each on ``±0.0`` in onnxruntime.
+_ZERO_SIGN_BLIND = frozenset(
+    {
+        "Exp", "Cos", "Sigmoid", "Abs", "Softmax", "LogSoftmax", "IsNaN", "IsInf",
+        "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Shape", "Size",
+    }
+)  # fmt: skip
+#: Ops whose output differs at most in the sign of a zero when the listed inputs do
+#: (``None``: every input): the movers copy elements bit for bit; ``a + ±0`` and
+#: ``a - ±0`` are ``a`` for every ``a != 0`` (inf and NaN included) and a zero for
+#: ``a = ±0``; ``Neg`` and ``Relu`` map a zero to a zero; ``Where`` copies its branches;
+#: ``±0 * b`` and ``±0 / b`` are a zero, or a NaN (``0 * inf``, ``0 / 0``: the CPU's
+#: default NaN whatever the signs; NaN ``b``: ``b``), so ``MatMul`` and ``Gemm`` (sums of
+#: such products) change at most a zero's sign too, and so do ``Conv`` and the sums
+#: ``ReduceSum``/``ReduceMean``; ``LayerNormalization`` (a mean that changes at most in
+#: a zero's sign, squares that do not, ``(x - mean) * inv_std * scale + bias``);
+#: ``Tanh``, ``Erf``, ``Gelu`` map ``±0`` to a zero (``gelu(x) = x * (...)``). ``b / ±0``
+#: is ``±inf``: ``Div`` only as the numerator.
+_ZERO_SIGN_CARRIERS = {
+    "Reshape": (0,), "Transpose": (0,), "Squeeze": (0,), "Unsqueeze": (0,),
+    "Identity": (0,), "Flatten": (0,), "Slice": (0,), "Gather": (0,), "Expand": (0,),
+    "Split": (0,), "GatherND": (0,), "GatherElements": (0,), "Tile": (0,), "Concat": None, "Add": None, "Sub": None, "Neg": (0,), "Relu": (0,),
+    "Where": (1, 2), "Mul": None, "Div": (0,), "MatMul": None, "Gemm": None,
+    "Conv": None, "ReduceSum": (0,), "ReduceMean": (0,), "LayerNormalization": None,
+    "Tanh": (0,), "Erf": (0,), "Gelu": (0,),
+}  # fmt: skip
+#: How many uses past the value one proof looks at, at most (shared answers aside;
+#: each use counts twice, read and followed).
+_MAX_SIGN_USES = 4096
+_INTEGER_OR_BOOL = frozenset(_INT_RANGES) | {ir.DataType.BOOL}
+
+
+def zero_signs(facts: ShapeFacts, value: ir.Value) -> frozenset[bool] | None:
+    """The sign bits of ``value``'s elements where every element is a zero, else ``None``.
+
+    ``{True}``: all ``-0.0``; ``{False}``: all ``+0.0``; both: a mix.
+    """
+    tensor = constant_tensor(value)
+    if tensor is not None:
+        if tensor.size > _MAX_READ:
+            return None
+        array = tensor.numpy()
+    else:
+        array = uniform_value(facts, value)
+        if array is None:
+            return None
+    array = np.asarray(array)
+    if array.dtype.kind != "f":  # bfloat16, float8 (ml_dtypes): read as float32
+        try:
+            array = array.astype(np.float32)
+        except (TypeError, ValueError):
+            return None
+    if array.size == 0 or np.any(array != 0):
+        return None
+    return frozenset(bool(s) for s in np.unique(np.signbit(array)))
+
+
+def zero_sign_unseen(
+    facts: ShapeFacts,
+    value: ir.Value,
+    main_graph: ir.Graph | None,
+    memo: dict[ir.Value, str] | None = None,
+) -> str:
+    """``""`` when no output sees whether an element of ``value`` is ``-0.0`` or ``+0.0``.
+
+    Proof: every use of ``value`` is an output of ``main_graph`` (compared under ``==``,
+    where ``-0.0 == +0.0``), an op of ``_ZERO_SIGN_BLIND``, a ``Cast`` to an integer or
+    bool type (``0`` / ``false`` for both), an ``Add``/``Sub`` whose other operand is a
+    constant with no zero element (``±0 + c = c``, ``c - ±0 = c``, ``±0 - c = -c``: exact
+    for every ``c != 0``, inf and NaN included), or an op whose outputs then differ at
+    most in the sign of a zero (``_ZERO_SIGN_CARRIERS``, a float ``Cast``) and satisfy
+    the same. At most ``_MAX_SIGN_USES`` uses are looked at per call.
+
+    Args:
+        facts: The facts of the model (dtypes).
+        value: The value whose zeros may change sign.
+        main_graph: The model's main graph (a subgraph's outputs are not compared).
+        memo: Answers of earlier calls, by value, to share (within one pass: its
+            rewrites only hand a value uses its answer already covered, those of a
+            carrier it read, so an answer ``""`` stays true; a reason stays safe).
+
+    Returns:
+        ``""``, or why not (a use that may see the sign).
+    """
+    memo = {} if memo is None else memo
+    uses_of: dict[ir.Value, list[ir.Value] | str] = {}
+    budget = [_MAX_SIGN_USES]
+    stack = [value]
+    while stack:
+        v = stack[-1]
+        if v in memo:
+            stack.pop()
+            continue
+        if v not in uses_of:
+            uses_of[v] = _carried(facts, v, main_graph, budget)
+        carried = uses_of[v]
+        if isinstance(carried, str):
+            if budget[0] < 0:
+                return carried  # out of budget: not an answer about v to keep
+            memo[v] = carried
+            stack.pop()
+            continue
+        undone = [w for w in carried if w not in memo]
+        if undone:
+            # Each value pushes its outputs once (a DAG): more pushes than uses only
+            # in a cycle, which a graph never has; never kept.
+            budget[0] -= len(undone)
+            if budget[0] < 0:
+                return f"more than {_MAX_SIGN_USES} uses to look at"
+            stack.extend(undone)
+            continue
+        memo[v] = next((memo[w] for w in carried if memo[w]), "")
+        stack.pop()
+    return memo[value]
+
+
+def _carried(
+    facts: ShapeFacts, v: ir.Value, main_graph: ir.Graph | None, budget: list[int]
+) -> list[ir.Value] | str:
+    """The outputs ``v``'s zeros' signs reach through carriers, or why a use sees them."""
+    producer = v.producer()
+    graph = producer.graph if producer is not None else None
+    if v.is_graph_output() and (main_graph is None or graph is not main_graph):
+        return "it is an output of a subgraph"
+    carried: list[ir.Value] = []
+    for user, index in v.uses():
+        budget[0] -= 1
+        if budget[0] < 0:
+            return f"more than {_MAX_SIGN_USES} uses to look at"
+        op = user.op_type
+        if user.domain != "":
+            return f"it reaches {user.domain}.{op}"
+        if user.graph is not graph:
+            return "it is read in a subgraph"
+        if op in _ZERO_SIGN_BLIND:
+            continue
+        if op == "Cast":
+            to = facts.dtype(user.outputs[0])
+            if to in _INTEGER_OR_BOOL:
+                continue
+            if to is None or not to.is_floating_point():
+                return "it reaches a Cast to another type"
+        elif (
+            op in ("Add", "Sub") and len(user.inputs) == 2 and _no_zero(user.inputs[1 - index])
+        ):
+            continue  # ±0 + c = c: the same output
+        elif op not in _ZERO_SIGN_CARRIERS:
+            return f"it reaches {op}"
+        else:
+            positions = _ZERO_SIGN_CARRIERS[op]
+            if positions is not None and index not in positions:
+                return f"it is input {index} of {op}"
+        carried.extend(out for out in user.outputs if out is not None)
+    return carried
+
+
+def _no_zero(value: ir.Value | None) -> bool:
+    tensor = None if value is None else constant_tensor(value)
+    if tensor is None or tensor.size == 0 or tensor.size > _MAX_READ:
+        return False
+    array = np.asarray(tensor.numpy())
+    if array.dtype.kind not in "fiu":
+        try:
+            array = array.astype(np.float32)
+        except (TypeError, ValueError):
+            return False
+    return not bool(np.any(array == 0))

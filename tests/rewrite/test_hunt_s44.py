@@ -4,8 +4,9 @@ Each case sits on the edge of a rule's proof (sizes 0 and 1, negative and INT64-
 slice bounds, negative shape arithmetic, facts proven only inside a branch or a loop
 body, tensors that grow across loop iterations) and is run in onnxruntime before and
 after ``optimize``, every output compared exactly. They all passed when written; they
-stay as regressions. The last test is a reproducer of the signed-zero convention
-(``docs/optimize.md``, *Float convention*), kept as a strict xfail for the lead to decide.
+stay as regressions. The last test reproduced ``x + 0.0 -> x`` before a ``Div`` (``1 /
+-0.0`` is ``-inf``); fixed by helper-85 (``NeutralElement`` keeps the sign of a zero an
+output can see, ``tests/rewrite/test_signed_zero_rules.py``).
 """
 
 from __future__ import annotations
@@ -151,12 +152,6 @@ ADD_ZERO_THEN_DIVIDE = """
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AddByZero's float convention (docs/optimize.md): x + 0.0 -> x turns -0.0 + 0.0 "
-    "= +0.0 back into -0.0, and 1 / that is -inf where the original gives +inf; the doc's "
-    "'outputs stay equal under IEEE comparison' does not hold past a Div (lead to decide)",
-)
 def test_add_zero_keeps_the_sign_a_later_division_sees():
     before, after = _optimized(ADD_ZERO_THEN_DIVIDE)
     negative_zeros = {"x": lambda sizes: np.full([sizes["N"]], -0.0, np.float32)}
