@@ -313,7 +313,7 @@ class OptimizePass(ir.passes.InPlacePass):
         facts = self._facts = analyze(model, self._facts)
         # Rules first: a Reshape given a constant target or an Expand found a no-op
         # leaves the chain that computed its shape dead, with nothing to rebuild.
-        rules = ShapeRulesPass(facts)
+        rules = ShapeRulesPass(facts, exact_floats=self.exact_floats)
         rules(model)
         for rule in rules.rules:
             if rule.fired:
@@ -355,7 +355,7 @@ class OptimizePass(ir.passes.InPlacePass):
         scalars = BroadcastScalarOperandsPass(facts)
         scalars(model)
         _merge_counts(result, scalars.fired, scalars.declined, "BroadcastScalarOperands")
-        expands = DropExpandBeforeBroadcastPass(facts)
+        expands = DropExpandBeforeBroadcastPass(facts, exact_floats=self.exact_floats)
         expands(model)
         _merge_counts(result, expands.fired, expands.declined, "DropExpandBeforeBroadcast")
         splits = SlicesToSplitPass(facts)
