@@ -47,7 +47,15 @@ import onnx_ir as ir
 from onnx_symdims import expr
 from onnx_symdims.shapes._diagnostics import Diagnostic, Severity, ShapeInferenceError
 from onnx_symdims.shapes._facts import FactScope, refine_dim
-from onnx_symdims.shapes._tensors import (  # re-exported: hooks import them from here
+
+# The public names are re-exported (hooks import them from here); the private ones are
+# for read_declared_shape's inline reads.
+from onnx_symdims.shapes._tensors import (
+    _PROTO_SLOT,
+    _PROTO_TENSOR,
+    _UNTRACKED_READS,
+    _VALUE_SLOTS,
+    CONSTANT_INPUT_KEY,
     INTEGER_DTYPES,
     MAX_VALUE_ELEMENTS,
     constant_tensor,
@@ -211,9 +219,25 @@ def _is_numeric_name(parsed: Dim) -> bool:
     return isinstance(parsed, int) and parsed >= 0
 
 
+#: A model's dim texts -> (the names they reserve, the opaque ones in byte order), see
+#: ShapesContext.reserve_model_texts: a function of the texts, and every run over a model
+#: (or over models of one family) has the same texts. One set lookup instead of a loop
+#: over them; a model with more texts than _MODEL_TEXTS_MAX_TEXTS is not kept.
+_MODEL_TEXTS: dict[frozenset[str], tuple[frozenset[str], tuple[str, ...]]] = {}
+_MODEL_TEXTS_MAX = 256
+_MODEL_TEXTS_MAX_TEXTS = 10_000
+
+
 #: dim text -> its dim, for the texts that are not opaque (their dim is their parse,
 #: whatever the context: see ShapesContext.read_dim_text).
 _PARSED_TEXTS: dict[str, Dim] = {}
+
+
+#: dim text -> the dim :meth:`ShapesContext.dims_from_ir` reads it as, for the texts that
+#: read the same in every context: not empty, not anonymous, not opaque (in
+#: _PARSED_TEXTS), and a dim (an int >= 0 or a known expression; ``-1`` is none).
+_DECLARED_DIMS: dict[str, Dim] = {}
+_SYMBOLIC_DIM = ir.SymbolicDim
 
 
 def _is_bare_symbol(d: Dim) -> bool:
@@ -255,7 +279,8 @@ class ShapesContext:
     """
 
     def __init__(self, scope: expr.Scope | None = None) -> None:
-        self.scope = scope if scope is not None else FactScope(nonnegative=True)
+        # (FactScope's argument passed by position: a keyword costs ~6 % of this.)
+        self.scope = scope if scope is not None else FactScope(True)
         self.strict = False
         #: > 0 while a subgraph (If branch, Loop/Scan body) is inferred. Code there may
         #: not run, so what it proves is not a fact about the model: equalities are not
@@ -336,14 +361,24 @@ class ShapesContext:
         parse), so only the opaque ones are read here; what a text holds is found once
         per process (:func:`_text_names`).
         """
-        reserved = self._reserved
-        opaque = []
-        for text in texts:
-            names, is_opaque = _text_names(text)
-            reserved.update(names)
-            if is_opaque:
-                opaque.append(text)
-        for text in sorted(opaque):
+        key = texts if texts.__class__ is frozenset else frozenset(texts)
+        found = _MODEL_TEXTS.get(key)
+        if found is None:
+            names: set[str] = set()
+            opaque = []
+            for text in key:
+                text_names, is_opaque = _text_names(text)
+                names.update(text_names)
+                if is_opaque:
+                    opaque.append(text)
+            found = (frozenset(names), tuple(sorted(opaque)))
+            if len(key) <= _MODEL_TEXTS_MAX_TEXTS:
+                if len(_MODEL_TEXTS) >= _MODEL_TEXTS_MAX:
+                    _MODEL_TEXTS.clear()
+                _MODEL_TEXTS[key] = found
+        names, opaque_texts = found
+        self._reserved.update(names)
+        for text in opaque_texts:
             self.read_dim_text(text)
 
     @property
@@ -875,9 +910,21 @@ class ShapesContext:
         An initializer that backs a graph input is only a default (it may be fed with
         another shape at run time), so only the declared shape counts there.
         """
-        tensor = constant_tensor(value)
-        if tensor is not None:
-            return tensor_dims(tensor)
+        if _VALUE_SLOTS and _PROTO_SLOT:
+            # constant_tensor(value), then tensor_dims(tensor) of a TensorProtoTensor,
+            # inline: every initializer a hook reads comes here once (two calls fewer).
+            _UNTRACKED_READS[0] += 1
+            tensor = value._const_value
+            if tensor is not None and (
+                not value._is_graph_input or value.meta.get(CONSTANT_INPUT_KEY)
+            ):
+                if tensor.__class__ is _PROTO_TENSOR:
+                    return tuple(tensor._proto.dims[:])  # type: ignore[attr-defined]
+                return tensor_dims(tensor)
+        else:
+            tensor = constant_tensor(value)
+            if tensor is not None:
+                return tensor_dims(tensor)
         shape = value.shape
         if shape is not None:
             self.declarations_used += 1  # a declared shape taken as the value's facts
@@ -891,8 +938,30 @@ class ShapesContext:
         """
         if shape is None:
             return None
+        # The usual declared shape: ints >= 0 and texts read before, whose dims are the
+        # same in every context (_DECLARED_DIMS): a lookup per dim, no call. Anything
+        # else (an empty or anonymous dim, a text not read yet, an opaque text) reads the
+        # whole shape the general way below; nothing was minted or recorded before that.
+        known = _DECLARED_DIMS
         dims: list[Dim] = []
-        # The slots behind shape.dims and d.value (see passes/_inference.py).
+        append = dims.append
+        for d in shape._dims:  # the slots behind shape.dims and d.value
+            cls = d.__class__
+            if cls is int:
+                if d >= 0:
+                    append(d)
+                    continue
+            elif cls is _SYMBOLIC_DIM:
+                found = known.get(d._value)
+                if found is not None:
+                    append(found)
+                    continue
+            return self._dims_from_ir(shape, hint)
+        return tuple(dims)
+
+    def _dims_from_ir(self, shape: ir.Shape, hint: str) -> Shape:
+        """:meth:`dims_from_ir` of a shape it does not read as known."""
+        dims: list[Dim] = []
         for i, d in enumerate(shape._dims):
             if isinstance(d, int):
                 # Some producers write dim_value -1 for "unknown": not a dim.
@@ -907,6 +976,11 @@ class ShapesContext:
                 parsed = self.new_symbol(f"{hint}_d{i}")  # "-1" etc.: not a dim
             elif isinstance(parsed, expr.DimExpr) and parsed.is_unknown:
                 parsed = self.new_symbol(f"{hint}_d{i}")
+            elif _PARSED_TEXTS.get(text) is parsed:
+                # Read as its parse (not opaque): the same dim in every context.
+                if len(_DECLARED_DIMS) > 100_000:
+                    _DECLARED_DIMS.clear()
+                _DECLARED_DIMS[text] = parsed
             dims.append(parsed)
         return tuple(dims)
 

@@ -345,7 +345,9 @@ class NodeContext:
         shape = self._shapes.get(value, MISSING)  # shape_of's hit, inline
         if shape is not MISSING:
             return shape  # type: ignore[return-value]
-        return self.ctx.shape_of(value)
+        # shape_of's miss for a value, inline (an initializer, read once per run).
+        shape = self._shapes[value] = self.ctx.read_declared_shape(value)
+        return shape
 
     def input_rank(self, i: int) -> int | None:
         """The rank of input ``i`` (``None`` if unknown or absent)."""
@@ -365,7 +367,9 @@ class NodeContext:
         elements = self._values.get(value, MISSING)  # value_of's hit, inline
         if elements is not MISSING:
             return elements  # type: ignore[return-value]
-        return self.ctx.value_of(value)
+        # value_of's miss for a value, inline (a constant, read once per run).
+        elements = self._values[value] = self.ctx._read_constant_elements(value)
+        return elements
 
     def input_ints(self, i: int) -> tuple[int, ...] | None:
         """The elements of input ``i`` when all are known ints, else ``None``."""
