@@ -164,7 +164,8 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
         ModelLoadError: ``model`` is a path that is not a loadable ONNX file, or a
             ``ModelProto`` onnx-ir cannot read (two nodes with the same output name), or
             a weight's data does not fill its shape (the message names the weight; a
-            ``ValueError`` for a model given as an ``ir.Model`` or ``ModelProto``).
+            ``ValueError`` for a model given as an ``ir.Model`` or ``ModelProto``), or
+            two graph inputs have one name (a ``ValueError`` for an ``ir.Model``).
 
     Example::
 
@@ -174,6 +175,13 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
         True
     """
     if isinstance(model, ir.Model):
+        from onnx_symdims._modelio import duplicate_input
+
+        # The optimizer's name fixing would rename the second (a declared input name
+        # changed); onnxruntime refuses such a model. Paths and protos check it at load.
+        twice = duplicate_input(model)
+        if twice is not None:
+            raise ValueError(f"invalid model: {twice}")
         return _optimized(model, fusions, options)
     from onnx_symdims._modelio import deserialize_proto, load_model
 

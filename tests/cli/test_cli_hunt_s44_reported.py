@@ -1,6 +1,8 @@
-"""Bugs the stop-44 CLI hunt found outside the CLI's files: strict xfails until fixed.
+"""Bugs the stop-44 CLI hunt (helper-83) found outside the CLI's files, now fixed.
 
-Each test states the expected behaviour; the reason names the file to fix.
+Each test failed before its fix (they were strict xfails naming the file to fix):
+``optimize(ir.Model)`` renamed a duplicate input name (``_api.py``); a numeric
+``dim_param`` was read as a size (``shapes/_context.py``).
 """
 
 from __future__ import annotations
@@ -14,11 +16,6 @@ from onnx_symdims import cli
 ort = pytest.importorskip("onnxruntime")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_api.py optimize(ir.Model) skips the load-time duplicate_input check "
-    "(_modelio.duplicate_input): NameFixPass renames the second input X to X_1",
-)
 def test_the_optimize_api_refuses_an_ir_model_with_a_duplicate_input_name():
     import onnx_ir as ir
 
