@@ -414,26 +414,18 @@ def test_both_rule_drivers_fire_on_a_graph_output(driver):
     _assert_same(before, m, _feeds(m), bit_for_bit=False)
 
 
-def test_inexact_floats_optimize_drops_a_zero_add_before_a_division():
+_ADD_ZERO_THEN_DIVIDE = """
+    g (float[N] x) => (float[N] y) <float z = {0.0}, float o = {1.0}> {
+        a = Add(x, z)
+        y = Div(o, a)
+    }
+"""
+
+
+@pytest.mark.parametrize(("exact", "kept"), [(False, ["Div"]), (True, ["Add", "Div"])])
+def test_optimize_passes_exact_floats_to_the_rules(exact, kept):
     """``exact_floats=False`` reaches the rules through ``OptimizePass``: ``x + 0.0`` goes
     even where a ``Div`` would see the sign of a zero (the inexact convention)."""
-    m = model(
-        """
-        g (float[N] x) => (float[N] y) <float z = {0.0}, float o = {1.0}> {
-            a = Add(x, z)
-            y = Div(o, a)
-        }
-        """
-    )
-    OptimizePass(exact_floats=False)(m)
-    assert [n.op_type for n in m.graph] == ["Div"]
-    m = model(
-        """
-        g (float[N] x) => (float[N] y) <float z = {0.0}, float o = {1.0}> {
-            a = Add(x, z)
-            y = Div(o, a)
-        }
-        """
-    )
-    OptimizePass()(m)
-    assert [n.op_type for n in m.graph] == ["Add", "Div"]
+    m = model(_ADD_ZERO_THEN_DIVIDE)
+    OptimizePass(exact_floats=exact)(m)
+    assert [n.op_type for n in m.graph] == kept
