@@ -175,14 +175,7 @@ def optimize(model: Any, *, fusions: str | None = None, **options: Any) -> Any:
         True
     """
     if isinstance(model, ir.Model):
-        from onnx_symdims._modelio import duplicate_input
-
-        # The optimizer's name fixing would rename the second (a declared input name
-        # changed); onnxruntime refuses such a model. Paths and protos check it at load.
-        twice = duplicate_input(model)
-        if twice is not None:
-            raise ValueError(f"invalid model: {twice}")
-        return _optimized(model, fusions, options)
+        return _optimized(model, fusions, options)  # OptimizePass refuses duplicate inputs
     from onnx_symdims._modelio import deserialize_proto, load_model
 
     if isinstance(model, (str, os.PathLike)):

@@ -190,6 +190,12 @@ class OptimizePass(ir.passes.InPlacePass):
 
     def call(self, model: ir.Model) -> OptimizeResult:
         start = time.perf_counter()
+        names = [v.name for v in model.graph.inputs]
+        if len(set(names)) != len(names):
+            # The tail's name fixing would rename one (a declared input name changed);
+            # onnxruntime refuses such a model.
+            twice = next(n for i, n in enumerate(names) if n in names[:i])
+            raise ValueError(f"invalid model: graph input {twice!r} is declared twice")
         fixed = fixed_sizes(self.symbol_ranges)
         shapes_before = [v.shape for v in model.graph.inputs]
         for name, size in apply_input_shapes(model, self.input_shapes).items():

@@ -48,3 +48,19 @@ def test_optimize_keeps_declared_input_and_output_names(name, tmp_path):
     assert [o.name for o in session.get_outputs()] == outputs
     for got, expected in zip(session.run(None, {"X": x}), want, strict=True):
         np.testing.assert_array_equal(got, expected)
+
+
+def test_optimize_pass_refuses_two_inputs_of_one_name():
+    """The tail's name fixing would rename the second ``X`` (onnxruntime refuses such a
+    model, "Duplicate definition-site"): an error before any change, not a renamed input."""
+    from onnx_symdims.rewrite import OptimizePass
+
+    x = ir.Value(name="X", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape(["N"]))
+    x2 = ir.Value(name="X", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape(["N"]))
+    add = ir.node("Add", [x2, x2], name="add")
+    add.outputs[0].name = "Y"
+    graph = ir.Graph([x, x2], add.outputs, nodes=[add], opset_imports={"": 18}, name="g")
+    model = ir.Model(graph, ir_version=10)
+    with pytest.raises(ValueError, match="graph input 'X' is declared twice"):
+        OptimizePass()(model)
+    assert [v.name for v in model.graph.inputs] == ["X", "X"]
