@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from tests.fuzz import oracle
-from tests.ops._ort_oracle import check_against_ort
+from tests.ops._ort_oracle import check_against_ort, run_ort
 
 HEADER = '<ir_version: 8, opset_import: ["" : 18]>\n'
 LOOP_BINDINGS = [{"N": n} for n in (0, 1, 2, 3)]
@@ -146,3 +146,35 @@ def test_stale_value_info_on_count_through_untracked_values() -> None:
     assert outcome.runs, f"no binding ran in onnxruntime: {outcome}"
     found = [oracle.report(case, f) for f in outcome.findings]
     assert not found, "\n\n".join(found)
+
+
+# Inside a Loop body the carried input's dims are widened symbols with no bound either,
+# so a body value_info on the carried value (a trace's [4]) is trusted there: b is
+# written [4] and the body output ao [8], while each iteration has another size (x
+# doubles). The body also scans out Shape(b): onnxruntime's per-iteration shapes of b.
+BODY_VALUE_INFO_ON_CARRIED = """
+    g (float[N] x, int64 t) => (float[?] w, int64[?, 1] sizes) {
+      cond = Constant <value: tensor = bool {1}> ()
+      w, sizes = Loop (t, cond, x) <body: graph = body (int64 i, bool c, float[?] a)
+          => (bool co, float[?] ao, int64[1] sb) <float[4] b> {
+          co = Identity (c)
+          b = Identity (a)
+          ao = Concat <axis: int = 0> (b, b)
+          sb = Shape (b)
+      }>
+    }"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a Loop body's widened carried dims have no bound: a body value_info's int "
+    "replaces them (ops/control_flow.py)",
+)
+def test_stale_body_value_info_on_carried_value() -> None:
+    inferred = check_against_ort(HEADER + BODY_VALUE_INFO_ON_CARRIED, [{"N": 2}], feeds=TRIPS)
+    body = inferred.model.graph.node(1).attributes["body"].as_graph()
+    (written,) = next(v for v in body if v.outputs[0].name == "b").outputs[0].shape.dims
+    actual = run_ort(inferred, {"N": 2}, TRIPS)["sizes"][:, 0]  # [2, 4] at N = 2, t = 2
+    assert all(written == size for size in actual) or not isinstance(written, int), (
+        f"b written [{written}], onnxruntime's sizes per iteration {list(actual)}"
+    )
