@@ -80,7 +80,8 @@ _ORT_FUSE_STEPS = (
     # Left out: gqa (and packed_qkv_for_gqa, which consumes its nodes). Its pattern reads
     # a RotaryEmbedding's position ids as positions (seqlens_k = ReduceMax(ids)); ours are
     # cache rows (b*S + s, or [0]): a GQA the shape guard does not catch computes another
-    # attention (tests/rewrite/test_fusion_rotary_hunt.py). It matched nothing before ours.
+    # attention (tests/rewrite/test_fusion_rotary_hunt.py). It needs com.microsoft ropes:
+    # no corpus model had one before ours.
     ("mha1", "fuse_mha1", {}),
     ("mha2", "fuse_mha2", {}),
     ("mha_scale", "fuse_mha_scale", {}),
