@@ -228,20 +228,7 @@ def infer_integer_matmul_to_float(ctx: NodeContext, node: ir.Node) -> None:
         ctx.require_input(0)
         ctx.require_input(1)  # one of them fails the node
     facts = ctx.ctx
-    a_shape = facts.shape_of(a)
-    b_shape = facts.shape_of(b)
-    if (
-        a_shape is not None
-        and b_shape is not None
-        and len(b_shape) == 2
-        and len(a_shape) >= 2
-        and a_shape[-1] == b_shape[0]  # ints by value, dims by identity: no check
-    ):
-        # Activations times a weight matrix (every layer's projection): what
-        # matmul_shape gives, as in infer_matmul, without its call.
-        shape = (*a_shape[:-1], b_shape[1])
-    else:
-        shape = matmul_shape(ctx, a_shape, b_shape)
+    shape = matmul_shape(ctx, facts.shape_of(a), facts.shape_of(b))
     source = 0 if node._op_type == "DynamicQuantizeMatMul" else 2
     ctx.set_output(0, shape, ctx.input_dtype(source))
 

@@ -48,6 +48,10 @@ def matmul_shape(ctx: NodeContext, a: Shape | None, b: Shape | None) -> Shape | 
     """
     if a is None or b is None:
         return None
+    if len(b) == 2 and len(a) >= 2 and a[-1] == b[0]:  # ints by value, dims by identity
+        # Activations times a weight matrix sharing the inner dim (every layer's
+        # projection): what the general path below gives, (*a[:-2], a[-2], b[-1]).
+        return (*a[:-1], b[1])
     if not a or not b:
         ctx.fail("MatMul operands must have rank >= 1")
     a_is_vector = len(a) == 1
@@ -83,20 +87,7 @@ def infer_matmul(ctx: NodeContext, node: ir.Node) -> None:
     if a is None or b is None:
         ctx.require_two_inputs()  # fails the node
     facts = ctx.ctx
-    a_shape = facts.shape_of(a)
-    b_shape = facts.shape_of(b)
-    if (
-        a_shape is not None
-        and b_shape is not None
-        and len(b_shape) == 2
-        and len(a_shape) >= 2
-        and a_shape[-1] == b_shape[0]  # ints by value, dims by identity: no check
-    ):
-        # Activations times a weight matrix sharing the inner dim (the usual case):
-        # what matmul_shape gives, (*a[:-2], a[-2], b[-1]), without its call.
-        out = (*a_shape[:-1], b_shape[1])
-    else:
-        out = matmul_shape(ctx, a_shape, b_shape)
+    out = matmul_shape(ctx, facts.shape_of(a), facts.shape_of(b))
     ctx.set_output(0, out, facts.dtype_of(a))
 
 
